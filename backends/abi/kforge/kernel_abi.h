@@ -1,0 +1,65 @@
+/* kforge/kernel_abi.h — the only header a kforge cpu/cuda candidate includes (DESIGN.md §5).
+ *
+ * The runner calls the candidate's one entry point, kf_forward, with views of tensors it
+ * owns. Inputs are the task's get_inputs() in order, followed by the model's parameters
+ * (named_parameters() order) and then its buffers (named_buffers() order). Every input is
+ * contiguous (row-major); a Python number in get_inputs() arrives as a rank-0 tensor in
+ * host memory (device == -1). Outputs are preallocated by the runner with the reference's
+ * shapes and dtypes, contiguous, and filled with poison (NaN / a sentinel): the kernel
+ * must write every element. For the cuda backend all data pointers are device pointers on
+ * the current device and `stream` is the cudaStream_t the runner times; work must run on
+ * it (or be finished before kf_forward returns). For the cpu backend `stream` is NULL.
+ * kf_forward returns 0 on success; non-zero reports a runtime_error.
+ * The candidate owns nothing it is given and must not keep pointers between calls.
+ */
+#ifndef KFORGE_KERNEL_ABI_H
+#define KFORGE_KERNEL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KF_MAX_DIMS 8
+
+/** Element types; values are stable (they appear in the runner protocol). */
+typedef enum kf_dtype {
+  KF_FLOAT32 = 0,
+  KF_FLOAT16 = 1,
+  KF_BFLOAT16 = 2,
+  KF_FLOAT64 = 3,
+  KF_INT32 = 4,
+  KF_INT64 = 5,
+  KF_BOOL = 6,
+  KF_UINT8 = 7,
+  KF_INT8 = 8,
+  KF_INT16 = 9
+} kf_dtype;
+
+/** A non-owning view of one tensor. strides are in elements, not bytes. */
+typedef struct kf_tensor {
+  void* data;
+  int32_t dtype; /* a kf_dtype */
+  int32_t ndim;  /* 0 .. KF_MAX_DIMS */
+  int64_t sizes[KF_MAX_DIMS];
+  int64_t strides[KF_MAX_DIMS];
+  int32_t device; /* -1: host memory; >= 0: CUDA device ordinal */
+} kf_tensor;
+
+/** The candidate's entry point. */
+int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
+               void* stream);
+
+/** Number of elements of a tensor view. */
+static inline int64_t kf_numel(const kf_tensor* t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) n *= t->sizes[i];
+  return n;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KFORGE_KERNEL_ABI_H */

@@ -1,0 +1,108 @@
+// kforge/benchmarks/task.hpp — the task model and the suite loaders (DESIGN.md §3).
+//
+// A Task is one KernelBench-format Python file (class Model, get_inputs(),
+// get_init_inputs(), module-level size constants) plus the metadata a suite gives it.
+// Suites load from a directory in one of three layouts, detected automatically:
+//   kforge      — a suite.json manifest lists the tasks (category, difficulty, tolerances,
+//                 FLOP/byte formulas, shape profiles);
+//   kernelbench — level<N>/<id>_<Name>.py, task id "level<N>/<id>_<Name>", difficulty N;
+//   multikernelbench — reference/<category>/<op>.py (or the reference/ folder itself),
+//                 task id "<category>/<op>", category from the folder name.
+// Loading is pure file parsing (no Python): it runs in the CLI. A broken task file or
+// manifest entry is recorded in Suite::skipped with the file and field; the rest loads.
+// Values are plain data; functions are thread-safe.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+/// The 14 categories of MultiKernelBench, in its order.
+const std::vector<std::string>& known_categories();
+
+/// Absolute and relative tolerance for one dtype: |a - e| <= atol + rtol * |e|.
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+
+/// The tolerance for a dtype name ("float32", "float16", "bfloat16", "float64", ...):
+/// KernelBench's defaults (fp32 1e-4, fp16/bf16 1e-2, fp64 1e-8; integers and bool exact).
+Tolerance default_tolerance(const std::string& dtype);
+
+/// A top-level constant of the module: `NAME = <expr>` on one line at column 0.
+struct ModuleConstant {
+  std::string name;
+  std::string expr;  ///< the right-hand side as written, e.g. "4096" or "(16, 3, 224, 224)"
+  int line = 0;      ///< 1-based line number in the file
+};
+
+struct Task {
+  std::string id;        ///< unique within its suite, e.g. "level1/19_ReLU", "activation/gelu"
+  std::string category;  ///< one of known_categories(), or "" when the layout gives none
+  int difficulty = 0;    ///< 1..5; 0 when unknown
+  std::filesystem::path file;  ///< absolute path of the .py file
+  std::string source;          ///< the Python source, unmodified
+  std::vector<ModuleConstant> constants;
+  /// profile name -> constant name -> Python expression replacing the constant.
+  std::map<std::string, std::map<std::string, std::string>> profiles;
+  /// dtype name -> tolerance; overrides default_tolerance for that dtype ("*" for all).
+  std::map<std::string, Tolerance> tolerances;
+  std::string flops;  ///< Python expression over the constants giving FLOP per call; "" if none
+  std::string bytes;  ///< Python expression giving the minimum bytes moved per call; "" if none
+  std::string description;
+
+  /// The tolerance this task uses for a dtype (task override, else "*" override, else default).
+  Tolerance tolerance_for(const std::string& dtype) const;
+};
+
+/// A problem found while loading; the offending task is skipped, the rest loads.
+struct LoadError {
+  std::filesystem::path file;  ///< the file that is wrong (task file or suite.json)
+  std::string field;           ///< the field or construct at fault, e.g. "tasks[3].difficulty"
+  std::string message;
+  std::string to_string() const;  ///< "<file>: <field>: <message>"
+};
+
+struct Suite {
+  std::string name;
+  std::filesystem::path root;
+  std::string layout;  ///< "kforge", "kernelbench" or "multikernelbench"
+  std::string description;
+  std::vector<Task> tasks;  ///< sorted by id
+  std::vector<LoadError> skipped;
+
+  const Task* find(const std::string& id) const;
+};
+
+/// Loads a suite from a directory, detecting its layout. Throws std::runtime_error only
+/// when the directory does not exist or matches no layout; per-task problems go to skipped.
+Suite load_suite(const std::filesystem::path& dir);
+
+/// Parses one KernelBench-format task file. Returns the error instead when the file lacks
+/// `class Model`, `def get_inputs` or `def get_init_inputs`, or cannot be read.
+struct TaskFileResult {
+  std::optional<Task> task;
+  std::optional<LoadError> error;
+};
+TaskFileResult parse_task_file(const std::filesystem::path& file, const std::string& id);
+
+/// The source with a profile's overrides applied: each overridden top-level assignment
+/// `NAME = ...` is replaced by `NAME = <override>` on the same line, so constants derived
+/// from it later in the file follow. An empty profile name or "default" returns the source
+/// unchanged. Unknown profile: std::nullopt. An override naming a constant the file does
+/// not define is appended after the last constant.
+std::optional<std::string> apply_profile(const Task& task, const std::string& profile);
+
+/// Directories of the built-in suites: <kforge_home>/benchmarks/suites/<name>/.
+std::vector<std::filesystem::path> builtin_suite_dirs();
+
+/// Resolves a --suite argument: a built-in suite name, or a path to a directory.
+/// Throws std::runtime_error naming the argument when neither exists.
+std::filesystem::path resolve_suite(const std::string& name_or_path);
+
+}  // namespace kforge

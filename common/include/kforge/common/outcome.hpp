@@ -1,0 +1,60 @@
+// kforge/common/outcome.hpp — the closed set of attempt outcomes (DESIGN.md §7).
+//
+// Every attempt ends in exactly one Outcome; some outcomes carry a sub-kind naming
+// the cause (a compile_error's category, an output_mismatch's kind, a runtime_error's
+// CUDA error or signal). These are plain values: expected failures are never thrown.
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kforge {
+
+/// The outcome of one attempt. The order is the order of the pipeline: an attempt that
+/// fails earlier never reaches a later stage.
+enum class Outcome {
+  format_error,     ///< no code block, or no kf_forward entry point in the reply
+  compile_error,    ///< the toolchain rejected the candidate (see CompileErrorKind)
+  forbidden_api,    ///< the artifact references a forbidden symbol (torch, dlopen, fork, ...)
+  runtime_error,    ///< crash, CUDA error, Python exception (see RuntimeErrorKind)
+  timeout,          ///< the compile or the run exceeded its wall-clock limit
+  output_mismatch,  ///< ran, but outputs differ from the reference (see MismatchKind)
+  torch_fallback,   ///< (triton) compute done by PyTorch ops instead of the candidate
+  pass,             ///< correct on every trial; carries a speedup when benchmarked
+};
+
+/// Sub-kinds of compile_error (DESIGN.md §7).
+enum class CompileErrorKind { syntax, undeclared, type_mismatch, no_member, missing_include, link, other };
+
+/// Sub-kinds of output_mismatch (DESIGN.md §4, §7).
+enum class MismatchKind { shape, dtype, values, nan_inf, unwritten };
+
+/// Sub-kinds of runtime_error. CUDA error names map onto these; the exact name is kept
+/// in the attempt's message.
+enum class RuntimeErrorKind {
+  illegal_memory_access,
+  misaligned_address,
+  invalid_launch,
+  out_of_memory,
+  segfault,
+  signal,  ///< another fatal signal (SIGABRT, SIGFPE, SIGILL, ...)
+  exit,    ///< the process exited (e.g. the candidate called exit())
+  python_exception,
+  cuda_error,  ///< any other CUDA error
+  other,
+};
+
+std::string_view to_string(Outcome o);
+std::string_view to_string(CompileErrorKind k);
+std::string_view to_string(MismatchKind k);
+std::string_view to_string(RuntimeErrorKind k);
+
+/// Parses the names produced by to_string; std::nullopt for an unknown name.
+std::optional<Outcome> outcome_from_string(std::string_view s);
+
+/// A human sentence describing the outcome category, used in feedback prompts.
+std::string_view describe(Outcome o);
+
+}  // namespace kforge

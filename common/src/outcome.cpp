@@ -1,0 +1,92 @@
+#include "kforge/common/outcome.hpp"
+
+#include <array>
+#include <utility>
+
+namespace kforge {
+
+namespace {
+constexpr std::array<std::pair<Outcome, std::string_view>, 8> kOutcomeNames{{
+    {Outcome::format_error, "format_error"},
+    {Outcome::compile_error, "compile_error"},
+    {Outcome::forbidden_api, "forbidden_api"},
+    {Outcome::runtime_error, "runtime_error"},
+    {Outcome::timeout, "timeout"},
+    {Outcome::output_mismatch, "output_mismatch"},
+    {Outcome::torch_fallback, "torch_fallback"},
+    {Outcome::pass, "pass"},
+}};
+}  // namespace
+
+std::string_view to_string(Outcome o) {
+  for (const auto& [v, n] : kOutcomeNames)
+    if (v == o) return n;
+  return "unknown";
+}
+
+std::optional<Outcome> outcome_from_string(std::string_view s) {
+  for (const auto& [v, n] : kOutcomeNames)
+    if (n == s) return v;
+  return std::nullopt;
+}
+
+std::string_view to_string(CompileErrorKind k) {
+  switch (k) {
+    case CompileErrorKind::syntax: return "syntax";
+    case CompileErrorKind::undeclared: return "undeclared";
+    case CompileErrorKind::type_mismatch: return "type_mismatch";
+    case CompileErrorKind::no_member: return "no_member";
+    case CompileErrorKind::missing_include: return "missing_include";
+    case CompileErrorKind::link: return "link";
+    case CompileErrorKind::other: return "other";
+  }
+  return "other";
+}
+
+std::string_view to_string(MismatchKind k) {
+  switch (k) {
+    case MismatchKind::shape: return "shape";
+    case MismatchKind::dtype: return "dtype";
+    case MismatchKind::values: return "values";
+    case MismatchKind::nan_inf: return "nan_inf";
+    case MismatchKind::unwritten: return "unwritten";
+  }
+  return "values";
+}
+
+std::string_view to_string(RuntimeErrorKind k) {
+  switch (k) {
+    case RuntimeErrorKind::illegal_memory_access: return "illegal_memory_access";
+    case RuntimeErrorKind::misaligned_address: return "misaligned_address";
+    case RuntimeErrorKind::invalid_launch: return "invalid_launch";
+    case RuntimeErrorKind::out_of_memory: return "out_of_memory";
+    case RuntimeErrorKind::segfault: return "segfault";
+    case RuntimeErrorKind::signal: return "signal";
+    case RuntimeErrorKind::exit: return "exit";
+    case RuntimeErrorKind::python_exception: return "python_exception";
+    case RuntimeErrorKind::cuda_error: return "cuda_error";
+    case RuntimeErrorKind::other: return "other";
+  }
+  return "other";
+}
+
+std::string_view describe(Outcome o) {
+  switch (o) {
+    case Outcome::format_error:
+      return "The reply could not be used: no code block with a kf_forward entry point was found.";
+    case Outcome::compile_error: return "The candidate failed to compile.";
+    case Outcome::forbidden_api:
+      return "The candidate uses an API that kernels may not use (PyTorch/ATen, Python, dynamic "
+             "loading, processes or sockets).";
+    case Outcome::runtime_error: return "The candidate crashed or raised an error while running.";
+    case Outcome::timeout: return "The candidate did not finish within the time limit.";
+    case Outcome::output_mismatch:
+      return "The candidate ran but its outputs differ from the reference.";
+    case Outcome::torch_fallback:
+      return "The candidate computed its result with PyTorch operators instead of its own kernel.";
+    case Outcome::pass: return "The candidate is correct on every trial.";
+  }
+  return "";
+}
+
+}  // namespace kforge

@@ -1,0 +1,116 @@
+// kforge/sandbox/subprocess.hpp — running compilers and runners as confined child processes
+// (DESIGN.md §6).
+//
+// Every child: argv only (never a shell), its own process group, stdin from /dev/null
+// (unless the caller asks for a pipe), a wall-clock timeout (SIGTERM to the group, a grace
+// period, then SIGKILL to the group), stdout/stderr captured and capped (head and tail kept),
+// an environment built from an allow-list, rlimits (CPU seconds, process count, file size,
+// no core dumps), a working directory, and a private network namespace where the OS allows
+// (unshare(CLONE_NEWUSER|CLONE_NEWNET); silently skipped where it is not permitted).
+// The outcome is a closed set of values; only a broken configuration throws.
+// run_async integrates with Boost.Asio: no thread blocks per child. A Subprocess call is
+// thread-safe with respect to other calls; completion handlers run on the given io_context.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kforge::sandbox {
+
+struct Limits {
+  std::chrono::milliseconds wall{60'000};   ///< wall-clock limit
+  std::chrono::milliseconds grace{1'000};   ///< SIGTERM -> SIGKILL delay
+  long cpu_seconds = 0;                     ///< RLIMIT_CPU; 0 = unlimited
+  long max_processes = 0;                   ///< RLIMIT_NPROC; 0 = unchanged
+  long max_file_bytes = 1L << 30;           ///< RLIMIT_FSIZE (bytes); 0 = unlimited
+  std::size_t output_cap_bytes = 1 << 20;   ///< per stream; head and tail halves kept
+};
+
+struct Spec {
+  std::vector<std::string> argv;  ///< argv[0] is looked up on PATH if it has no '/'
+  std::filesystem::path cwd;      ///< empty: inherit
+  /// Variables copied from the parent's environment when set (the allow-list). The default
+  /// list holds PATH, HOME, LANG, LC_ALL, TMPDIR, CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH and
+  /// PYTHONPATH-style toolchain variables; never API keys or tokens.
+  std::vector<std::string> env_allow = default_env_allow();
+  std::map<std::string, std::string> env_set;  ///< set explicitly (after the allow-list)
+  Limits limits;
+  bool isolate_network = true;  ///< try a private network namespace
+  std::string stdin_data;       ///< written to the child's stdin, then closed; empty: /dev/null
+
+  static std::vector<std::string> default_env_allow();
+};
+
+enum class Status {
+  exited,           ///< exit_code holds the status
+  signalled,        ///< term_signal holds the signal
+  timed_out,        ///< killed after the wall-clock limit
+  failed_to_start,  ///< fork/exec failed; error says why (e.g. "nvcc: not found")
+};
+
+struct Result {
+  Status status = Status::failed_to_start;
+  int exit_code = -1;
+  int term_signal = 0;
+  std::string out;  ///< captured stdout (capped)
+  std::string err;  ///< captured stderr (capped)
+  bool out_truncated = false;
+  bool err_truncated = false;
+  std::string error;  ///< for failed_to_start
+  std::chrono::milliseconds wall{0};
+
+  bool ok() const { return status == Status::exited && exit_code == 0; }
+};
+
+const char* to_string(Status s);
+
+/// Runs a child to completion on the calling thread (uses a private io_context).
+Result run(const Spec& spec);
+
+/// Starts a child; `done` is posted to `io` when it has finished and its output is drained.
+void run_async(boost::asio::io_context& io, Spec spec, std::function<void(Result)> done);
+
+}  // namespace kforge::sandbox
+
+namespace kforge::sandbox {
+
+/// A long-lived confined child speaking lines over stdin/stdout: the runner worker.
+/// Same confinement as run() except the wall limit (the caller times each request).
+/// stderr is drained while reading stdout and its tail kept. Not thread-safe: one owner.
+class LineChild {
+ public:
+  /// Starts the child; nullptr with *error set when it cannot start.
+  static std::unique_ptr<LineChild> start(const Spec& spec, std::string* error);
+  ~LineChild();  ///< kills the group if still running
+  LineChild(const LineChild&) = delete;
+  LineChild& operator=(const LineChild&) = delete;
+
+  /// Writes line + '\n' to the child's stdin; false if the child is gone.
+  bool write_line(std::string_view line);
+  /// One line from stdout (without '\n'), waiting at most `timeout`; std::nullopt on timeout
+  /// or EOF (then alive() tells which).
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout);
+  bool alive();
+  /// SIGTERM to the group, grace, SIGKILL; reaps and returns how it ended (out/err: tails).
+  Result terminate(std::chrono::milliseconds grace = std::chrono::milliseconds(500));
+  /// Reaps a child that already exited (after EOF); returns how it ended.
+  Result wait();
+  std::string stderr_tail() const;
+  int pid() const;
+
+ private:
+  LineChild() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kforge::sandbox

@@ -1,0 +1,37 @@
+#include "catch.hpp"
+#include "kforge/common/hash.hpp"
+#include "kforge/common/outcome.hpp"
+#include "kforge/common/util.hpp"
+
+using namespace kforge;
+
+TEST_CASE("outcome names round-trip") {
+  for (auto o : {Outcome::format_error, Outcome::compile_error, Outcome::forbidden_api,
+                 Outcome::runtime_error, Outcome::timeout, Outcome::output_mismatch,
+                 Outcome::torch_fallback, Outcome::pass}) {
+    auto back = outcome_from_string(to_string(o));
+    REQUIRE(back.has_value());
+    CHECK(*back == o);
+    CHECK_FALSE(describe(o).empty());
+  }
+  CHECK_FALSE(outcome_from_string("passed").has_value());
+}
+
+TEST_CASE("sha256 matches the FIPS 180-2 test vector") {
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  Hasher a, b;
+  a.update("ab").update("c");
+  b.update("a").update("bc");
+  CHECK(a.hex() != b.hex());
+}
+
+TEST_CASE("truncate_middle keeps head and tail") {
+  std::string s(1000, 'x');
+  s.replace(0, 5, "HEAD_");
+  s.replace(995, 5, "_TAIL");
+  auto t = truncate_middle(s, 100);
+  CHECK(t.size() < 200);
+  CHECK(t.rfind("HEAD_", 0) == 0);
+  CHECK(t.substr(t.size() - 5) == "_TAIL");
+  CHECK(t.find("truncated") != std::string::npos);
+}
