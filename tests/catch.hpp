@@ -1,8 +1,13 @@
 // tests/catch.hpp — one include for Catch2 2.x (Debian 12) and 3.x (GPU machine).
+// Tests use Catch::Contains(str) as a string matcher in both versions.
 #pragma once
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
 #define KF_CATCH3 1
+#include <string>
+namespace Catch {
+inline auto Contains(const std::string& s) { return Matchers::ContainsSubstring(s); }
+}  // namespace Catch
 #else
 #include <catch2/catch.hpp>
 #endif

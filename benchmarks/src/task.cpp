@@ -1,0 +1,305 @@
+#include "kforge/benchmarks/task.hpp"
+
+#include "kforge/common/util.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace kforge {
+
+const std::vector<std::string>& known_categories() {
+  static const std::vector<std::string> k{
+      "activation", "broadcast",     "convolution", "full_architecture", "fusion",
+      "loss",       "math",          "matmul",      "normalization",     "optimizer",
+      "pooling",    "index",         "resize",      "reduce"};
+  return k;
+}
+
+Tolerance default_tolerance(const std::string& dtype) {
+  if (dtype == "float32") return {1e-4, 1e-4};
+  if (dtype == "float16" || dtype == "bfloat16") return {1e-2, 1e-2};
+  if (dtype == "float64") return {1e-8, 1e-8};
+  return {0, 0};  // integers and bool: exact
+}
+
+Tolerance Task::tolerance_for(const std::string& dtype) const {
+  if (auto it = tolerances.find(dtype); it != tolerances.end()) return it->second;
+  if (auto it = tolerances.find("*"); it != tolerances.end()) return it->second;
+  return default_tolerance(dtype);
+}
+
+std::string LoadError::to_string() const {
+  std::string s = file.string();
+  if (!field.empty()) s += ": " + field;
+  return s + ": " + message;
+}
+
+const Task* Suite::find(const std::string& id) const {
+  for (const auto& t : tasks)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+TaskFileResult parse_task_file(const fs::path& file, const std::string& id) {
+  TaskFileResult r;
+  std::string src;
+  try {
+    src = read_file(file);
+  } catch (const std::exception& e) {
+    r.error = LoadError{file, "file", e.what()};
+    return r;
+  }
+  static const std::regex kConst(R"(^([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*[A-Za-z_][\w\[\], ]*)?=\s*(.*?)\s*$)");
+  static const std::regex kClass(R"(^class\s+Model\s*[\(:])");
+  static const std::regex kInputs(R"(^def\s+get_inputs\s*\()");
+  static const std::regex kInit(R"(^def\s+get_init_inputs\s*\()");
+  bool has_class = false, has_inputs = false, has_init = false;
+  Task t;
+  t.id = id;
+  t.file = fs::absolute(file);
+  int lineno = 0;
+  for (const auto& line : split_lines(src)) {
+    ++lineno;
+    if (line.empty() || line[0] == ' ' || line[0] == '\t' || line[0] == '#') continue;
+    if (std::regex_search(line, kClass)) has_class = true;
+    if (std::regex_search(line, kInputs)) has_inputs = true;
+    if (std::regex_search(line, kInit)) has_init = true;
+    std::smatch m;
+    if (std::regex_match(line, m, kConst)) {
+      std::string expr = m[2].str();
+      // Only one-line constants: skip ones that open a bracket they do not close.
+      int depth = 0;
+      for (char c : expr) depth += (c == '(' || c == '[' || c == '{') - (c == ')' || c == ']' || c == '}');
+      if (depth == 0 && !expr.empty() && expr != "\\")
+        t.constants.push_back({m[1].str(), expr, lineno});
+    }
+  }
+  if (!has_class) {
+    r.error = LoadError{file, "class Model", "no top-level `class Model` in the task file"};
+  } else if (!has_inputs) {
+    r.error = LoadError{file, "get_inputs", "no top-level `def get_inputs()` in the task file"};
+  } else if (!has_init) {
+    r.error = LoadError{file, "get_init_inputs", "no top-level `def get_init_inputs()` in the task file"};
+  } else {
+    t.source = std::move(src);
+    r.task = std::move(t);
+  }
+  return r;
+}
+
+std::optional<std::string> apply_profile(const Task& task, const std::string& profile) {
+  if (profile.empty() || profile == "default") return task.source;
+  auto it = task.profiles.find(profile);
+  if (it == task.profiles.end()) return std::nullopt;
+  auto lines = split_lines(task.source);
+  std::set<std::string> done;
+  int last_const_line = 0;
+  for (const auto& c : task.constants) {
+    last_const_line = std::max(last_const_line, c.line);
+    auto o = it->second.find(c.name);
+    if (o == it->second.end() || done.count(c.name)) continue;
+    lines[c.line - 1] = c.name + " = " + o->second + "  # profile " + profile;
+    done.insert(c.name);
+  }
+  std::string extra;
+  for (const auto& [name, expr] : it->second)
+    if (!done.count(name)) extra += name + " = " + expr + "  # profile " + profile + "\n";
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    out += lines[i];
+    out += '\n';
+    if (static_cast<int>(i + 1) == last_const_line) out += extra, extra.clear();
+  }
+  return extra + out;  // extra is non-empty only when the file has no constants at all
+}
+
+namespace {
+
+std::string json_type_name(const nlohmann::json& j) { return j.type_name(); }
+
+// Reads one suite.json entry; returns the error instead of throwing.
+std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_t idx,
+                                             const fs::path& manifest, const fs::path& root,
+                                             Task& out) {
+  const std::string where = "tasks[" + std::to_string(idx) + "]";
+  auto err = [&](const std::string& field, const std::string& msg) {
+    return LoadError{manifest, where + "." + field, msg};
+  };
+  if (!e.is_object()) return LoadError{manifest, where, "must be an object, got " + json_type_name(e)};
+  for (const char* req : {"id", "file", "category"})
+    if (!e.contains(req) || !e[req].is_string())
+      return err(req, "required string field is missing or not a string");
+  if (!e.contains("difficulty") || !e["difficulty"].is_number_integer())
+    return err("difficulty", "required integer field (1..5) is missing or not an integer");
+  int diff = e["difficulty"].get<int>();
+  if (diff < 1 || diff > 5) return err("difficulty", "must be 1..5, got " + std::to_string(diff));
+  std::string cat = e["category"].get<std::string>();
+  const auto& cats = known_categories();
+  if (std::find(cats.begin(), cats.end(), cat) == cats.end())
+    return err("category", "unknown category '" + cat + "' (expected one of the 14 of MultiKernelBench)");
+  fs::path file = root / e["file"].get<std::string>();
+  auto parsed = parse_task_file(file, e["id"].get<std::string>());
+  if (parsed.error) return parsed.error;
+  Task t = std::move(*parsed.task);
+  t.category = cat;
+  t.difficulty = diff;
+  t.description = e.value("description", "");
+  for (const char* f : {"flops", "bytes"}) {
+    if (!e.contains(f)) continue;
+    if (!e[f].is_string()) return err(f, "must be a Python expression string");
+    (std::string(f) == "flops" ? t.flops : t.bytes) = e[f].get<std::string>();
+  }
+  if (e.contains("tolerance")) {
+    if (!e["tolerance"].is_object()) return err("tolerance", "must be an object {dtype: {atol, rtol}}");
+    for (auto& [dtype, tol] : e["tolerance"].items()) {
+      if (!tol.is_object() || !tol.contains("atol") || !tol.contains("rtol") ||
+          !tol["atol"].is_number() || !tol["rtol"].is_number())
+        return err("tolerance." + dtype, "must be {\"atol\": number, \"rtol\": number}");
+      t.tolerances[dtype] = {tol["atol"].get<double>(), tol["rtol"].get<double>()};
+    }
+  }
+  if (e.contains("profiles")) {
+    if (!e["profiles"].is_object()) return err("profiles", "must be an object {profile: {CONST: value}}");
+    for (auto& [pname, ov] : e["profiles"].items()) {
+      if (!ov.is_object()) return err("profiles." + pname, "must be an object {CONST: value}");
+      for (auto& [cname, v] : ov.items()) {
+        if (v.is_number()) t.profiles[pname][cname] = v.dump();
+        else if (v.is_string()) t.profiles[pname][cname] = v.get<std::string>();
+        else return err("profiles." + pname + "." + cname, "must be a number or a Python-expression string");
+      }
+    }
+  }
+  out = std::move(t);
+  return std::nullopt;
+}
+
+void load_kforge(Suite& s) {
+  fs::path manifest = s.root / "suite.json";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(manifest));
+  } catch (const std::exception& e) {
+    s.skipped.push_back({manifest, "", std::string("not valid JSON: ") + e.what()});
+    return;
+  }
+  s.name = j.value("name", s.root.filename().string());
+  s.description = j.value("description", "");
+  if (!j.contains("tasks") || !j["tasks"].is_array()) {
+    s.skipped.push_back({manifest, "tasks", "required array field is missing"});
+    return;
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < j["tasks"].size(); ++i) {
+    Task t;
+    if (auto e = read_manifest_entry(j["tasks"][i], i, manifest, s.root, t)) {
+      s.skipped.push_back(*e);
+      continue;
+    }
+    if (!seen.insert(t.id).second) {
+      s.skipped.push_back({manifest, "tasks[" + std::to_string(i) + "].id", "duplicate id '" + t.id + "'"});
+      continue;
+    }
+    s.tasks.push_back(std::move(t));
+  }
+}
+
+void load_kernelbench(Suite& s, const std::vector<fs::path>& level_dirs) {
+  static const std::regex kLevel(R"(level(\d+))");
+  for (const auto& d : level_dirs) {
+    std::smatch m;
+    std::string name = d.filename().string();
+    std::regex_match(name, m, kLevel);
+    int level = std::stoi(m[1].str());
+    for (const auto& f : fs::directory_iterator(d)) {
+      if (f.path().extension() != ".py") continue;
+      auto r = parse_task_file(f.path(), name + "/" + f.path().stem().string());
+      if (r.error) { s.skipped.push_back(*r.error); continue; }
+      r.task->difficulty = std::clamp(level, 1, 5);
+      s.tasks.push_back(std::move(*r.task));
+    }
+  }
+}
+
+void load_multikernelbench(Suite& s, const fs::path& ref) {
+  const auto& cats = known_categories();
+  for (const auto& d : fs::directory_iterator(ref)) {
+    if (!d.is_directory()) continue;
+    std::string cat = d.path().filename().string();
+    bool known = std::find(cats.begin(), cats.end(), cat) != cats.end();
+    for (const auto& f : fs::directory_iterator(d.path())) {
+      if (f.path().extension() != ".py") continue;
+      if (!known) {
+        s.skipped.push_back({f.path(), "category", "folder '" + cat + "' is not one of the 14 categories"});
+        continue;
+      }
+      auto r = parse_task_file(f.path(), cat + "/" + f.path().stem().string());
+      if (r.error) { s.skipped.push_back(*r.error); continue; }
+      r.task->category = cat;
+      s.tasks.push_back(std::move(*r.task));
+    }
+  }
+}
+
+}  // namespace
+
+Suite load_suite(const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": suite directory does not exist");
+  Suite s;
+  s.root = fs::canonical(dir);
+  s.name = s.root.filename().string();
+  static const std::regex kLevel(R"(level\d+)");
+  std::vector<fs::path> levels;
+  bool has_category_dirs = false;
+  const auto& cats = known_categories();
+  for (const auto& e : fs::directory_iterator(s.root)) {
+    if (!e.is_directory()) continue;
+    auto n = e.path().filename().string();
+    if (std::regex_match(n, kLevel)) levels.push_back(e.path());
+    if (std::find(cats.begin(), cats.end(), n) != cats.end()) has_category_dirs = true;
+  }
+  std::sort(levels.begin(), levels.end());
+  if (fs::exists(s.root / "suite.json")) {
+    s.layout = "kforge";
+    load_kforge(s);
+  } else if (!levels.empty()) {
+    s.layout = "kernelbench";
+    load_kernelbench(s, levels);
+  } else if (fs::is_directory(s.root / "reference")) {
+    s.layout = "multikernelbench";
+    load_multikernelbench(s, s.root / "reference");
+  } else if (has_category_dirs) {
+    s.layout = "multikernelbench";
+    load_multikernelbench(s, s.root);
+  } else {
+    throw std::runtime_error(dir.string() +
+                             ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders)");
+  }
+  std::sort(s.tasks.begin(), s.tasks.end(), [](const Task& a, const Task& b) { return a.id < b.id; });
+  return s;
+}
+
+std::vector<fs::path> builtin_suite_dirs() {
+  std::vector<fs::path> out;
+  fs::path root = kforge_home() / "benchmarks" / "suites";
+  if (!fs::is_directory(root)) return out;
+  for (const auto& e : fs::directory_iterator(root))
+    if (fs::exists(e.path() / "suite.json")) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+fs::path resolve_suite(const std::string& name_or_path) {
+  for (const auto& d : builtin_suite_dirs())
+    if (d.filename() == name_or_path) return d;
+  if (fs::is_directory(name_or_path)) return name_or_path;
+  throw std::runtime_error("--suite " + name_or_path +
+                           ": neither a built-in suite nor a directory (see `kforge suites`)");
+}
+
+}  // namespace kforge

@@ -1,0 +1,89 @@
+#include "catch.hpp"
+#include "kforge/benchmarks/task.hpp"
+
+#include <algorithm>
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+static fs::path fixture(const char* name) { return fs::path(KFORGE_TESTS_DIR) / "fixtures" / name; }
+
+static bool has_error(const Suite& s, const std::string& file_part, const std::string& field_part) {
+  return std::any_of(s.skipped.begin(), s.skipped.end(), [&](const LoadError& e) {
+    return e.file.string().find(file_part) != std::string::npos &&
+           e.field.find(field_part) != std::string::npos;
+  });
+}
+
+TEST_CASE("kforge layout: manifest fields, broken entries skipped with file and field", "[loader]") {
+  Suite s = load_suite(fixture("kforge_suite"));
+  CHECK(s.layout == "kforge");
+  CHECK(s.name == "fixture");
+  REQUIRE(s.tasks.size() == 1);
+  const Task& t = s.tasks[0];
+  CHECK(t.id == "act/relu");
+  CHECK(t.category == "activation");
+  CHECK(t.difficulty == 1);
+  CHECK(t.flops == "BATCH * DIM");
+  CHECK(t.tolerance_for("float32").atol == 1e-3);
+  CHECK(t.tolerance_for("float16").atol == 1e-2);  // default
+  CHECK(t.tolerance_for("int64").atol == 0);
+  REQUIRE(t.constants.size() == 3);
+  CHECK(t.constants[0].name == "BATCH");
+  CHECK(t.constants[2].expr == "DIM * 2");
+  // Every broken entry is reported, naming the file and the field.
+  CHECK(has_error(s, "suite.json", "tasks[1].difficulty"));
+  CHECK(has_error(s, "suite.json", "tasks[2].category"));
+  CHECK(has_error(s, "broken.py", "get_inputs"));
+  CHECK(has_error(s, "missing.py", "file"));
+  CHECK(has_error(s, "suite.json", "tasks[5].id"));  // duplicate
+  CHECK(has_error(s, "suite.json", "tasks[6].id"));  // missing
+  CHECK(s.skipped.size() == 6);
+}
+
+TEST_CASE("profiles rewrite constants in place; derived constants follow", "[loader]") {
+  Suite s = load_suite(fixture("kforge_suite"));
+  const Task& t = s.tasks.at(0);
+  auto ci = apply_profile(t, "ci");
+  REQUIRE(ci.has_value());
+  CHECK(ci->find("BATCH = 2  # profile ci") != std::string::npos);
+  CHECK(ci->find("DIM = 4  # profile ci") != std::string::npos);
+  CHECK(ci->find("HIDDEN = DIM * 2") != std::string::npos);  // untouched, recomputed by Python
+  CHECK(ci->find("BATCH = 8") == std::string::npos);
+  auto big = apply_profile(t, "big");
+  REQUIRE(big.has_value());
+  CHECK(big->find("EXTRA = 3") < big->find("class Model"));
+  CHECK(apply_profile(t, "default") == t.source);
+  CHECK_FALSE(apply_profile(t, "nope").has_value());
+}
+
+TEST_CASE("KernelBench layout: ids and difficulty from the level", "[loader]") {
+  Suite s = load_suite(fixture("kernelbench"));
+  CHECK(s.layout == "kernelbench");
+  REQUIRE(s.tasks.size() == 3);
+  const Task* relu = s.find("level1/19_ReLU");
+  REQUIRE(relu != nullptr);
+  CHECK(relu->difficulty == 1);
+  REQUIRE(s.find("level2/5_Tanh_Sigmoid") != nullptr);
+  CHECK(s.find("level2/5_Tanh_Sigmoid")->difficulty == 2);
+  CHECK(has_error(s, "3_Broken.py", "get_inputs"));
+}
+
+TEST_CASE("MultiKernelBench layout: category from the folder", "[loader]") {
+  for (auto dir : {fixture("multikernelbench"), fixture("multikernelbench") / "reference"}) {
+    Suite s = load_suite(dir);
+    CHECK(s.layout == "multikernelbench");
+    REQUIRE(s.tasks.size() == 2);
+    REQUIRE(s.find("reduce/sum_dim") != nullptr);
+    CHECK(s.find("reduce/sum_dim")->category == "reduce");
+    CHECK(s.find("activation/relu")->category == "activation");
+    CHECK(has_error(s, "thing.py", "category"));
+  }
+}
+
+TEST_CASE("a directory that is no suite is an error naming it", "[loader]") {
+  CHECK_THROWS_WITH(load_suite(fixture("kforge_suite") / "act"),
+                    Catch::Contains("not a suite"));
+  CHECK_THROWS_WITH(load_suite(fixture("nope")), Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(resolve_suite("no-such-suite"), Catch::Contains("no-such-suite"));
+}
