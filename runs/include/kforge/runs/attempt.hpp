@@ -1,0 +1,143 @@
+// kforge/runs/attempt.hpp — one attempt's record: a row of a run's attempts.jsonl (DESIGN.md §9).
+//
+// An AttemptRecord is plain data describing one turn of one episode (task, sample): who made it
+// (backend, model, exemplar strategy, temperature, seed), how it ended (Outcome + sub-kind +
+// short message), what it cost (phase timings, tokens, USD) and what it measured (correctness
+// trials, errors, timing statistics, speedup, achieved rates). JSON appears only here, at the
+// edge: to_json writes one object, attempt_from_json reads one back. A field missing from the
+// JSON reads as its default (old records stay readable); unknown fields are ignored; a field of
+// the wrong type or an unknown outcome name is an error naming the line number and the field.
+// Non-finite doubles (NaN, ±Inf: e.g. max_abs_err of an output full of NaN) are written as the
+// strings "nan", "inf", "-inf" and read back; a JSON null reads as NaN.
+//
+// Conventions: sample is 0-based (0..N-1), turn is 1-based (1..T). A double of 0 in a
+// measurement field (speedup, t_candidate_ms, ...) means "not measured".
+// Values only; all functions are pure and thread-safe.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/common/outcome.hpp"
+
+namespace kforge {
+
+/// Version of the attempts.jsonl row and manifest layout; bump on incompatible change.
+inline constexpr int kRunSchemaVersion = 1;
+
+struct AttemptRecord {
+  // --- identity -------------------------------------------------------------------------
+  std::string task;      ///< task id within its suite, e.g. "level1/19_ReLU"
+  std::string category;  ///< the task's category ("" when the suite gives none)
+  int difficulty = 0;    ///< 1..5, 0 = unknown
+  int sample = 0;        ///< 0-based sample (episode) index within the task
+  int turn = 1;          ///< 1-based turn within the episode
+  std::string backend;   ///< "cpu", "cuda", "triton", ...
+  std::string model;     ///< LLM model name ("" for `kforge eval`)
+
+  // --- outcome --------------------------------------------------------------------------
+  Outcome outcome = Outcome::format_error;
+  std::string sub_kind;    ///< e.g. "syntax", "values", "illegal_memory_access"; "" if none
+  std::string message;     ///< one short human line (first compiler error, CUDA error name...)
+  std::string llm_status;  ///< the LLM call's status name ("ok", "rate_limited", ...)
+
+  // --- phase timings, milliseconds of wall clock (0 = the phase did not run) -------------
+  double llm_ms = 0;
+  double compile_ms = 0;
+  double check_ms = 0;
+  double bench_ms = 0;
+  double total_ms = 0;
+  bool compile_cached = false;  ///< the artifact came from the compile cache
+
+  // --- LLM usage --------------------------------------------------------------------------
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  double cost_usd = 0;
+
+  // --- correctness (check) ----------------------------------------------------------------
+  int trials_passed = 0;
+  int trials = 0;
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  double mismatch_fraction = 0;  ///< mismatched elements / all elements, worst trial, 0..1
+
+  // --- speed (bench); times in milliseconds per call ------------------------------------
+  double t_candidate_ms = 0;      ///< median over repetitions
+  double t_reference_ms = 0;      ///< median over repetitions, same worker
+  double t_candidate_p10_ms = 0;  ///< 10th percentile
+  double t_candidate_p90_ms = 0;  ///< 90th percentile
+  double cv = 0;                  ///< coefficient of variation of the candidate's times
+  double speedup = 0;             ///< t_reference_ms / t_candidate_ms; 0 = not benchmarked
+  double achieved_gbps = 0;       ///< bytes moved per second / 1e9 (task's byte formula)
+  double achieved_tflops = 0;     ///< FLOP per second / 1e12 (task's FLOP formula)
+
+  // --- provenance -------------------------------------------------------------------------
+  std::string source_sha;  ///< sha256 hex of the candidate source
+  std::string prompt_sha;  ///< sha256 hex of the rendered prompt
+  std::string exemplar;    ///< exemplar strategy: none, add, category, bm25, library
+  double temperature = 0;
+  std::uint64_t seed = 0;
+  std::string started_at;   ///< ISO-8601 UTC, e.g. "2026-11-22T13:50:28.123Z"
+  std::string finished_at;  ///< ISO-8601 UTC
+  std::string attempt_dir;  ///< relative to the run directory: attempts/<task>/<sample>/<turn>
+
+  bool passed() const { return outcome == Outcome::pass; }
+  /// True when the candidate got past the toolchain: outcome not in
+  /// {format_error, compile_error, forbidden_api} (compile@k counts these).
+  bool compiled() const;
+  /// True for a pass with a measured, finite, positive speedup.
+  bool has_speedup() const;
+};
+
+/// The identity of an attempt within a run.
+struct AttemptKey {
+  std::string task;
+  int sample = 0;
+  int turn = 1;
+  auto operator<=>(const AttemptKey&) const = default;
+  bool operator==(const AttemptKey&) const = default;
+};
+inline AttemptKey key_of(const AttemptRecord& r) { return {r.task, r.sample, r.turn}; }
+
+/// A record that cannot be read. what() reads "<file>: line <n>: field '<f>': <reason>", each
+/// part present when known (file "" and line 0 mean unknown; field "" for the whole line).
+class RecordError : public std::runtime_error {
+ public:
+  RecordError(std::size_t line, std::string field, const std::string& reason);
+  RecordError(std::string file, std::size_t line, std::string field, const std::string& reason);
+  const std::string& file() const { return file_; }
+  std::size_t line() const { return line_; }
+  const std::string& field() const { return field_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_;
+  std::size_t line_;
+  std::string field_;
+  std::string reason_;
+};
+
+/// The record as one JSON object (every field present).
+nlohmann::json to_json(const AttemptRecord& r);
+
+/// Reads a record. Missing fields take their defaults, unknown fields are ignored.
+/// Throws RecordError naming `line` and the field when the value is not an object, a field
+/// has the wrong type, or `outcome` is not an Outcome name.
+AttemptRecord attempt_from_json(const nlohmann::json& j, std::size_t line = 0);
+
+/// The record as one line of attempts.jsonl: compact JSON followed by '\n'.
+std::string to_jsonl(const AttemptRecord& r);
+
+/// The current time as ISO-8601 UTC with milliseconds, e.g. "2026-11-22T13:50:28.123Z".
+std::string iso8601_utc_now();
+
+// nlohmann ADL hooks, so json(record) and j.get<AttemptRecord>() work.
+void to_json(nlohmann::json& j, const AttemptRecord& r);
+void from_json(const nlohmann::json& j, AttemptRecord& r);
+
+}  // namespace kforge

@@ -1,0 +1,263 @@
+#include "kforge/runs/attempt.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+
+namespace kforge {
+
+bool AttemptRecord::compiled() const {
+  return outcome != Outcome::format_error && outcome != Outcome::compile_error &&
+         outcome != Outcome::forbidden_api;
+}
+
+bool AttemptRecord::has_speedup() const {
+  return passed() && std::isfinite(speedup) && speedup > 0;
+}
+
+namespace {
+std::string record_error_text(const std::string& file, std::size_t line, const std::string& field,
+                              const std::string& reason) {
+  std::string s;
+  if (!file.empty()) s += file + ": ";
+  if (line) s += "line " + std::to_string(line) + ": ";
+  if (!field.empty()) s += "field '" + field + "': ";
+  return s + reason;
+}
+}  // namespace
+
+RecordError::RecordError(std::size_t line, std::string field, const std::string& reason)
+    : RecordError(std::string(), line, std::move(field), reason) {}
+
+RecordError::RecordError(std::string file, std::size_t line, std::string field,
+                         const std::string& reason)
+    : std::runtime_error(record_error_text(file, line, field, reason)),
+      file_(std::move(file)),
+      line_(line),
+      field_(std::move(field)),
+      reason_(reason) {}
+
+namespace {
+
+using nlohmann::json;
+
+json number_or_string(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+const char* type_name(const json& v) { return v.type_name(); }
+
+struct Reader {
+  const json& j;
+  std::size_t line;
+
+  const json* find(const char* field) const {
+    auto it = j.find(field);
+    if (it == j.end()) return nullptr;
+    return &*it;
+  }
+  [[noreturn]] void bad(const char* field, const std::string& expected, const json& v) const {
+    throw RecordError(line, field, "expected " + expected + ", got " + type_name(v));
+  }
+
+  void str(const char* field, std::string& out) const {
+    const json* v = find(field);
+    if (!v || v->is_null()) return;
+    if (!v->is_string()) bad(field, "a string", *v);
+    out = v->get<std::string>();
+  }
+  void boolean(const char* field, bool& out) const {
+    const json* v = find(field);
+    if (!v || v->is_null()) return;
+    if (!v->is_boolean()) bad(field, "a boolean", *v);
+    out = v->get<bool>();
+  }
+  void real(const char* field, double& out) const {
+    const json* v = find(field);
+    if (!v) return;
+    if (v->is_null()) {
+      out = std::numeric_limits<double>::quiet_NaN();
+      return;
+    }
+    if (v->is_number()) {
+      out = v->get<double>();
+      return;
+    }
+    if (v->is_string()) {
+      const auto& s = v->get_ref<const std::string&>();
+      if (s == "nan") { out = std::numeric_limits<double>::quiet_NaN(); return; }
+      if (s == "inf") { out = std::numeric_limits<double>::infinity(); return; }
+      if (s == "-inf") { out = -std::numeric_limits<double>::infinity(); return; }
+    }
+    bad(field, "a number (or \"nan\", \"inf\", \"-inf\")", *v);
+  }
+  template <class Int>
+  void integer(const char* field, Int& out) const {
+    const json* v = find(field);
+    if (!v || v->is_null()) return;
+    if (v->is_number_integer()) {
+      if constexpr (std::is_unsigned_v<Int>) {
+        if (v->is_number_unsigned()) {
+          out = v->get<Int>();
+          return;
+        }
+        if (v->get<std::int64_t>() < 0) bad(field, "a non-negative integer", *v);
+        out = static_cast<Int>(v->get<std::int64_t>());
+        return;
+      } else {
+        if (v->is_number_unsigned() &&
+            v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Int>::max()))
+          throw RecordError(line, field, "integer out of range");
+        auto x = v->get<std::int64_t>();
+        if (x < std::numeric_limits<Int>::min() || x > std::numeric_limits<Int>::max())
+          throw RecordError(line, field, "integer out of range");
+        out = static_cast<Int>(x);
+        return;
+      }
+    }
+    if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) &&
+          d >= static_cast<double>(std::numeric_limits<Int>::min()) &&
+          d <= static_cast<double>(std::numeric_limits<Int>::max())) {
+        out = static_cast<Int>(d);
+        return;
+      }
+    }
+    bad(field, "an integer", *v);
+  }
+};
+
+}  // namespace
+
+json to_json(const AttemptRecord& r) {
+  json j = json::object();
+  j["task"] = r.task;
+  j["category"] = r.category;
+  j["difficulty"] = r.difficulty;
+  j["sample"] = r.sample;
+  j["turn"] = r.turn;
+  j["backend"] = r.backend;
+  j["model"] = r.model;
+  j["outcome"] = std::string(to_string(r.outcome));
+  j["sub_kind"] = r.sub_kind;
+  j["message"] = r.message;
+  j["llm_status"] = r.llm_status;
+  j["llm_ms"] = number_or_string(r.llm_ms);
+  j["compile_ms"] = number_or_string(r.compile_ms);
+  j["check_ms"] = number_or_string(r.check_ms);
+  j["bench_ms"] = number_or_string(r.bench_ms);
+  j["total_ms"] = number_or_string(r.total_ms);
+  j["compile_cached"] = r.compile_cached;
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["completion_tokens"] = r.completion_tokens;
+  j["cost_usd"] = number_or_string(r.cost_usd);
+  j["trials_passed"] = r.trials_passed;
+  j["trials"] = r.trials;
+  j["max_abs_err"] = number_or_string(r.max_abs_err);
+  j["max_rel_err"] = number_or_string(r.max_rel_err);
+  j["mismatch_fraction"] = number_or_string(r.mismatch_fraction);
+  j["t_candidate_ms"] = number_or_string(r.t_candidate_ms);
+  j["t_reference_ms"] = number_or_string(r.t_reference_ms);
+  j["t_candidate_p10_ms"] = number_or_string(r.t_candidate_p10_ms);
+  j["t_candidate_p90_ms"] = number_or_string(r.t_candidate_p90_ms);
+  j["cv"] = number_or_string(r.cv);
+  j["speedup"] = number_or_string(r.speedup);
+  j["achieved_gbps"] = number_or_string(r.achieved_gbps);
+  j["achieved_tflops"] = number_or_string(r.achieved_tflops);
+  j["source_sha"] = r.source_sha;
+  j["prompt_sha"] = r.prompt_sha;
+  j["exemplar"] = r.exemplar;
+  j["temperature"] = number_or_string(r.temperature);
+  j["seed"] = r.seed;
+  j["started_at"] = r.started_at;
+  j["finished_at"] = r.finished_at;
+  j["attempt_dir"] = r.attempt_dir;
+  return j;
+}
+
+AttemptRecord attempt_from_json(const json& j, std::size_t line) {
+  if (!j.is_object())
+    throw RecordError(line, "", std::string("expected a JSON object, got ") + j.type_name());
+  Reader rd{j, line};
+  AttemptRecord r;
+  rd.str("task", r.task);
+  rd.str("category", r.category);
+  rd.integer("difficulty", r.difficulty);
+  rd.integer("sample", r.sample);
+  rd.integer("turn", r.turn);
+  rd.str("backend", r.backend);
+  rd.str("model", r.model);
+  if (const json* v = rd.find("outcome"); v && !v->is_null()) {
+    if (!v->is_string()) rd.bad("outcome", "a string", *v);
+    auto o = outcome_from_string(v->get_ref<const std::string&>());
+    if (!o)
+      throw RecordError(line, "outcome",
+                        "unknown outcome '" + v->get<std::string>() + "'");
+    r.outcome = *o;
+  }
+  rd.str("sub_kind", r.sub_kind);
+  rd.str("message", r.message);
+  rd.str("llm_status", r.llm_status);
+  rd.real("llm_ms", r.llm_ms);
+  rd.real("compile_ms", r.compile_ms);
+  rd.real("check_ms", r.check_ms);
+  rd.real("bench_ms", r.bench_ms);
+  rd.real("total_ms", r.total_ms);
+  rd.boolean("compile_cached", r.compile_cached);
+  rd.integer("prompt_tokens", r.prompt_tokens);
+  rd.integer("completion_tokens", r.completion_tokens);
+  rd.real("cost_usd", r.cost_usd);
+  rd.integer("trials_passed", r.trials_passed);
+  rd.integer("trials", r.trials);
+  rd.real("max_abs_err", r.max_abs_err);
+  rd.real("max_rel_err", r.max_rel_err);
+  rd.real("mismatch_fraction", r.mismatch_fraction);
+  rd.real("t_candidate_ms", r.t_candidate_ms);
+  rd.real("t_reference_ms", r.t_reference_ms);
+  rd.real("t_candidate_p10_ms", r.t_candidate_p10_ms);
+  rd.real("t_candidate_p90_ms", r.t_candidate_p90_ms);
+  rd.real("cv", r.cv);
+  rd.real("speedup", r.speedup);
+  rd.real("achieved_gbps", r.achieved_gbps);
+  rd.real("achieved_tflops", r.achieved_tflops);
+  rd.str("source_sha", r.source_sha);
+  rd.str("prompt_sha", r.prompt_sha);
+  rd.str("exemplar", r.exemplar);
+  rd.real("temperature", r.temperature);
+  rd.integer("seed", r.seed);
+  rd.str("started_at", r.started_at);
+  rd.str("finished_at", r.finished_at);
+  rd.str("attempt_dir", r.attempt_dir);
+  return r;
+}
+
+std::string to_jsonl(const AttemptRecord& r) {
+  // error_handler::replace: a message with invalid UTF-8 (compiler output can contain any
+  // bytes) is written with U+FFFD instead of throwing.
+  std::string s = to_json(r).dump(-1, ' ', false, json::error_handler_t::replace);
+  s.push_back('\n');
+  return s;
+}
+
+std::string iso8601_utc_now() {
+  using namespace std::chrono;
+  auto now = system_clock::now();
+  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::time_t t = system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  return out;
+}
+
+void to_json(json& j, const AttemptRecord& r) { j = to_json(r); }
+void from_json(const json& j, AttemptRecord& r) { r = attempt_from_json(j); }
+
+}  // namespace kforge
