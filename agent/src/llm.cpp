@@ -1,0 +1,219 @@
+// agent/src/llm.cpp — ChatStatus names, the retry loop shared by HTTP providers, the factory.
+#include "llm_internal.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+namespace kforge {
+
+std::string_view to_string(ChatStatus s) {
+  switch (s) {
+    case ChatStatus::ok: return "ok";
+    case ChatStatus::http_error: return "http_error";
+    case ChatStatus::rate_limited: return "rate_limited";
+    case ChatStatus::timeout: return "timeout";
+    case ChatStatus::malformed_reply: return "malformed_reply";
+    case ChatStatus::empty_reply: return "empty_reply";
+    case ChatStatus::transport_error: return "transport_error";
+  }
+  return "unknown";
+}
+
+std::chrono::milliseconds retry_delay(int retry, std::optional<double> retry_after_s,
+                                      const LlmConfig& cfg, double u) {
+  if (retry_after_s) {
+    const double ms = std::clamp(*retry_after_s * 1000.0, 0.0, static_cast<double>(cfg.max_retry_after_ms));
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(ms)));
+  }
+  const double cap = std::max(0, cfg.backoff_cap_ms);
+  const double exp = std::ldexp(static_cast<double>(std::max(0, cfg.backoff_base_ms)), std::clamp(retry, 0, 60));
+  const double ceiling = std::min(cap, exp);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::clamp(u, 0.0, 1.0) * ceiling));
+}
+
+namespace llm_detail {
+
+std::string error_message_from_body(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_discarded() && j.is_object()) {
+    auto e = j.find("error");
+    if (e != j.end()) {
+      if (e->is_object()) {
+        auto m = e->find("message");
+        if (m != e->end() && m->is_string()) return m->get<std::string>();
+      } else if (e->is_string()) {
+        return e->get<std::string>();
+      }
+    }
+  }
+  std::string head = body.substr(0, 300);
+  if (body.size() > 300) head += "...";
+  return head.empty() ? "(empty body)" : head;
+}
+
+HttpChatClient::HttpChatClient(std::string model, LlmConfig cfg)
+    : model_(std::move(model)), cfg_(std::move(cfg)), slots_(cfg_.max_concurrency) {}
+
+void HttpChatClient::add_task_headers(const ChatRequest& req, std::vector<std::string>& headers) const {
+  if (!cfg_.send_task_headers || req.task.empty()) return;
+  // Header values must not carry line breaks; task ids never do, but be safe.
+  std::string task = req.task;
+  task.erase(std::remove_if(task.begin(), task.end(), [](char c) { return c == '\r' || c == '\n'; }), task.end());
+  headers.push_back("X-Kforge-Task: " + task);
+  headers.push_back("X-Kforge-Sample: " + std::to_string(req.sample));
+  headers.push_back("X-Kforge-Turn: " + std::to_string(req.turn));
+}
+
+namespace {
+
+double uniform01() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+enum class Next { done, retry_transient, retry_bad_reply };
+
+}  // namespace
+
+ChatResult HttpChatClient::chat(const ChatRequest& req) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  ChatResult r;
+  const std::string& model = req.model.empty() ? model_ : req.model;
+  const WireRequest wire = build(req, model);
+  const int timeout_ms = req.timeout_ms > 0 ? req.timeout_ms : cfg_.timeout_ms;
+  int transient_retries = 0, bad_retries = 0;
+
+  for (;;) {
+    ++r.attempts;
+    HttpResponse resp;
+    slots_.acquire();
+    try {
+      resp = http_post(wire.url, wire.headers, wire.body, timeout_ms, cfg_.connect_timeout_ms);
+    } catch (...) {  // std::bad_alloc only; keep the slot count right
+      slots_.release();
+      throw;
+    }
+    slots_.release();
+    r.http_status = resp.status;
+
+    Next next = Next::done;
+    if (resp.transport == HttpResponse::Transport::timeout) {
+      r.status = ChatStatus::timeout;
+      r.message = resp.error;
+      next = Next::retry_transient;
+    } else if (resp.transport == HttpResponse::Transport::error) {
+      r.status = ChatStatus::transport_error;
+      r.message = resp.error;
+      next = Next::retry_transient;
+    } else if (resp.status >= 200 && resp.status < 300) {
+      ParsedReply p = parse(resp.body);
+      r.prompt_tokens += p.prompt_tokens;  // tokens of every reply are spent, retried or not
+      r.completion_tokens += p.completion_tokens;
+      r.status = p.status;
+      r.text = std::move(p.text);
+      r.model = std::move(p.model);
+      r.finish_reason = std::move(p.finish_reason);
+      r.message = std::move(p.message);
+      if (r.status != ChatStatus::ok) next = Next::retry_bad_reply;
+    } else {
+      r.status = resp.status == 429 ? ChatStatus::rate_limited : ChatStatus::http_error;
+      r.message = "HTTP " + std::to_string(resp.status) + ": " + error_message_from_body(resp.body);
+      const bool transient = resp.status == 429 || resp.status == 408 || resp.status >= 500;
+      next = transient ? Next::retry_transient : Next::done;
+    }
+
+    if (next == Next::retry_transient && transient_retries < cfg_.max_retries) {
+      std::this_thread::sleep_for(retry_delay(transient_retries, resp.retry_after_s, cfg_, uniform01()));
+      ++transient_retries;
+      continue;
+    }
+    if (next == Next::retry_bad_reply && bad_retries < cfg_.max_bad_reply_retries) {
+      ++bad_retries;
+      continue;
+    }
+    break;
+  }
+  if (!r.ok()) r.text.clear();
+  if (cfg_.price_input_per_mtok && cfg_.price_output_per_mtok) {
+    r.cost_usd = (static_cast<double>(r.prompt_tokens) * *cfg_.price_input_per_mtok +
+                  static_cast<double>(r.completion_tokens) * *cfg_.price_output_per_mtok) / 1e6;
+  }
+  r.latency_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace llm_detail
+
+namespace {
+
+std::string env_or(const std::string& given, const char* var) {
+  if (!given.empty()) return given;
+  const char* v = std::getenv(var);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfig& cfg_in) {
+  const auto colon = spec.find(':');
+  if (colon == std::string_view::npos) {
+    throw std::invalid_argument("LLM spec '" + std::string(spec) +
+                                "': expected provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, "
+                                "replay:RUN_DIR");
+  }
+  const std::string provider(spec.substr(0, colon));
+  std::string model(spec.substr(colon + 1));
+  if (model.empty()) {
+    throw std::invalid_argument("LLM spec '" + std::string(spec) + "': empty model after '" + provider + ":'");
+  }
+  if (cfg_in.max_concurrency < 1) {
+    throw std::invalid_argument("LLM config: max_concurrency must be >= 1, got " +
+                                std::to_string(cfg_in.max_concurrency));
+  }
+  if (cfg_in.max_retries < 0 || cfg_in.max_bad_reply_retries < 0) {
+    throw std::invalid_argument("LLM config: max_retries and max_bad_reply_retries must be >= 0");
+  }
+  if (!cfg_in.base_url.empty() && cfg_in.base_url.rfind("http://", 0) != 0 &&
+      cfg_in.base_url.rfind("https://", 0) != 0) {
+    throw std::invalid_argument("LLM config: base URL '" + cfg_in.base_url + "' must start with http:// or https://");
+  }
+
+  LlmConfig cfg = cfg_in;
+  while (!cfg.base_url.empty() && cfg.base_url.back() == '/') cfg.base_url.pop_back();
+
+  if (provider == "openai" || provider == "anthropic") {
+    const bool openai = provider == "openai";
+    const char* key_var = openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+    const bool public_endpoint = cfg.base_url.empty();
+    if (public_endpoint) cfg.base_url = openai ? "https://api.openai.com/v1" : "https://api.anthropic.com";
+    cfg.api_key = env_or(cfg.api_key, key_var);
+    if (public_endpoint && cfg.api_key.empty()) {
+      throw std::invalid_argument(provider + ": no API key for " + cfg.base_url + ": set " + key_var +
+                                  " or pass a key (a local server needs a base URL instead)");
+    }
+    return openai ? llm_detail::make_openai_client(std::move(model), std::move(cfg))
+                  : llm_detail::make_anthropic_client(std::move(model), std::move(cfg));
+  }
+  if (provider == "replay") {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(model, ec)) {
+      throw std::invalid_argument("replay: run directory '" + model + "' does not exist");
+    }
+    if (!std::filesystem::is_directory(std::filesystem::path(model) / "attempts", ec)) {
+      throw std::invalid_argument("replay: '" + model + "' has no attempts/ directory (not a run directory)");
+    }
+    return llm_detail::make_replay_client(std::move(model));
+  }
+  throw std::invalid_argument("LLM spec '" + std::string(spec) + "': unknown provider '" + provider +
+                              "' (known: openai, anthropic, replay)");
+}
+
+}  // namespace kforge

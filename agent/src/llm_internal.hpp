@@ -1,0 +1,99 @@
+// agent/src/llm_internal.hpp — private pieces of the LLM client layer (not installed).
+//
+// HttpChatClient owns the retry loop and the concurrency bound; the openai and anthropic
+// providers only build the wire request and parse the wire reply (JSON stays in these files).
+#pragma once
+
+#include "kforge/agent/llm.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::llm_detail {
+
+/// What one HTTP POST produced.
+struct HttpResponse {
+  enum class Transport { ok, timeout, error };
+  Transport transport = Transport::error;
+  int status = 0;                       ///< HTTP status, 0 when no response arrived
+  std::string body;
+  std::optional<double> retry_after_s;  ///< Retry-After (seconds) or retry-after-ms / 1000
+  std::string error;                    ///< libcurl's message for transport failures
+};
+
+/// One blocking POST with a fresh libcurl easy handle. Thread-safe. Never follows redirects,
+/// allows only http/https, bypasses proxies for loopback hosts. Times in milliseconds.
+HttpResponse http_post(const std::string& url, const std::vector<std::string>& headers,
+                       const std::string& body, int timeout_ms, int connect_timeout_ms);
+
+/// A provider reply decoded from a 2xx body.
+struct ParsedReply {
+  ChatStatus status = ChatStatus::malformed_reply;  ///< ok, malformed_reply or empty_reply
+  std::string text, model, finish_reason, message;
+  std::int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+
+/// The wire form of one request.
+struct WireRequest {
+  std::string url;
+  std::vector<std::string> headers;  ///< "Name: value"
+  std::string body;
+};
+
+/// The server's error message from an error body ({"error": {"message": ...}} in both APIs),
+/// or the start of the body when it has no such field.
+std::string error_message_from_body(const std::string& body);
+
+/// A counting semaphore with a run-time count.
+class Semaphore {
+ public:
+  explicit Semaphore(int n) : count_(n) {}
+  void acquire() {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return count_ > 0; });
+    --count_;
+  }
+  void release() {
+    {
+      std::lock_guard lk(mu_);
+      ++count_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_;
+};
+
+/// Base of the HTTP providers: retries, back-off, concurrency bound, cost.
+class HttpChatClient : public LlmClient {
+ public:
+  HttpChatClient(std::string model, LlmConfig cfg);
+  ChatResult chat(const ChatRequest& req) final;
+  const std::string& model() const final { return model_; }
+
+ protected:
+  virtual WireRequest build(const ChatRequest& req, const std::string& model) const = 0;
+  virtual ParsedReply parse(const std::string& body) const = 0;
+  /// The X-Kforge-* headers for req, when enabled.
+  void add_task_headers(const ChatRequest& req, std::vector<std::string>& headers) const;
+
+  std::string model_;
+  LlmConfig cfg_;
+
+ private:
+  Semaphore slots_;
+};
+
+/// Builds the providers (llm_providers.cpp, llm_replay.cpp). Arguments already validated.
+std::unique_ptr<LlmClient> make_openai_client(std::string model, LlmConfig cfg);
+std::unique_ptr<LlmClient> make_anthropic_client(std::string model, LlmConfig cfg);
+std::unique_ptr<LlmClient> make_replay_client(std::string run_dir);
+
+}  // namespace kforge::llm_detail
