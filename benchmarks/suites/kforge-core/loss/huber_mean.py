@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# Huber loss (quadratic below delta, linear above) averaged over all elements,
+# as used for regression heads and DQN targets. Returns a 0-dim tensor.
+ROWS = 8192
+COLS = 8192
+DELTA = 1.0
+
+
+class Model(nn.Module):
+    def __init__(self, delta):
+        super().__init__()
+        self.delta = delta
+
+    def forward(self, pred, target):
+        return F.huber_loss(pred, target, reduction="mean", delta=self.delta)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS), torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return [DELTA]
