@@ -1,0 +1,152 @@
+// kforge/backends/backend.hpp — what a backend is (DESIGN.md §5) and the registry that holds
+// them.
+//
+// A Backend describes one target platform: its name ("cpu", "cuda"), the file name its
+// candidate source is written to, the code-fence languages it accepts in an LLM reply, how
+// the candidate is extracted from the reply, how its toolchain is found and invoked, and which
+// libraries the symbol check may let through. Backends are immutable once registered and live
+// until the process exits; every const member function is thread-safe. The registry is
+// guarded by a mutex: register_backend / find_backend may be called from any thread. The
+// built-in "cpu" and "cuda" backends are registered on first use of the registry, so a new
+// backend registers itself with register_backend() without touching this file
+// (MultiKernelBench's register_backend idea).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kforge::backends {
+
+/// Knobs of one compile. The defaults are the benchmark configuration.
+struct CompileOptions {
+  /// CUDA target, e.g. "sm_90a". Empty: detected from the device (nvidia-smi), else sm_90a.
+  std::string arch;
+  /// Compiler executable (path or name looked up on PATH). Empty: the backend's default
+  /// (cpu: g++; cuda: nvcc from PATH, $CUDA_HOME/bin, then /usr/local/cuda/bin).
+  std::string compiler;
+  /// Extra flags appended before the source file (e.g. "-DNDEBUG", "-lineinfo").
+  std::vector<std::string> extra_flags;
+  /// Link cuBLAS / cuDNN and let their symbols and libraries through the symbol check.
+  bool allow_cublas = false;
+  bool allow_cudnn = false;
+  /// Directory holding kforge/kernel_abi.h. Empty: kforge_home()/backends/abi.
+  std::filesystem::path abi_dir;
+  /// Wall-clock limit of the compiler process.
+  std::chrono::milliseconds timeout{120'000};
+  /// Compile cache root. Empty: the cache is not used.
+  std::filesystem::path cache_dir;
+  /// Cap on the build log kept in a CompileResult (bytes; head and tail kept).
+  std::size_t log_cap_bytes = 64 * 1024;
+  /// Limits of the feedback summary of compiler errors.
+  std::size_t summary_max_errors = 5;
+  std::size_t summary_max_bytes = 4096;
+};
+
+/// Why a reply yielded no candidate.
+enum class ExtractError {
+  none,
+  no_code_block,   ///< no fenced block in a language this backend accepts
+  no_entry_point,  ///< blocks found, but none defines kf_forward
+};
+
+std::string_view to_string(ExtractError e);
+
+/// The result of extracting a candidate from an LLM reply: a value, never thrown.
+struct Extracted {
+  bool ok = false;
+  std::string source;    ///< the chosen block's text (ok only)
+  std::string language;  ///< its fence language, lowercased ("" when untagged)
+  ExtractError error = ExtractError::none;
+  std::string message;          ///< format_error text for the feedback prompt (!ok only)
+  std::size_t blocks_seen = 0;  ///< fenced blocks of accepted languages in the reply
+};
+
+/// One fenced code block of a Markdown reply.
+struct FencedBlock {
+  std::string language;  ///< first word of the info string, lowercased
+  std::string body;
+  bool closed = true;  ///< false when the reply ended inside the block
+};
+
+/// All fenced blocks (``` or ~~~, any indentation) in order. An unterminated last block runs
+/// to the end of the text (closed = false).
+std::vector<FencedBlock> fenced_blocks(std::string_view text);
+
+/// True when `source` defines (not merely declares or calls) a function called `name`.
+/// Comments and string literals are ignored.
+bool defines_function(std::string_view source, std::string_view name);
+
+/// Picks the LAST fenced block whose language is in `languages` ("" accepts untagged blocks)
+/// and that defines `entry_point`.
+Extracted extract_fenced(std::string_view reply, const std::vector<std::string>& languages,
+                         std::string_view entry_point = "kf_forward");
+
+/// Maps an nvidia-smi compute capability ("9.0") to an nvcc arch: "sm_90a" for 9.0 (the
+/// arch-specific Hopper features), "sm_<major><minor>" otherwise. std::nullopt when the
+/// text is not "<major>.<minor>".
+std::optional<std::string> arch_from_compute_cap(std::string_view compute_cap);
+
+/// The compute capability of device 0 via `nvidia-smi --query-gpu=compute_cap
+/// --format=csv,noheader`, mapped with arch_from_compute_cap; std::nullopt when there is no
+/// nvidia-smi or no device. Runs nvidia-smi once per process (the answer is remembered).
+std::optional<std::string> detect_cuda_arch();
+
+/// Looks `name` up like execvp would: a name with '/' is returned as is when executable;
+/// otherwise each $PATH entry is tried. std::nullopt when not found.
+std::optional<std::filesystem::path> find_executable(std::string_view name);
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// Registry key: "cpu", "cuda", ...
+  virtual std::string name() const = 0;
+  /// File the candidate is written to inside the work directory: "kernel.cpp", "kernel.cu".
+  virtual std::string source_file_name() const = 0;
+  /// Fence languages accepted in a reply, lowercased; "" accepts an untagged fence.
+  virtual std::vector<std::string> fence_languages() const = 0;
+
+  /// Extracts the candidate from a reply (default: extract_fenced with fence_languages()).
+  virtual Extracted extract(std::string_view reply_text) const;
+
+  /// The compiler executable these options select; std::nullopt when it cannot be found
+  /// (the compile is then a toolchain_missing outcome, not the candidate's fault).
+  virtual std::optional<std::filesystem::path> find_compiler(const CompileOptions& options) const = 0;
+
+  /// Target the artifact is built for, part of the compile-cache key (cuda: "sm_90a";
+  /// cpu: "native:<cpu model>").
+  virtual std::string target_arch(const CompileOptions& options) const = 0;
+
+  /// Full argv of the compile: compiler, flags, -I<abi dir>, -o out, src. Paths are used as
+  /// given (compile() passes names relative to the work directory, so logs and cache keys do
+  /// not depend on where the work directory lives). argv[0] is the resolved compiler, or the
+  /// bare default name when it cannot be found.
+  virtual std::vector<std::string> compile_argv(const std::filesystem::path& src,
+                                                const std::filesystem::path& out_so,
+                                                const CompileOptions& options) const = 0;
+};
+
+/// The ABI include directory these options select (options.abi_dir or
+/// kforge_home()/backends/abi).
+std::filesystem::path abi_include_dir(const CompileOptions& options);
+
+/// Registers a backend. Throws std::invalid_argument when the name is empty or already
+/// registered (a broken configuration, not an attempt's outcome).
+void register_backend(std::shared_ptr<const Backend> backend);
+
+/// The backend registered under `name`; nullptr when there is none.
+const Backend* find_backend(std::string_view name);
+
+/// Like find_backend, but throws std::invalid_argument naming the known backends.
+const Backend& get_backend(std::string_view name);
+
+/// Registered names, sorted.
+std::vector<std::string> backend_names();
+
+}  // namespace kforge::backends

@@ -1,0 +1,60 @@
+// kforge/backends/diagnostics.hpp — compiler and linker messages as data (DESIGN.md §7).
+//
+// parse_diagnostics turns the output of g++ (`file:line:col: error: msg`), nvcc's front end
+// (`file(line): error: msg`), ptxas (`ptxas error   : msg`), nvlink and ld/collect2
+// (`undefined reference to ...`, `ld returned 1 exit status`) into Diagnostic values, with the
+// offending line copied from the candidate's source. classify() maps an error onto the
+// compile_error sub-kinds of common/outcome.hpp, and summarise() renders the first distinct
+// errors for the next prompt. All functions are pure (no I/O) and thread-safe.
+#pragma once
+
+#include "kforge/common/outcome.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kforge::backends {
+
+enum class Severity { note, warning, error };
+
+std::string_view to_string(Severity s);
+
+/// One message of a compiler, assembler or linker.
+struct Diagnostic {
+  std::string file;  ///< as printed ("kernel.cu"); empty for tool-level messages (ptxas, ld)
+  int line = 0;      ///< 1-based; 0 when unknown
+  int column = 0;    ///< 1-based; 0 when unknown
+  Severity severity = Severity::error;
+  std::string message;      ///< without the location and severity prefix
+  std::string source_line;  ///< the candidate's line `line` when `file` is the candidate
+  std::string tool;         ///< "compiler", "ptxas", "nvlink", "linker", "driver"
+};
+
+/// Parses a build log. `source` is the candidate's text and `source_name` its file name
+/// ("kernel.cu"): diagnostics whose file has that base name get source_line filled. Lines that
+/// are not diagnostics (context such as "In function ...", caret lines, "N errors detected")
+/// are skipped. Fatal errors, nvcc's "catastrophic error" and ptxas "fatal" count as errors.
+std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view source = {},
+                                          std::string_view source_name = {});
+
+/// The first diagnostic with severity error, or nullptr.
+const Diagnostic* first_error(const std::vector<Diagnostic>& diags);
+
+/// The compile_error sub-kind of one error message (see DESIGN.md §7): syntax, undeclared,
+/// type_mismatch, no_member, missing_include, link, or other.
+CompileErrorKind classify(const Diagnostic& d);
+
+/// classify(first error); std::nullopt when there is no error.
+std::optional<CompileErrorKind> classify_first_error(const std::vector<Diagnostic>& diags);
+
+/// Feedback text: the first `max_errors` distinct errors (same file, line and message counted
+/// once), each as "file:line:col: error: message" followed by the offending source line, then
+/// a count of the errors left out; cut at an entry boundary to at most `max_bytes` (a single
+/// over-long entry is cut in the middle). Empty when there are no errors.
+std::string summarise(const std::vector<Diagnostic>& diags, std::size_t max_errors = 5,
+                      std::size_t max_bytes = 4096);
+
+}  // namespace kforge::backends

@@ -1,0 +1,215 @@
+#include "kforge/backends/compile.hpp"
+
+#include "kforge/common/util.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
+#include "kforge/sandbox/subprocess.hpp"
+
+#include <regex>
+#include <set>
+#include <system_error>
+
+namespace kforge::backends {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(CompileStatus s) {
+  switch (s) {
+    case CompileStatus::ok: return "ok";
+    case CompileStatus::compile_error: return "compile_error";
+    case CompileStatus::forbidden_api: return "forbidden_api";
+    case CompileStatus::timeout: return "timeout";
+    case CompileStatus::toolchain_missing: return "toolchain_missing";
+  }
+  return "toolchain_missing";
+}
+
+std::optional<Outcome> CompileResult::outcome() const {
+  switch (status) {
+    case CompileStatus::compile_error: return Outcome::compile_error;
+    case CompileStatus::forbidden_api: return Outcome::forbidden_api;
+    case CompileStatus::timeout: return Outcome::timeout;
+    case CompileStatus::ok:
+    case CompileStatus::toolchain_missing: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::string join_argv(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a;
+  }
+  return s;
+}
+
+/// Forbidden symbols named in linker "undefined reference to `X'" errors: with
+/// --no-undefined a torch or Python reference fails the link instead of reaching nm.
+std::vector<ForbiddenUse> forbidden_in_link_errors(const std::vector<Diagnostic>& diags,
+                                                   const SymbolPolicy& policy) {
+  static const std::regex kRef(R"(undefined (?:reference|symbol)[^`'"]*[`'"]([^`'"]+)['"])");
+  std::vector<ForbiddenUse> out;
+  std::set<std::string> seen;
+  for (const auto& d : diags) {
+    if (d.severity != Severity::error) continue;
+    std::smatch m;
+    if (!std::regex_search(d.message, m, kRef)) continue;
+    const std::string name = m[1].str();
+    if (!seen.insert(name).second) continue;
+    if (auto rule = forbidden_symbol_rule(name, policy)) out.push_back({name, name, *rule, false});
+  }
+  return out;
+}
+
+std::string forbidden_summary(const std::vector<ForbiddenUse>& uses) {
+  return "The kernel references APIs that kernels may not use (no PyTorch/ATen, Python, "
+         "dynamic loading, processes or sockets):\n" +
+         describe_forbidden(uses);
+}
+
+std::string tail(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : "...\n" + s.substr(s.size() - n);
+}
+
+}  // namespace
+
+CompileResult compile(const Backend& backend, const std::string& source, const fs::path& workdir,
+                      const CompileOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CompileResult r;
+  auto finish = [&]() -> CompileResult {
+    r.wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    return std::move(r);
+  };
+
+  std::error_code ec;
+  fs::create_directories(workdir, ec);
+  if (ec) throw std::runtime_error(workdir.string() + ": cannot create work directory: " + ec.message());
+  const std::string src_name = backend.source_file_name();
+  r.source_path = workdir / src_name;
+  write_file(r.source_path, source);
+  const fs::path artifact = workdir / kArtifactName;
+  fs::remove(artifact, ec);  // never report a stale artifact
+
+  const auto compiler = backend.find_compiler(options);
+  r.argv = backend.compile_argv(src_name, kArtifactName, options);
+  if (!compiler) {
+    r.status = CompileStatus::toolchain_missing;
+    r.summary = "The " + backend.name() + " compiler (" + r.argv.front() + ") was not found.";
+    return finish();
+  }
+  r.compiler_version = sandbox::compiler_version(r.argv.front());
+  const SymbolPolicy policy{options.allow_cublas, options.allow_cudnn};
+
+  std::optional<sandbox::CompileCache> cache;
+  if (!options.cache_dir.empty()) {
+    cache.emplace(options.cache_dir);
+    sandbox::CompileKey key;
+    key.sources.emplace_back(src_name, source);
+    const fs::path abi_header = abi_include_dir(options) / "kforge" / "kernel_abi.h";
+    if (fs::is_regular_file(abi_header, ec)) key.sources.emplace_back("kforge/kernel_abi.h", read_file(abi_header));
+    key.flags = r.argv;
+    // The symbol policy decides whether an artifact is accepted, so it is part of the key.
+    key.flags.push_back(std::string("#kforge-policy:cublas=") + (policy.allow_cublas ? "1" : "0") +
+                        ",cudnn=" + (policy.allow_cudnn ? "1" : "0"));
+    key.compiler_version = r.compiler_version;
+    key.target_arch = backend.target_arch(options);
+    r.cache_key = key.hash();
+    if (auto entry = cache->lookup(r.cache_key)) {
+      r.status = CompileStatus::ok;
+      r.cached = true;
+      r.log = entry->log;
+      fs::copy_file(entry->artifact, artifact, fs::copy_options::overwrite_existing, ec);
+      r.artifact = ec ? entry->artifact : artifact;
+      r.diagnostics = parse_diagnostics(r.log, source, src_name);
+      return finish();
+    }
+  }
+
+  sandbox::Spec spec;
+  spec.argv = r.argv;
+  spec.cwd = workdir;
+  spec.env_set["LC_ALL"] = "C";  // ASCII quotes in messages
+  spec.env_set["LANG"] = "C";
+  spec.limits.wall = options.timeout;
+  spec.limits.output_cap_bytes = options.log_cap_bytes;
+  const auto res = sandbox::run(spec);
+
+  std::string output = res.err;
+  if (!res.out.empty()) output += (output.empty() || output.back() == '\n' ? "" : "\n") + res.out;
+  r.log = truncate_middle("$ " + join_argv(r.argv) + "\n" + output, options.log_cap_bytes);
+
+  switch (res.status) {
+    case sandbox::Status::failed_to_start:
+      r.status = CompileStatus::toolchain_missing;
+      r.summary = "Could not start the compiler " + r.argv.front() + ": " + res.error;
+      return finish();
+    case sandbox::Status::timed_out:
+      r.status = CompileStatus::timeout;
+      r.summary = "The compiler did not finish within " +
+                  (options.timeout.count() % 1000 == 0
+                       ? std::to_string(options.timeout.count() / 1000) + " s"
+                       : std::to_string(options.timeout.count()) + " ms") +
+                  "; simplify the code (heavy templates or unrolling?).";
+      r.diagnostics = parse_diagnostics(output, source, src_name);
+      return finish();
+    case sandbox::Status::signalled:
+    case sandbox::Status::exited:
+      break;
+  }
+  r.diagnostics = parse_diagnostics(output, source, src_name);
+
+  if (!res.ok()) {
+    r.forbidden = forbidden_in_link_errors(r.diagnostics, policy);
+    if (!r.forbidden.empty()) {
+      r.status = CompileStatus::forbidden_api;
+      r.summary = forbidden_summary(r.forbidden);
+      return finish();
+    }
+    r.status = CompileStatus::compile_error;
+    r.sub_kind = classify_first_error(r.diagnostics).value_or(CompileErrorKind::other);
+    r.summary = summarise(r.diagnostics, options.summary_max_errors, options.summary_max_bytes);
+    if (r.summary.empty()) {
+      const std::string how = res.status == sandbox::Status::signalled
+                                  ? "was killed by signal " + std::to_string(res.term_signal)
+                                  : "exited with status " + std::to_string(res.exit_code);
+      r.summary = "The compiler " + how + " without a recognisable error message. Output:\n" +
+                  tail(output, options.summary_max_bytes / 2);
+    }
+    return finish();
+  }
+
+  if (!fs::is_regular_file(artifact, ec)) {
+    r.status = CompileStatus::compile_error;
+    r.sub_kind = CompileErrorKind::other;
+    r.summary = "The compiler reported success but produced no " + std::string(kArtifactName) + ".";
+    return finish();
+  }
+
+  const auto report = check_symbols(artifact, policy);
+  if (!report.tools_ok) {
+    r.status = CompileStatus::toolchain_missing;
+    r.summary = "The symbol check could not run: " + report.error;
+    return finish();
+  }
+  if (!report.forbidden.empty()) {
+    r.status = CompileStatus::forbidden_api;
+    r.forbidden = report.forbidden;
+    r.summary = forbidden_summary(r.forbidden);
+    fs::remove(artifact, ec);  // nobody may load it
+    return finish();
+  }
+
+  r.status = CompileStatus::ok;
+  r.artifact = artifact;
+  if (cache) {
+    // A failed store costs only a later rebuild; the compile itself succeeded.
+    std::string err;
+    cache->store(r.cache_key, artifact, r.log, &err);
+  }
+  return finish();
+}
+
+}  // namespace kforge::backends
