@@ -1,0 +1,147 @@
+// kforge/benchmarks/metrics.hpp — scoring a run's attempts (DESIGN.md §10).
+//
+// summarize() turns the AttemptRecords of a run into a Summary: pass@k and compile@k (the
+// unbiased estimator of Chen et al. 2021, as KernelBench uses), the repair curve (pass@k at
+// every turn t, counting a sample as passed when any of its attempts at turns <= t passed),
+// final-attempt and best-attempt scoring, fast_p (KernelBench), SpeedUp_α@k (MultiKernelBench),
+// the geometric-mean speedup, the outcome histogram, token/cost totals and phase times — for the
+// whole run and cut by category, difficulty, backend and model.
+//
+// Units of scoring:
+//   problem  — (backend, model, task): a task attempted with one backend by one model. Every
+//              "fraction of tasks" and every per-task average is over problems; a run with one
+//              backend and one model has one problem per task. Only problems that have at least
+//              one attempt are known; tasks never attempted are not counted.
+//   episode  — (problem, sample): its attempts ordered by turn. n = the problem's samples.
+//   Duplicate records of one (problem, sample, turn) keep the last one (with a warning).
+// pass@k for a k is the mean of pass_at_k(n, c, k) over problems with n >= k; a k that no
+// problem reaches is left out of the map. Speedups count only for passing attempts with a
+// measured, finite, positive speedup; "best" means the passing attempt of highest speedup.
+//
+// Values only; functions are pure and thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/runs/attempt.hpp"
+
+namespace kforge {
+
+/// Unbiased pass@k estimator: 1 - C(n-c, k) / C(n, k), computed as the stable product
+/// 1 - prod_{i=n-c+1..n} (1 - k/i). Returns 1 when n - c < k (every k-subset holds a success).
+/// Throws std::invalid_argument when k < 1, n < 1, c < 0, k > n or c > n.
+double pass_at_k(int n, int c, int k);
+
+/// Which k, p and α the tables use.
+struct MetricsConfig {
+  std::vector<int> ks{1, 5, 10};             ///< pass@k, compile@k, SpeedUp_α@k
+  std::vector<double> fast_ps{0, 1, 1.5, 2};  ///< fast_p thresholds (speedup > p; fast_0 = correct)
+  std::vector<double> alphas{1, 1.5, 2};      ///< SpeedUp_α@k thresholds (speedup >= α)
+};
+
+/// Scores of a set of problems under one rule for which attempts count (best over turns <= t,
+/// or the final attempt of each episode).
+struct Scores {
+  int tasks = 0;          ///< problems scored
+  int episodes = 0;       ///< samples over those problems
+  int correct_tasks = 0;  ///< problems with at least one passing sample
+  std::map<int, double> compile_at_k;  ///< k -> compile@k (a sample compiled)
+  std::map<int, double> pass_at_k;     ///< k -> pass@k
+  std::map<double, double> fast_p;     ///< p -> fraction of problems correct with speedup > p
+  /// α -> k -> SpeedUp_α@k: the pass@k estimator with c = samples reaching speedup >= α.
+  std::map<double, std::map<int, double>> speedup_at_k;
+  double geomean_speedup = 0;  ///< over problems with a measured speedup, each its best; 0 = none
+  int speedup_tasks = 0;       ///< problems in geomean_speedup
+};
+
+/// Time spent in one phase, over the attempts where it ran (time > 0).
+struct PhaseTime {
+  double sum_ms = 0;
+  int count = 0;  ///< attempts where the phase ran
+  double mean_ms() const { return count ? sum_ms / count : 0; }
+};
+
+/// Per-attempt counts: outcomes, rates, usage.
+struct AttemptStats {
+  int attempts = 0;
+  int compiled = 0;  ///< outcome not in {format_error, compile_error, forbidden_api}
+  int ran = 0;       ///< compiled and ran to completion: output_mismatch, torch_fallback or pass
+  int passed = 0;
+  int compile_cached = 0;
+  /// outcome name -> sub-kind ("" when none) -> count.
+  std::map<std::string, std::map<std::string, int>> outcomes;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  double cost_usd = 0;
+  PhaseTime llm, compile, check, bench, total;
+  /// TritonBench's names: call accuracy = compiled-and-ran rate, execution accuracy = pass rate.
+  double compile_rate() const { return attempts ? double(compiled) / attempts : 0; }
+  double call_accuracy() const { return attempts ? double(ran) / attempts : 0; }
+  double exec_accuracy() const { return attempts ? double(passed) / attempts : 0; }
+};
+
+/// Everything scored for one subset of the run (the whole run, or one category, ...).
+struct Slice {
+  std::string value;  ///< "all", or the category / difficulty / backend / model it holds
+  int max_turn = 0;   ///< the highest turn in the slice
+  Scores best;        ///< best-attempt scoring: any turn counts
+  Scores final_attempt;          ///< final-attempt scoring: each episode's last turn only
+  std::vector<Scores> by_turn;   ///< [t-1] = best-attempt scoring over turns <= t (repair curve)
+  AttemptStats stats;
+};
+
+/// The outcome of one problem.
+struct TaskResult {
+  std::string task, category, backend, model;
+  int difficulty = 0;
+  int samples = 0;
+  int max_turn = 0;
+  int compiled_samples = 0;      ///< samples that compiled at some turn
+  int passed_samples = 0;        ///< samples that passed at some turn
+  int final_passed_samples = 0;  ///< samples whose last attempt passed
+  int first_pass_turn = 0;       ///< lowest turn at which any sample passed; 0 = never
+  /// The best attempt: a pass of highest measured speedup (ties: lower turn, then sample), or
+  /// the earliest pass when none was benchmarked. Empty when no sample passed.
+  std::optional<AttemptRecord> best;
+  double best_speedup() const { return best && best->has_speedup() ? best->speedup : 0; }
+};
+
+struct Summary {
+  int schema_version = 1;
+  MetricsConfig config;
+  std::size_t attempts = 0;
+  int max_turn = 0;
+  Slice overall;
+  /// dimension ("category", "difficulty", "backend", "model") -> slices sorted by value.
+  std::map<std::string, std::vector<Slice>> cuts;
+  std::vector<TaskResult> tasks;  ///< sorted by (task, backend, model)
+  std::vector<std::string> warnings;
+};
+
+/// The dimensions Summary::cuts holds, in report order.
+const std::vector<std::string>& cut_dimensions();
+
+/// The label a record has in a dimension: category ("(none)" when empty), difficulty ("1".."5",
+/// "unknown" for 0), backend, model ("(none)" when empty). Throws std::invalid_argument for an
+/// unknown dimension.
+std::string cut_label(const AttemptRecord& r, const std::string& dimension);
+
+/// Scores a run's records (any order). Throws std::invalid_argument when the config has a
+/// k < 1.
+Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig& config = {});
+
+/// Formats a threshold as its key in JSON and tables: 1 -> "1", 1.5 -> "1.5".
+std::string threshold_label(double p);
+
+nlohmann::json to_json(const Scores& s);
+nlohmann::json to_json(const Slice& s);
+nlohmann::json to_json(const TaskResult& t);
+/// The summary.json object.
+nlohmann::json to_json(const Summary& s);
+
+}  // namespace kforge

@@ -1,0 +1,416 @@
+#include "kforge/benchmarks/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <tuple>
+
+namespace kforge {
+
+using nlohmann::json;
+
+double pass_at_k(int n, int c, int k) {
+  if (n < 1 || k < 1 || c < 0)
+    throw std::invalid_argument("pass_at_k: need n >= 1, k >= 1, c >= 0 (n=" + std::to_string(n) +
+                                ", c=" + std::to_string(c) + ", k=" + std::to_string(k) + ")");
+  if (k > n)
+    throw std::invalid_argument("pass_at_k: k=" + std::to_string(k) + " > n=" + std::to_string(n));
+  if (c > n)
+    throw std::invalid_argument("pass_at_k: c=" + std::to_string(c) + " > n=" + std::to_string(n));
+  if (n - c < k) return 1.0;
+  // C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
+  double prod = 1.0;
+  for (int i = n - c + 1; i <= n; ++i) prod *= 1.0 - static_cast<double>(k) / i;
+  return 1.0 - prod;
+}
+
+std::string threshold_label(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", p);
+  return buf;
+}
+
+const std::vector<std::string>& cut_dimensions() {
+  static const std::vector<std::string> d{"category", "difficulty", "backend", "model"};
+  return d;
+}
+
+std::string cut_label(const AttemptRecord& r, const std::string& dimension) {
+  if (dimension == "category") return r.category.empty() ? "(none)" : r.category;
+  if (dimension == "difficulty")
+    return r.difficulty > 0 ? std::to_string(r.difficulty) : std::string("unknown");
+  if (dimension == "backend") return r.backend.empty() ? "(none)" : r.backend;
+  if (dimension == "model") return r.model.empty() ? "(none)" : r.model;
+  throw std::invalid_argument("unknown cut dimension '" + dimension + "'");
+}
+
+namespace {
+
+using ProblemKey = std::tuple<std::string, std::string, std::string>;  // backend, model, task
+
+ProblemKey problem_of(const AttemptRecord& r) { return {r.backend, r.model, r.task}; }
+
+/// One episode: its attempts sorted by turn.
+struct Episode {
+  int sample = 0;
+  std::vector<const AttemptRecord*> turns;
+};
+
+struct Problem {
+  ProblemKey key;
+  std::vector<Episode> episodes;  // sorted by sample
+};
+
+/// What counts of an episode under one rule.
+struct EpisodeView {
+  bool compiled = false;
+  bool passed = false;
+  double speedup = 0;  // best measured speedup of a passing attempt; 0 = none
+};
+
+EpisodeView view_upto(const Episode& e, int turn) {
+  EpisodeView v;
+  for (const AttemptRecord* r : e.turns) {
+    if (r->turn > turn) break;
+    v.compiled |= r->compiled();
+    v.passed |= r->passed();
+    if (r->has_speedup()) v.speedup = std::max(v.speedup, r->speedup);
+  }
+  return v;
+}
+
+EpisodeView view_final(const Episode& e) {
+  EpisodeView v;
+  if (e.turns.empty()) return v;
+  const AttemptRecord* r = e.turns.back();
+  v.compiled = r->compiled();
+  v.passed = r->passed();
+  if (r->has_speedup()) v.speedup = r->speedup;
+  return v;
+}
+
+Scores score(const std::vector<std::vector<EpisodeView>>& problems, const MetricsConfig& cfg) {
+  Scores s;
+  s.tasks = static_cast<int>(problems.size());
+  std::map<int, double> compile_sum, pass_sum;
+  std::map<int, int> k_count;
+  std::map<double, std::map<int, double>> alpha_sum;
+  std::map<double, int> fast_count;
+  for (double p : cfg.fast_ps) fast_count[p] = 0;
+  double log_sum = 0;
+  for (const auto& eps : problems) {
+    int n = static_cast<int>(eps.size());
+    if (n == 0) continue;
+    s.episodes += n;
+    int c_compile = 0, c_pass = 0;
+    double best = 0;
+    std::map<double, int> c_alpha;
+    for (const auto& v : eps) {
+      c_compile += v.compiled;
+      c_pass += v.passed;
+      best = std::max(best, v.speedup);
+      for (double a : cfg.alphas)
+        if (v.passed && v.speedup > 0 && v.speedup >= a) ++c_alpha[a];
+    }
+    for (int k : cfg.ks) {
+      if (k > n) continue;
+      ++k_count[k];
+      compile_sum[k] += pass_at_k(n, c_compile, k);
+      pass_sum[k] += pass_at_k(n, c_pass, k);
+      for (double a : cfg.alphas) alpha_sum[a][k] += pass_at_k(n, c_alpha[a], k);
+    }
+    if (c_pass > 0) {
+      ++s.correct_tasks;
+      for (double p : cfg.fast_ps)
+        if (p <= 0 ? true : best > p) ++fast_count[p];
+    }
+    if (best > 0) {
+      ++s.speedup_tasks;
+      log_sum += std::log(best);
+    }
+  }
+  for (const auto& [k, cnt] : k_count) {
+    s.compile_at_k[k] = compile_sum[k] / cnt;
+    s.pass_at_k[k] = pass_sum[k] / cnt;
+    for (double a : cfg.alphas) s.speedup_at_k[a][k] = alpha_sum[a][k] / cnt;
+  }
+  for (const auto& [p, cnt] : fast_count)
+    s.fast_p[p] = s.tasks ? static_cast<double>(cnt) / s.tasks : 0;
+  if (s.speedup_tasks) s.geomean_speedup = std::exp(log_sum / s.speedup_tasks);
+  return s;
+}
+
+void add_phase(PhaseTime& p, double ms) {
+  if (std::isfinite(ms) && ms > 0) {
+    p.sum_ms += ms;
+    ++p.count;
+  }
+}
+
+AttemptStats attempt_stats(const std::vector<const AttemptRecord*>& rs) {
+  AttemptStats st;
+  for (const AttemptRecord* r : rs) {
+    ++st.attempts;
+    st.compiled += r->compiled();
+    st.ran += r->outcome == Outcome::output_mismatch || r->outcome == Outcome::torch_fallback ||
+              r->outcome == Outcome::pass;
+    st.passed += r->passed();
+    st.compile_cached += r->compile_cached;
+    ++st.outcomes[std::string(to_string(r->outcome))][r->sub_kind];
+    st.prompt_tokens += r->prompt_tokens;
+    st.completion_tokens += r->completion_tokens;
+    if (std::isfinite(r->cost_usd)) st.cost_usd += r->cost_usd;
+    add_phase(st.llm, r->llm_ms);
+    add_phase(st.compile, r->compile_ms);
+    add_phase(st.check, r->check_ms);
+    add_phase(st.bench, r->bench_ms);
+    add_phase(st.total, r->total_ms);
+  }
+  return st;
+}
+
+/// Groups (deduplicated) records into problems and episodes.
+std::vector<Problem> group(const std::vector<const AttemptRecord*>& rs) {
+  std::map<ProblemKey, std::map<int, std::map<int, const AttemptRecord*>>> m;
+  for (const AttemptRecord* r : rs) m[problem_of(*r)][r->sample][r->turn] = r;
+  std::vector<Problem> out;
+  for (auto& [key, samples] : m) {
+    Problem p;
+    p.key = key;
+    for (auto& [sample, turns] : samples) {
+      Episode e;
+      e.sample = sample;
+      for (auto& [t, r] : turns) e.turns.push_back(r);
+      p.episodes.push_back(std::move(e));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Slice make_slice(const std::string& value, const std::vector<const AttemptRecord*>& rs,
+                 const MetricsConfig& cfg) {
+  Slice sl;
+  sl.value = value;
+  sl.stats = attempt_stats(rs);
+  for (const AttemptRecord* r : rs) sl.max_turn = std::max(sl.max_turn, r->turn);
+  auto problems = group(rs);
+  auto views = [&](auto&& fn) {
+    std::vector<std::vector<EpisodeView>> out;
+    for (const auto& p : problems) {
+      std::vector<EpisodeView> eps;
+      for (const auto& e : p.episodes) eps.push_back(fn(e));
+      out.push_back(std::move(eps));
+    }
+    return out;
+  };
+  sl.best = score(views([&](const Episode& e) { return view_upto(e, sl.max_turn); }), cfg);
+  sl.final_attempt = score(views([](const Episode& e) { return view_final(e); }), cfg);
+  for (int t = 1; t <= sl.max_turn; ++t)
+    sl.by_turn.push_back(score(views([t](const Episode& e) { return view_upto(e, t); }), cfg));
+  return sl;
+}
+
+/// a is a better "best attempt" than b.
+bool better(const AttemptRecord& a, const AttemptRecord& b) {
+  bool sa = a.has_speedup(), sb = b.has_speedup();
+  if (sa != sb) return sa;
+  if (sa && a.speedup != b.speedup) return a.speedup > b.speedup;
+  if (a.turn != b.turn) return a.turn < b.turn;
+  return a.sample < b.sample;
+}
+
+TaskResult task_result(const Problem& p) {
+  TaskResult t;
+  std::tie(t.backend, t.model, t.task) = p.key;
+  t.samples = static_cast<int>(p.episodes.size());
+  for (const auto& e : p.episodes) {
+    bool compiled = false, passed = false;
+    for (const AttemptRecord* r : e.turns) {
+      if (t.category.empty()) t.category = r->category;
+      if (t.difficulty == 0) t.difficulty = r->difficulty;
+      t.max_turn = std::max(t.max_turn, r->turn);
+      compiled |= r->compiled();
+      if (r->passed()) {
+        passed = true;
+        if (t.first_pass_turn == 0 || r->turn < t.first_pass_turn) t.first_pass_turn = r->turn;
+        if (!t.best || better(*r, *t.best)) t.best = *r;
+      }
+    }
+    t.compiled_samples += compiled;
+    t.passed_samples += passed;
+    if (!e.turns.empty() && e.turns.back()->passed()) ++t.final_passed_samples;
+  }
+  return t;
+}
+
+json k_map(const std::map<int, double>& m) {
+  json j = json::object();
+  for (const auto& [k, v] : m) j[std::to_string(k)] = v;
+  return j;
+}
+
+json phase_json(const PhaseTime& p) {
+  return {{"sum_ms", p.sum_ms}, {"count", p.count}, {"mean_ms", p.mean_ms()}};
+}
+
+json stats_json(const AttemptStats& s) {
+  json outcomes = json::object();
+  for (const auto& [o, subs] : s.outcomes) {
+    int total = 0;
+    json sj = json::object();
+    for (const auto& [sub, n] : subs) {
+      total += n;
+      sj[sub.empty() ? "-" : sub] = n;
+    }
+    outcomes[o] = {{"count", total}, {"sub_kinds", sj}};
+  }
+  return {{"attempts", s.attempts},
+          {"compiled", s.compiled},
+          {"ran", s.ran},
+          {"passed", s.passed},
+          {"compile_cached", s.compile_cached},
+          {"compile_rate", s.compile_rate()},
+          {"call_accuracy", s.call_accuracy()},
+          {"exec_accuracy", s.exec_accuracy()},
+          {"outcomes", outcomes},
+          {"prompt_tokens", s.prompt_tokens},
+          {"completion_tokens", s.completion_tokens},
+          {"cost_usd", s.cost_usd},
+          {"phases",
+           {{"llm", phase_json(s.llm)},
+            {"compile", phase_json(s.compile)},
+            {"check", phase_json(s.check)},
+            {"bench", phase_json(s.bench)},
+            {"total", phase_json(s.total)}}}};
+}
+
+}  // namespace
+
+Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig& config) {
+  for (int k : config.ks)
+    if (k < 1) throw std::invalid_argument("metrics config: k=" + std::to_string(k) + " < 1");
+  Summary s;
+  s.config = config;
+  s.attempts = records.size();
+
+  // Deduplicate: the last record of a (problem, sample, turn) wins.
+  std::map<std::tuple<std::string, std::string, std::string, int, int>, std::size_t> last;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    auto [it, fresh] = last.try_emplace({r.backend, r.model, r.task, r.sample, r.turn}, i);
+    if (!fresh) {
+      s.warnings.push_back("duplicate record for task '" + r.task + "' sample " +
+                           std::to_string(r.sample) + " turn " + std::to_string(r.turn) +
+                           (r.backend.empty() ? std::string() : " backend " + r.backend) +
+                           ": the later one counts");
+      it->second = i;
+    }
+  }
+  std::vector<const AttemptRecord*> rs;
+  rs.reserve(last.size());
+  for (const auto& [key, i] : last) rs.push_back(&records[i]);
+
+  s.overall = make_slice("all", rs, config);
+  s.max_turn = s.overall.max_turn;
+  for (const auto& dim : cut_dimensions()) {
+    std::map<std::string, std::vector<const AttemptRecord*>> parts;
+    for (const AttemptRecord* r : rs) parts[cut_label(*r, dim)].push_back(r);
+    auto& slices = s.cuts[dim];
+    for (const auto& [value, part] : parts) slices.push_back(make_slice(value, part, config));
+    // Difficulty sorts numerically ("unknown" last), others by name.
+    if (dim == "difficulty")
+      std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+        auto num = [](const std::string& v) { return v == "unknown" ? 1000 : std::stoi(v); };
+        return num(a.value) < num(b.value);
+      });
+  }
+  for (const auto& p : group(rs)) s.tasks.push_back(task_result(p));
+  std::sort(s.tasks.begin(), s.tasks.end(), [](const TaskResult& a, const TaskResult& b) {
+    return std::tie(a.task, a.backend, a.model) < std::tie(b.task, b.backend, b.model);
+  });
+  return s;
+}
+
+json to_json(const Scores& s) {
+  json fast = json::object();
+  for (const auto& [p, v] : s.fast_p) fast[threshold_label(p)] = v;
+  json sp = json::object();
+  for (const auto& [a, m] : s.speedup_at_k) sp[threshold_label(a)] = k_map(m);
+  return {{"tasks", s.tasks},
+          {"episodes", s.episodes},
+          {"correct_tasks", s.correct_tasks},
+          {"compile_at_k", k_map(s.compile_at_k)},
+          {"pass_at_k", k_map(s.pass_at_k)},
+          {"fast_p", fast},
+          {"speedup_alpha_at_k", sp},
+          {"geomean_speedup", s.geomean_speedup},
+          {"speedup_tasks", s.speedup_tasks}};
+}
+
+json to_json(const Slice& s) {
+  json turns = json::array();
+  for (std::size_t t = 0; t < s.by_turn.size(); ++t) {
+    json j = to_json(s.by_turn[t]);
+    j["turn"] = static_cast<int>(t + 1);
+    turns.push_back(std::move(j));
+  }
+  return {{"value", s.value},
+          {"max_turn", s.max_turn},
+          {"best", to_json(s.best)},
+          {"final", to_json(s.final_attempt)},
+          {"by_turn", turns},
+          {"attempts", stats_json(s.stats)}};
+}
+
+json to_json(const TaskResult& t) {
+  json j = {{"task", t.task},
+            {"category", t.category},
+            {"difficulty", t.difficulty},
+            {"backend", t.backend},
+            {"model", t.model},
+            {"samples", t.samples},
+            {"max_turn", t.max_turn},
+            {"compiled_samples", t.compiled_samples},
+            {"passed_samples", t.passed_samples},
+            {"final_passed_samples", t.final_passed_samples},
+            {"first_pass_turn", t.first_pass_turn},
+            {"best_speedup", t.best_speedup()}};
+  if (t.best) {
+    j["best"] = {{"sample", t.best->sample},
+                 {"turn", t.best->turn},
+                 {"speedup", t.best->speedup},
+                 {"t_candidate_ms", t.best->t_candidate_ms},
+                 {"t_reference_ms", t.best->t_reference_ms},
+                 {"achieved_gbps", t.best->achieved_gbps},
+                 {"achieved_tflops", t.best->achieved_tflops},
+                 {"source_sha", t.best->source_sha},
+                 {"attempt_dir", t.best->attempt_dir}};
+  } else {
+    j["best"] = nullptr;
+  }
+  return j;
+}
+
+json to_json(const Summary& s) {
+  json cfg = {{"ks", s.config.ks}, {"fast_ps", s.config.fast_ps}, {"alphas", s.config.alphas}};
+  json cuts = json::object();
+  for (const auto& [dim, slices] : s.cuts) {
+    json arr = json::array();
+    for (const auto& sl : slices) arr.push_back(to_json(sl));
+    cuts[dim] = std::move(arr);
+  }
+  json tasks = json::array();
+  for (const auto& t : s.tasks) tasks.push_back(to_json(t));
+  return {{"schema_version", s.schema_version},
+          {"config", cfg},
+          {"attempts", s.attempts},
+          {"max_turn", s.max_turn},
+          {"overall", to_json(s.overall)},
+          {"cuts", cuts},
+          {"tasks", tasks},
+          {"warnings", s.warnings}};
+}
+
+}  // namespace kforge

@@ -1,0 +1,417 @@
+#include "kforge/benchmarks/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "kforge/common/util.hpp"
+#include "kforge/runs/run_dir.hpp"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const char* kNone = "–";
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string frac(double v) { return std::isfinite(v) ? fmt("%.3f", v) : kNone; }
+std::string speed(double v) { return std::isfinite(v) && v > 0 ? fmt("%.2fx", v) : kNone; }
+std::string ms(double v) { return std::isfinite(v) && v > 0 ? fmt("%.3f", v) : kNone; }
+std::string usd(double v) { return fmt("%.4f", v); }
+std::string pct(double v) { return fmt("%.1f%%", 100 * v); }
+
+template <class K>
+std::string at(const std::map<K, double>& m, K k) {
+  auto it = m.find(k);
+  return it == m.end() ? std::string(kNone) : frac(it->second);
+}
+
+std::string signed_delta(const std::map<int, double>& a, const std::map<int, double>& b, int k) {
+  auto ia = a.find(k), ib = b.find(k);
+  if (ia == a.end() || ib == b.end()) return kNone;
+  return fmt("%+.3f", ib->second - ia->second);
+}
+
+/// Markdown table writer.
+struct Table {
+  std::ostringstream& os;
+  explicit Table(std::ostringstream& o, const std::vector<std::string>& header) : os(o) {
+    row(header);
+    os << "|";
+    for (std::size_t i = 0; i < header.size(); ++i) os << (i == 0 ? " --- |" : " ---: |");
+    os << "\n";
+  }
+  void row(const std::vector<std::string>& cells) {
+    os << "|";
+    for (const auto& c : cells) os << " " << c << " |";
+    os << "\n";
+  }
+};
+
+/// The ks that appear in a Scores (a k larger than every n is absent).
+std::vector<int> present_ks(const Summary& s, const Scores& sc) {
+  std::vector<int> out;
+  for (int k : s.config.ks)
+    if (sc.pass_at_k.count(k)) out.push_back(k);
+  return out;
+}
+
+std::string join_values(const Summary& s, const std::string& dim) {
+  auto it = s.cuts.find(dim);
+  if (it == s.cuts.end()) return "";
+  std::string out;
+  for (const auto& sl : it->second) out += (out.empty() ? "" : ", ") + sl.value;
+  return out;
+}
+
+void scores_row(Table& t, const std::string& label, const Summary& s, const Scores& sc,
+                const std::vector<int>& ks) {
+  std::vector<std::string> cells{label, std::to_string(sc.tasks), std::to_string(sc.episodes)};
+  cells.push_back(at(sc.compile_at_k, 1));
+  for (int k : ks) cells.push_back(at(sc.pass_at_k, k));
+  for (double p : s.config.fast_ps) cells.push_back(at(sc.fast_p, p));
+  cells.push_back(speed(sc.geomean_speedup) + " (" + std::to_string(sc.speedup_tasks) + ")");
+  t.row(cells);
+}
+
+std::vector<std::string> scores_header(const std::string& first, const Summary& s,
+                                       const std::vector<int>& ks) {
+  std::vector<std::string> h{first, "tasks", "samples", "compile@1"};
+  for (int k : ks) h.push_back("pass@" + std::to_string(k));
+  for (double p : s.config.fast_ps) h.push_back("fast_" + threshold_label(p));
+  h.push_back("geomean speedup (tasks)");
+  return h;
+}
+
+void cut_section(std::ostringstream& os, const Summary& s, const std::string& dim,
+                 const std::vector<int>& ks) {
+  auto it = s.cuts.find(dim);
+  if (it == s.cuts.end() || it->second.empty()) return;
+  os << "\n## By " << dim << "\n\n";
+  os << "Best-attempt scoring; `final pass@1` counts each sample's last turn only.\n\n";
+  auto h = scores_header(dim, s, ks);
+  h.insert(h.begin() + 4 + static_cast<long>(ks.size()), "final pass@1");
+  Table t(os, h);
+  for (const auto& sl : it->second) {
+    std::vector<std::string> cells{sl.value, std::to_string(sl.best.tasks),
+                                   std::to_string(sl.best.episodes),
+                                   at(sl.best.compile_at_k, 1)};
+    for (int k : ks) cells.push_back(at(sl.best.pass_at_k, k));
+    cells.push_back(at(sl.final_attempt.pass_at_k, 1));
+    for (double p : s.config.fast_ps) cells.push_back(at(sl.best.fast_p, p));
+    cells.push_back(speed(sl.best.geomean_speedup) + " (" +
+                    std::to_string(sl.best.speedup_tasks) + ")");
+    t.row(cells);
+  }
+}
+
+}  // namespace
+
+std::string render_report_md(const Summary& s, const std::string& title) {
+  std::ostringstream os;
+  const Slice& all = s.overall;
+  auto ks = present_ks(s, all.best);
+  os << "# " << (title.empty() ? "kforge run report" : title) << "\n\n";
+  os << s.attempts << " attempts, " << all.best.tasks << " tasks, " << all.best.episodes
+     << " samples (episodes), up to " << s.max_turn << " turn" << (s.max_turn == 1 ? "" : "s")
+     << ".";
+  if (auto b = join_values(s, "backend"); !b.empty()) os << " Backend: " << b << ".";
+  if (auto m = join_values(s, "model"); !m.empty()) os << " Model: " << m << ".";
+  os << "\n";
+  if (!s.warnings.empty()) {
+    os << "\n**Warnings:**\n\n";
+    for (const auto& w : s.warnings) os << "- " << w << "\n";
+  }
+
+  os << "\n## Headline\n\n"
+     << "pass@k: unbiased estimator over the samples of each task, averaged over tasks. "
+        "fast_p: fraction of tasks with a correct kernel of speedup > p (fast_0 = correct). "
+        "Best attempt: any turn counts; final attempt: each sample's last turn only.\n\n";
+  {
+    Table t(os, scores_header("scoring", s, ks));
+    scores_row(t, "best attempt", s, all.best, ks);
+    scores_row(t, "final attempt", s, all.final_attempt, ks);
+  }
+
+  if (!all.by_turn.empty()) {
+    os << "\n## Repair curve\n\n"
+       << "Scores counting the attempts at turns <= t (a sample passes at t if any of its "
+          "attempts up to t passed).\n\n";
+    auto h = scores_header("turn", s, ks);
+    Table t(os, h);
+    for (std::size_t i = 0; i < all.by_turn.size(); ++i)
+      scores_row(t, std::to_string(i + 1), s, all.by_turn[i], ks);
+  }
+
+  if (!s.config.alphas.empty() && !ks.empty()) {
+    os << "\n## SpeedUp_α@k\n\n"
+       << "Fraction of tasks where one of k samples reaches speedup >= α (unbiased "
+          "estimator; best attempt).\n\n";
+    std::vector<std::string> h{"α"};
+    for (int k : ks) h.push_back("k=" + std::to_string(k));
+    Table t(os, h);
+    for (double a : s.config.alphas) {
+      std::vector<std::string> cells{threshold_label(a)};
+      auto it = all.best.speedup_at_k.find(a);
+      for (int k : ks)
+        cells.push_back(it == all.best.speedup_at_k.end() ? kNone : at(it->second, k));
+      t.row(cells);
+    }
+  }
+
+  for (const auto& dim : cut_dimensions()) cut_section(os, s, dim, ks);
+
+  const AttemptStats& st = all.stats;
+  os << "\n## Outcomes\n\n";
+  {
+    Table t(os, {"outcome", "sub-kind", "count", "share"});
+    for (const auto& [o, subs] : st.outcomes) {
+      int total = 0;
+      for (const auto& [sub, n] : subs) total += n;
+      t.row({o, "(all)", std::to_string(total), pct(st.attempts ? double(total) / st.attempts : 0)});
+      if (subs.size() > 1 || !subs.begin()->first.empty())
+        for (const auto& [sub, n] : subs)
+          t.row({"", sub.empty() ? "(none)" : sub, std::to_string(n),
+                 pct(st.attempts ? double(n) / st.attempts : 0)});
+    }
+  }
+  os << "\nPer attempt: compile rate " << frac(st.compile_rate()) << ", call accuracy "
+     << frac(st.call_accuracy()) << " (compiled and ran), execution accuracy "
+     << frac(st.exec_accuracy()) << " (passed); " << st.compile_cached << " of " << st.attempts
+     << " compiles served from the cache.\n";
+
+  os << "\n## Usage\n\n"
+     << "Tokens: " << st.prompt_tokens << " prompt + " << st.completion_tokens
+     << " completion = " << (st.prompt_tokens + st.completion_tokens)
+     << ". Cost: $" << usd(st.cost_usd) << ".\n\n";
+  {
+    Table t(os, {"phase", "attempts", "total s", "mean ms"});
+    auto row = [&](const char* name, const PhaseTime& p) {
+      t.row({name, std::to_string(p.count), fmt("%.1f", p.sum_ms / 1000), ms(p.mean_ms())});
+    };
+    row("llm", st.llm);
+    row("compile", st.compile);
+    row("check", st.check);
+    row("bench", st.bench);
+    row("total", st.total);
+  }
+
+  if (!s.tasks.empty()) {
+    os << "\n## Tasks\n\n";
+    bool multi = s.cuts.count("backend") && s.cuts.at("backend").size() > 1;
+    bool multi_model = s.cuts.count("model") && s.cuts.at("model").size() > 1;
+    std::vector<std::string> h{"task"};
+    if (multi) h.push_back("backend");
+    if (multi_model) h.push_back("model");
+    for (const char* c : {"category", "difficulty", "samples", "compiled", "passed", "final passed",
+                          "first pass turn", "best speedup", "t_candidate ms", "t_reference ms",
+                          "GB/s", "TFLOP/s", "best (sample/turn)"})
+      h.push_back(c);
+    Table t(os, h);
+    for (const auto& tr : s.tasks) {
+      std::vector<std::string> cells{tr.task};
+      if (multi) cells.push_back(tr.backend);
+      if (multi_model) cells.push_back(tr.model);
+      cells.push_back(tr.category.empty() ? kNone : tr.category);
+      cells.push_back(tr.difficulty ? std::to_string(tr.difficulty) : kNone);
+      cells.push_back(std::to_string(tr.samples));
+      cells.push_back(std::to_string(tr.compiled_samples));
+      cells.push_back(std::to_string(tr.passed_samples));
+      cells.push_back(std::to_string(tr.final_passed_samples));
+      cells.push_back(tr.first_pass_turn ? std::to_string(tr.first_pass_turn) : kNone);
+      cells.push_back(speed(tr.best_speedup()));
+      if (tr.best) {
+        cells.push_back(ms(tr.best->t_candidate_ms));
+        cells.push_back(ms(tr.best->t_reference_ms));
+        cells.push_back(tr.best->achieved_gbps > 0 ? fmt("%.1f", tr.best->achieved_gbps) : kNone);
+        cells.push_back(tr.best->achieved_tflops > 0 ? fmt("%.2f", tr.best->achieved_tflops)
+                                                     : kNone);
+        cells.push_back(std::to_string(tr.best->sample) + "/" + std::to_string(tr.best->turn));
+      } else {
+        for (int i = 0; i < 5; ++i) cells.push_back(kNone);
+      }
+      t.row(cells);
+    }
+  }
+  return os.str();
+}
+
+std::string render_compare(const Summary& a, const Summary& b, const std::string& name_a,
+                           const std::string& name_b) {
+  std::ostringstream os;
+  os << "# Compare: " << name_a << " vs " << name_b << "\n\n";
+  os << "A = " << name_a << ": " << a.attempts << " attempts, " << a.overall.best.tasks
+     << " tasks, " << a.overall.best.episodes << " samples, up to " << a.max_turn << " turns.\n"
+     << "B = " << name_b << ": " << b.attempts << " attempts, " << b.overall.best.tasks
+     << " tasks, " << b.overall.best.episodes << " samples, up to " << b.max_turn << " turns.\n";
+
+  std::set<int> ks_set;
+  for (int k : a.config.ks) ks_set.insert(k);
+  for (int k : b.config.ks) ks_set.insert(k);
+  std::set<double> ps_set(a.config.fast_ps.begin(), a.config.fast_ps.end());
+  ps_set.insert(b.config.fast_ps.begin(), b.config.fast_ps.end());
+
+  os << "\n## Headline\n\n";
+  {
+    Table t(os, {"metric", name_a, name_b, "B − A"});
+    const Scores &ab = a.overall.best, &bb = b.overall.best;
+    const Scores &af = a.overall.final_attempt, &bf = b.overall.final_attempt;
+    for (int k : ks_set)
+      if (ab.compile_at_k.count(k) || bb.compile_at_k.count(k))
+        t.row({"compile@" + std::to_string(k), at(ab.compile_at_k, k), at(bb.compile_at_k, k),
+               signed_delta(ab.compile_at_k, bb.compile_at_k, k)});
+    for (int k : ks_set)
+      if (ab.pass_at_k.count(k) || bb.pass_at_k.count(k))
+        t.row({"pass@" + std::to_string(k) + " (best attempt)", at(ab.pass_at_k, k),
+               at(bb.pass_at_k, k), signed_delta(ab.pass_at_k, bb.pass_at_k, k)});
+    for (int k : ks_set)
+      if (af.pass_at_k.count(k) || bf.pass_at_k.count(k))
+        t.row({"pass@" + std::to_string(k) + " (final attempt)", at(af.pass_at_k, k),
+               at(bf.pass_at_k, k), signed_delta(af.pass_at_k, bf.pass_at_k, k)});
+    for (double p : ps_set) {
+      auto ia = ab.fast_p.find(p), ib = bb.fast_p.find(p);
+      std::string d = ia != ab.fast_p.end() && ib != bb.fast_p.end()
+                          ? fmt("%+.3f", ib->second - ia->second)
+                          : std::string(kNone);
+      t.row({"fast_" + threshold_label(p), at(ab.fast_p, p), at(bb.fast_p, p), d});
+    }
+    std::string ratio = ab.geomean_speedup > 0 && bb.geomean_speedup > 0
+                            ? fmt("%.2fx", bb.geomean_speedup / ab.geomean_speedup) + " (B/A)"
+                            : std::string(kNone);
+    t.row({"geomean speedup", speed(ab.geomean_speedup) + " (" + std::to_string(ab.speedup_tasks) + ")",
+           speed(bb.geomean_speedup) + " (" + std::to_string(bb.speedup_tasks) + ")", ratio});
+    const AttemptStats &sa = a.overall.stats, &sb = b.overall.stats;
+    t.row({"attempts (LLM calls)", std::to_string(sa.attempts), std::to_string(sb.attempts),
+           fmt("%+.0f", double(sb.attempts) - sa.attempts)});
+    auto tok = [](const AttemptStats& s) { return s.prompt_tokens + s.completion_tokens; };
+    t.row({"tokens", std::to_string(tok(sa)), std::to_string(tok(sb)),
+           fmt("%+.0f", double(tok(sb)) - double(tok(sa)))});
+    t.row({"cost USD", usd(sa.cost_usd), usd(sb.cost_usd), fmt("%+.4f", sb.cost_usd - sa.cost_usd)});
+  }
+
+  os << "\n## Repair curve\n\n" << "pass@1 and fast_1 counting attempts at turns <= t.\n\n";
+  {
+    Table t(os, {"turn", name_a + " pass@1", name_b + " pass@1", name_a + " fast_1",
+                 name_b + " fast_1"});
+    std::size_t T = std::max(a.overall.by_turn.size(), b.overall.by_turn.size());
+    auto cell = [](const Slice& sl, std::size_t i, bool pass) -> std::string {
+      // Past a run's last turn its scores stay at their final value.
+      if (sl.by_turn.empty()) return kNone;
+      const Scores& sc = sl.by_turn[std::min(i, sl.by_turn.size() - 1)];
+      return pass ? at(sc.pass_at_k, 1) : at(sc.fast_p, 1.0);
+    };
+    for (std::size_t i = 0; i < T; ++i)
+      t.row({std::to_string(i + 1), cell(a.overall, i, true), cell(b.overall, i, true),
+             cell(a.overall, i, false), cell(b.overall, i, false)});
+  }
+
+  for (const auto& dim : cut_dimensions()) {
+    auto ia = a.cuts.find(dim), ib = b.cuts.find(dim);
+    std::map<std::string, std::pair<const Slice*, const Slice*>> rows;
+    if (ia != a.cuts.end())
+      for (const auto& sl : ia->second) rows[sl.value].first = &sl;
+    if (ib != b.cuts.end())
+      for (const auto& sl : ib->second) rows[sl.value].second = &sl;
+    // A dimension where both runs hold one and the same value says nothing new.
+    if (rows.size() <= 1) continue;
+    os << "\n## By " << dim << "\n\n";
+    Table t(os, {dim, name_a + " pass@1", name_b + " pass@1", name_a + " fast_1",
+                 name_b + " fast_1", name_a + " speedup", name_b + " speedup"});
+    for (const auto& [value, pr] : rows) {
+      auto p1 = [](const Slice* sl) { return sl ? at(sl->best.pass_at_k, 1) : std::string(kNone); };
+      auto f1 = [](const Slice* sl) { return sl ? at(sl->best.fast_p, 1.0) : std::string(kNone); };
+      auto sp = [](const Slice* sl) {
+        return sl ? speed(sl->best.geomean_speedup) : std::string(kNone);
+      };
+      t.row({value, p1(pr.first), p1(pr.second), f1(pr.first), f1(pr.second), sp(pr.first),
+             sp(pr.second)});
+    }
+  }
+  return os.str();
+}
+
+Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config) {
+  LoadedAttempts loaded = load_attempts(run_dir);
+  Summary s = summarize(loaded.records, config);
+  s.warnings.insert(s.warnings.begin(), loaded.warnings.begin(), loaded.warnings.end());
+  return s;
+}
+
+Summary write_report(const fs::path& run_dir, const MetricsConfig& config) {
+  Summary s = summarize_run(run_dir, config);
+  write_file(run_dir / "summary.json",
+             to_json(s).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  std::string title = "kforge run report: " + fs::absolute(run_dir).filename().string();
+  write_file(run_dir / "report.md", render_report_md(s, title));
+  return s;
+}
+
+LibraryExport export_library(const fs::path& run_dir) {
+  Summary s = summarize_run(run_dir);
+  LibraryExport ex;
+  ex.dir = run_dir / "library";
+
+  // One entry per task id: the best over backends and models.
+  std::map<std::string, const TaskResult*> best;
+  for (const auto& t : s.tasks) {
+    if (!t.best) continue;
+    auto [it, fresh] = best.try_emplace(t.task, &t);
+    if (!fresh) {
+      const AttemptRecord &x = *t.best, &y = *it->second->best;
+      bool sx = x.has_speedup(), sy = y.has_speedup();
+      if ((sx && !sy) || (sx && sy && x.speedup > y.speedup)) it->second = &t;
+    }
+  }
+
+  std::error_code ec;
+  fs::remove_all(ex.dir, ec);
+  if (ec) throw std::runtime_error(ex.dir.string() + ": cannot clear: " + ec.message());
+  fs::create_directories(ex.dir);
+  json index = json::array();
+  for (const auto& [task, tr] : best) {
+    const AttemptRecord& r = *tr->best;
+    // The canonical layout, not the record's attempt_dir: a record never points outside the run.
+    fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
+    fs::path src;
+    for (const char* name : {"kernel.cu", "kernel.cpp", "kernel.py"})
+      if (fs::is_regular_file(adir / name, ec)) {
+        src = adir / name;
+        break;
+      }
+    if (src.empty()) {
+      ex.missing.push_back(task + ": no kernel.cu, kernel.cpp or kernel.py in " + adir.string());
+      continue;
+    }
+    fs::path out = ex.dir / fs::path(task);  // task validated by attempt_rel_path above
+    fs::create_directories(out);
+    fs::copy_file(src, out / src.filename(), fs::copy_options::overwrite_existing);
+    if (fs::is_regular_file(adir / "result.json", ec))
+      fs::copy_file(adir / "result.json", out / "result.json", fs::copy_options::overwrite_existing);
+    write_file(out / "attempt.json", to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    index.push_back({{"task", task},
+                     {"category", r.category},
+                     {"difficulty", r.difficulty},
+                     {"backend", r.backend},
+                     {"model", r.model},
+                     {"file", (fs::path(task) / src.filename()).generic_string()},
+                     {"speedup", r.has_speedup() ? r.speedup : 0.0},
+                     {"source_sha", r.source_sha},
+                     {"attempt_dir", r.attempt_dir}});
+    ++ex.exported;
+  }
+  write_file(ex.dir / "index.json", index.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  return ex;
+}
+
+}  // namespace kforge
