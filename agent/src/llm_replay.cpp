@@ -1,6 +1,12 @@
 // agent/src/llm_replay.cpp — the replay provider: recorded responses from a run directory.
 #include "llm_internal.hpp"
 
+#include "kforge/runs/run_dir.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +19,15 @@ namespace fs = std::filesystem;
 
 class ReplayClient final : public LlmClient {
  public:
-  explicit ReplayClient(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+  explicit ReplayClient(std::string run_dir) : run_dir_(std::move(run_dir)) {
+    // Token counts, cost and model come from the run's records when it has them, so budgets
+    // (equal tokens, equal cost) compare the same on replay. A bad record only loses these.
+    try {
+      for (const auto& rec : load_attempts(run_dir_).records) usage_[key_of(rec)] = rec;
+    } catch (const std::exception& e) {
+      spdlog::warn("replay: {}: token counts not replayed: {}", run_dir_, e.what());
+    }
+  }
   std::string_view provider() const override { return "replay"; }
   const std::string& model() const override { return run_dir_; }
 
@@ -23,7 +37,7 @@ class ReplayClient final : public LlmClient {
     r.attempts = 1;
     r.model = "replay";
     const fs::path task(req.task);
-    bool safe = !req.task.empty() && task.is_relative() && req.sample >= 0 && req.turn >= 0;
+    bool safe = !req.task.empty() && task.is_relative() && req.sample >= 0 && req.turn >= 1;
     for (const auto& part : task) safe = safe && part != ".." && part != ".";
     if (!safe) {
       r.status = ChatStatus::transport_error;
@@ -48,6 +62,12 @@ class ReplayClient final : public LlmClient {
       } else {
         r.status = ChatStatus::ok;
       }
+      if (auto it = usage_.find(AttemptKey{req.task, req.sample, req.turn}); it != usage_.end()) {
+        r.prompt_tokens = it->second.prompt_tokens;
+        r.completion_tokens = it->second.completion_tokens;
+        if (it->second.cost_usd > 0) r.cost_usd = it->second.cost_usd;
+        if (!it->second.model.empty()) r.model = it->second.model;
+      }
     }
     r.latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
@@ -55,6 +75,7 @@ class ReplayClient final : public LlmClient {
 
  private:
   std::string run_dir_;
+  std::map<AttemptKey, AttemptRecord> usage_;  // read-only after construction
 };
 
 }  // namespace

@@ -15,7 +15,9 @@
 //             Default base URL https://api.anthropic.com, key from $ANTHROPIC_API_KEY. System
 //             messages go to the top-level `system` field.
 //   replay    serves the responses recorded in an earlier run directory (DESIGN.md §9):
-//             <run_dir>/attempts/<task>/<sample>/<turn>/response.txt. No network.
+//             <run_dir>/attempts/<task>/<sample>/<turn>/response.txt, with the token counts,
+//             cost and model of that attempt from <run_dir>/attempts.jsonl when present.
+//             No network.
 //
 // Traffic goes only to the configured base URL: redirects are not followed and only http/https
 // are allowed. Each HTTP request uses its own libcurl easy handle.
@@ -59,6 +61,7 @@ struct ChatRequest {
 
   // Episode coordinates. They name the recorded response for the replay provider and are
   // sent as X-Kforge-Task / X-Kforge-Sample / X-Kforge-Turn headers (see LlmConfig).
+  // Conventions of runs/: sample is 0-based, turn is 1-based (0 = not part of an episode).
   std::string task;
   int sample = 0;
   int turn = 0;
