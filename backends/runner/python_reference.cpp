@@ -1,0 +1,164 @@
+// The reference side of kforge-runner: executes the task's Python source in the embedded
+// interpreter and hands tensors to C++ as zero-copy views.
+#include "runner.hpp"
+
+#include <stdexcept>
+
+namespace kforge::runner {
+
+namespace {
+
+// Support code executed once in the interpreter. Everything the reference does runs here;
+// C++ only sees tensors. Inputs are made with the task's own get_inputs() under a seed,
+// directly on the device where torch supports `with torch.device(...)` (torch >= 2.0),
+// else on the host and moved.
+constexpr const char* kSupport = R"PY(
+import contextlib, inspect, torch
+
+class Support:
+    def __init__(self):
+        self.ns = None
+        self.model = None
+        self.compiled = None
+        self.dev = None
+
+    def _ctx(self):
+        if self.dev.type != 'cpu' and hasattr(torch.device, '__enter__'):
+            return self.dev
+        return contextlib.nullcontext()
+
+    def load(self, task_id, path, source, device, model_seed):
+        torch.set_grad_enabled(False)
+        self.dev = torch.device(device)
+        ns = {'__name__': 'kforge_task', '__file__': path}
+        exec(compile(source, path, 'exec'), ns)
+        for name in ('Model', 'get_inputs', 'get_init_inputs'):
+            if name not in ns:
+                raise AttributeError('task %s defines no %s' % (task_id, name))
+        self.ns = ns
+        torch.manual_seed(model_seed)
+        with self._ctx():
+            init = ns['get_init_inputs']()
+            model = ns['Model'](*init)
+        self.model = model.to(self.dev).eval()
+        self.compiled = None
+
+    def _as_tensor(self, x, i):
+        if isinstance(x, torch.Tensor):
+            return x.to(self.dev).contiguous()
+        if isinstance(x, bool) or isinstance(x, int):
+            return torch.tensor(int(x), dtype=torch.int64)
+        if isinstance(x, float):
+            return torch.tensor(x, dtype=torch.float64)
+        raise TypeError('get_inputs()[%d] is a %s; only tensors and numbers are supported'
+                        % (i, type(x).__name__))
+
+    def make_inputs(self, seed):
+        torch.manual_seed(seed)
+        with self._ctx():
+            xs = self.ns['get_inputs']()
+        return [self._as_tensor(x, i) for i, x in enumerate(xs)]
+
+    def parameters(self):
+        ps = [p.detach().contiguous() for _, p in self.model.named_parameters()]
+        bs = [b.detach().contiguous() for _, b in self.model.named_buffers()]
+        return ps + bs
+
+    def names(self, n_inputs):
+        try:
+            params = list(inspect.signature(self.model.forward).parameters.values())
+            names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+        names = (names + ['input%d' % i for i in range(len(names), n_inputs)])[:n_inputs]
+        kinds = ['input'] * n_inputs
+        for n, _ in self.model.named_parameters():
+            names.append(n); kinds.append('parameter')
+        for n, _ in self.model.named_buffers():
+            names.append(n); kinds.append('buffer')
+        return names, kinds
+
+    def run(self, inputs, compiled=False):
+        fn = self.model
+        if compiled:
+            if self.compiled is None:
+                self.compiled = torch.compile(self.model)
+            fn = self.compiled
+        y = fn(*inputs)
+        if isinstance(y, torch.Tensor):
+            return [y]
+        if isinstance(y, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in y):
+            return list(y)
+        raise TypeError('Model.forward returned %s; expected a tensor or a tuple of tensors'
+                        % type(y).__name__)
+
+support = Support()
+)PY";
+
+}  // namespace
+
+void Reference::load(const std::string& task_id, const std::string& file, const std::string& source,
+                     const std::string& device, int64_t model_seed) {
+  if (!support_) {
+    py::dict scope;
+    scope["__builtins__"] = py::module_::import("builtins");
+    py::exec(kSupport, scope);
+    support_ = scope["support"];
+  }
+  loaded_ = false;
+  support_.attr("load")(task_id, file, source, device, model_seed);
+  device_ = device;
+  loaded_ = true;
+}
+
+static std::vector<HeldTensor> hold_all(const py::object& list) {
+  std::vector<HeldTensor> out;
+  for (auto item : list) out.push_back(hold(item));
+  return out;
+}
+
+std::vector<HeldTensor> Reference::make_inputs(int64_t seed) {
+  return hold_all(support_.attr("make_inputs")(seed));
+}
+
+std::vector<HeldTensor> Reference::parameters() { return hold_all(support_.attr("parameters")()); }
+
+std::vector<HeldTensor> Reference::run(const std::vector<HeldTensor>& inputs, bool compiled) {
+  py::list args;
+  for (const auto& h : inputs) args.append(h.owner);
+  return hold_all(support_.attr("run")(args, compiled));
+}
+
+std::vector<TensorSpec> Reference::input_specs(const std::vector<HeldTensor>& inputs,
+                                               const std::vector<HeldTensor>& params) {
+  auto nk = support_.attr("names")(inputs.size()).cast<std::pair<std::vector<std::string>, std::vector<std::string>>>();
+  std::vector<TensorSpec> out;
+  for (std::size_t i = 0; i < inputs.size() + params.size(); ++i) {
+    const at::Tensor& t = i < inputs.size() ? inputs[i].t : params[i - inputs.size()].t;
+    out.push_back({nk.first.at(i), nk.second.at(i), t.sizes().vec(), dtype_name(t.scalar_type())});
+  }
+  return out;
+}
+
+HeldTensor hold(py::handle obj) {
+  HeldTensor h;
+  h.owner = py::reinterpret_borrow<py::object>(obj);
+  auto ptr = obj.attr("data_ptr")().cast<std::uintptr_t>();
+  auto sizes = obj.attr("shape").cast<std::vector<int64_t>>();
+  auto strides = obj.attr("stride")().cast<std::vector<int64_t>>();
+  std::string dt = py::str(obj.attr("dtype")).cast<std::string>();  // "torch.float32"
+  if (dt.rfind("torch.", 0) == 0) dt = dt.substr(6);
+  static const std::map<std::string, at::ScalarType> kTypes{
+      {"float32", at::kFloat}, {"float16", at::kHalf},  {"bfloat16", at::kBFloat16},
+      {"float64", at::kDouble}, {"int32", at::kInt},    {"int64", at::kLong},
+      {"bool", at::kBool},      {"uint8", at::kByte},   {"int8", at::kChar},
+      {"int16", at::kShort}};
+  auto it = kTypes.find(dt);
+  if (it == kTypes.end()) throw std::runtime_error("unsupported tensor dtype " + dt);
+  std::string dev = py::str(obj.attr("device")).cast<std::string>();
+  auto opts = at::TensorOptions().dtype(it->second).device(at::Device(dev));
+  h.t = at::from_blob(reinterpret_cast<void*>(ptr), sizes, strides, opts);
+  return h;
+}
+
+}  // namespace kforge::runner

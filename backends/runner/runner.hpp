@@ -1,0 +1,110 @@
+// backends/runner/runner.hpp — internals of kforge-runner (not a public header).
+//
+// kforge-runner is a warm worker: one process per device, speaking JSON lines on its
+// stdin/stdout (protocol: backends/include/kforge/backends/runner_client.hpp). It embeds
+// Python to run the reference Model and uses LibTorch (and CUDA when built with it) to
+// own inputs, outputs, comparison and timing. Single-threaded: everything below runs on
+// the main thread, which holds the GIL.
+#pragma once
+
+#include "kforge/kernel_abi.h"
+
+#include <ATen/ATen.h>
+#include <pybind11/embed.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kforge::runner {
+
+namespace py = pybind11;
+
+/// One tensor argument or result, described for the prompt and the protocol.
+struct TensorSpec {
+  std::string name;
+  std::string kind;  ///< "input", "parameter", "buffer", "output"
+  std::vector<int64_t> shape;
+  std::string dtype;  ///< torch name without the prefix: "float32", "int64", ...
+};
+
+/// A Python tensor viewed from C++ without a copy; `owner` keeps the storage alive.
+struct HeldTensor {
+  py::object owner;
+  at::Tensor t;
+};
+
+/// The reference side, run in the embedded interpreter (python_reference.cpp).
+class Reference {
+ public:
+  /// Executes the task source, builds the model under `model_seed` on `device`.
+  /// Throws py::error_already_set on Python errors.
+  void load(const std::string& task_id, const std::string& file, const std::string& source,
+            const std::string& device, int64_t model_seed);
+  bool loaded() const { return loaded_; }
+  /// get_inputs() under `seed`, on the device, contiguous.
+  std::vector<HeldTensor> make_inputs(int64_t seed);
+  /// Parameters then buffers, detached and contiguous.
+  std::vector<HeldTensor> parameters();
+  /// Runs the model on the inputs (no grad); one tensor per output.
+  std::vector<HeldTensor> run(const std::vector<HeldTensor>& inputs, bool compiled = false);
+  /// Names of forward()'s positional arguments, parameter and buffer names.
+  std::vector<TensorSpec> input_specs(const std::vector<HeldTensor>& inputs,
+                                      const std::vector<HeldTensor>& params);
+  std::string device() const { return device_; }
+
+ private:
+  py::object support_;
+  bool loaded_ = false;
+  std::string device_;
+};
+
+/// Converts a torch.Tensor (Python) to an at::Tensor view of the same memory.
+HeldTensor hold(py::handle tensor);
+std::string dtype_name(at::ScalarType t);
+kf_dtype to_kf_dtype(at::ScalarType t);
+kf_tensor to_kf(const at::Tensor& t);
+
+/// Tolerance per dtype name; "*" applies to all.
+struct Tolerances {
+  std::map<std::string, std::pair<double, double>> by_dtype;  ///< dtype -> (atol, rtol)
+  std::pair<double, double> for_dtype(const std::string& dtype) const;
+};
+
+/// Result of comparing one output of one trial (tensor_check.cpp).
+struct Comparison {
+  bool ok = true;
+  std::string sub_kind;  ///< "shape", "dtype", "unwritten", "nan_inf", "values"
+  std::string message;
+  int64_t mismatched = 0;
+  int64_t numel = 0;
+  int64_t unwritten = 0;
+  int64_t nan_inf = 0;
+  double max_abs = 0, max_rel = 0;
+  std::vector<int64_t> worst_index;
+  double expected = 0, actual = 0;
+};
+
+/// Output storage with canary regions before and after the view handed to the kernel.
+struct GuardedOutput {
+  at::Tensor storage;  ///< 1-D, guard + numel + guard elements
+  at::Tensor view;     ///< the output, contiguous, shape of the reference
+  int64_t guard = 0;
+};
+GuardedOutput make_guarded_output(const std::vector<int64_t>& shape, at::ScalarType dtype,
+                                  const at::Device& device);
+/// True when both canary regions still hold the sentinel.
+bool guards_intact(const GuardedOutput& g);
+/// True where the element still holds the poison bit pattern.
+at::Tensor poison_mask(const at::Tensor& t);
+Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
+
+/// Timing statistics over repetitions, in milliseconds (timing.cpp).
+struct Stats {
+  double median = 0, p10 = 0, p90 = 0, mean = 0, cv = 0, min = 0;
+  int reps = 0;
+};
+Stats stats_of(std::vector<double> ms);
+
+}  // namespace kforge::runner

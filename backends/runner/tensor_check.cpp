@@ -1,0 +1,204 @@
+// Output poisoning, canary guards and the reference comparison of kforge-runner
+// (DESIGN.md §4: poisoned outputs, per-dtype tolerances, a mismatch report).
+#include "runner.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace kforge::runner {
+
+std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "float32";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kDouble: return "float64";
+    case at::kInt: return "int32";
+    case at::kLong: return "int64";
+    case at::kBool: return "bool";
+    case at::kByte: return "uint8";
+    case at::kChar: return "int8";
+    case at::kShort: return "int16";
+    default: return "unsupported";
+  }
+}
+
+kf_dtype to_kf_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return KF_FLOAT32;
+    case at::kHalf: return KF_FLOAT16;
+    case at::kBFloat16: return KF_BFLOAT16;
+    case at::kDouble: return KF_FLOAT64;
+    case at::kInt: return KF_INT32;
+    case at::kLong: return KF_INT64;
+    case at::kBool: return KF_BOOL;
+    case at::kByte: return KF_UINT8;
+    case at::kChar: return KF_INT8;
+    case at::kShort: return KF_INT16;
+    default: throw std::runtime_error("dtype " + std::string(c10::toString(t)) + " has no kf_dtype");
+  }
+}
+
+kf_tensor to_kf(const at::Tensor& t) {
+  kf_tensor k{};
+  if (t.dim() > KF_MAX_DIMS) throw std::runtime_error("tensor rank exceeds KF_MAX_DIMS");
+  k.data = t.data_ptr();
+  k.dtype = to_kf_dtype(t.scalar_type());
+  k.ndim = static_cast<int32_t>(t.dim());
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    k.sizes[i] = t.size(i);
+    k.strides[i] = t.stride(i);
+  }
+  k.device = t.is_cuda() ? static_cast<int32_t>(t.get_device()) : -1;
+  return k;
+}
+
+std::pair<double, double> Tolerances::for_dtype(const std::string& dtype) const {
+  if (auto it = by_dtype.find(dtype); it != by_dtype.end()) return it->second;
+  if (auto it = by_dtype.find("*"); it != by_dtype.end()) return it->second;
+  if (dtype == "float32") return {1e-4, 1e-4};
+  if (dtype == "float16" || dtype == "bfloat16") return {1e-2, 1e-2};
+  if (dtype == "float64") return {1e-8, 1e-8};
+  return {0, 0};
+}
+
+namespace {
+
+// The integer type of the same width, and the poison bit pattern for each dtype: quiet NaNs
+// with a payload for floats (a kernel's own NaN has a different pattern), unlikely values
+// for integers, and a byte that is no valid bool.
+std::pair<at::ScalarType, int64_t> poison_of(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return {at::kInt, 0x7FCADEAD};
+    case at::kDouble: return {at::kLong, 0x7FF8DEADBEEFCAFELL};
+    case at::kHalf: return {at::kShort, 0x7E5A};
+    case at::kBFloat16: return {at::kShort, 0x7FDA};
+    case at::kInt: return {at::kInt, 0x7BADF00D};
+    case at::kLong: return {at::kLong, 0x7BADF00DDEADBEEFLL};
+    case at::kShort: return {at::kShort, 0x7BAD};
+    case at::kBool: return {at::kByte, 0x5A};
+    case at::kByte: return {at::kByte, 0x5A};
+    case at::kChar: return {at::kChar, 0x5A};
+    default: throw std::runtime_error("no poison for dtype " + std::string(c10::toString(t)));
+  }
+}
+
+std::string index_str(const std::vector<int64_t>& idx) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  return s + "]";
+}
+
+std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef sizes) {
+  std::vector<int64_t> idx(sizes.size());
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    idx[d] = sizes[d] ? flat % sizes[d] : 0;
+    flat = sizes[d] ? flat / sizes[d] : 0;
+  }
+  return idx;
+}
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+}  // namespace
+
+GuardedOutput make_guarded_output(const std::vector<int64_t>& shape, at::ScalarType dtype,
+                                  const at::Device& device) {
+  GuardedOutput g;
+  int64_t numel = 1;
+  for (auto s : shape) numel *= s;
+  g.guard = std::max<int64_t>(1024, 4096 / static_cast<int64_t>(c10::elementSize(dtype)));
+  g.storage = at::empty({numel + 2 * g.guard}, at::TensorOptions().dtype(dtype).device(device));
+  auto [itype, pattern] = poison_of(dtype);
+  g.storage.view(itype).fill_(pattern);
+  g.view = g.storage.narrow(0, g.guard, numel).view(shape);
+  return g;
+}
+
+at::Tensor poison_mask(const at::Tensor& t) {
+  auto [itype, pattern] = poison_of(t.scalar_type());
+  return t.contiguous().view(itype).eq(pattern);
+}
+
+bool guards_intact(const GuardedOutput& g) {
+  int64_t n = g.storage.numel();
+  auto head = g.storage.narrow(0, 0, g.guard);
+  auto tail = g.storage.narrow(0, n - g.guard, g.guard);
+  return poison_mask(head).all().item<bool>() && poison_mask(tail).all().item<bool>();
+}
+
+Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol) {
+  Comparison c;
+  c.numel = expected.numel();
+  if (actual.sizes() != expected.sizes()) {
+    c.ok = false;
+    c.sub_kind = "shape";
+    std::ostringstream m;
+    m << "shape mismatch: expected " << expected.sizes() << ", got " << actual.sizes();
+    c.message = m.str();
+    return c;
+  }
+  if (actual.scalar_type() != expected.scalar_type()) {
+    c.ok = false;
+    c.sub_kind = "dtype";
+    c.message = "dtype mismatch: expected " + dtype_name(expected.scalar_type()) + ", got " +
+                dtype_name(actual.scalar_type());
+    return c;
+  }
+  if (c.numel == 0) return c;
+  const std::string dt = dtype_name(expected.scalar_type());
+  auto unwritten = poison_mask(actual);
+  c.unwritten = unwritten.sum().item<int64_t>();
+  const bool is_float = at::isFloatingType(expected.scalar_type());
+  auto work = expected.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor a = actual.to(work), e = expected.to(work);
+  at::Tensor close, diff;
+  auto [atol, rtol] = tol.for_dtype(dt);
+  if (is_float) {
+    diff = (a - e).abs();
+    close = diff.le(atol + rtol * e.abs()) | (a.isnan() & e.isnan()) | a.eq(e);
+    auto bad_nonfinite = (a.isnan() | a.isinf()) & ~(e.isnan() | e.isinf());
+    c.nan_inf = (bad_nonfinite & ~unwritten).sum().item<int64_t>();
+  } else {
+    diff = (a - e).abs();
+    close = a.eq(e);
+  }
+  close = close & ~unwritten;
+  c.mismatched = c.numel - close.sum().item<int64_t>();
+  if (c.mismatched == 0) return c;
+  c.ok = false;
+  // Worst element: the largest error, NaN/Inf and poison counted as infinite.
+  auto score = diff.nan_to_num(INFINITY, INFINITY, INFINITY).masked_fill(close, -1.0);
+  int64_t worst = score.flatten().argmax().item<int64_t>();
+  c.worst_index = unravel(worst, expected.sizes());
+  c.expected = e.flatten()[worst].item<double>();
+  c.actual = a.flatten()[worst].item<double>();
+  auto finite_diff = diff.masked_fill(~diff.isfinite() | unwritten, 0);
+  c.max_abs = finite_diff.max().item<double>();
+  c.max_rel = (finite_diff / e.abs().clamp_min(1e-12)).masked_fill(~e.isfinite() | unwritten, 0).max().item<double>();
+  std::ostringstream m;
+  double frac = 100.0 * static_cast<double>(c.mismatched) / static_cast<double>(c.numel);
+  m << c.mismatched << " of " << c.numel << " elements (" << num(frac) << "%) differ";
+  if (c.unwritten > 0) {
+    c.sub_kind = "unwritten";
+    m << "; " << c.unwritten << " elements were never written (the poison value survived), e.g. at "
+      << index_str(unravel(unwritten.flatten().nonzero().flatten()[0].item<int64_t>(), expected.sizes()));
+  } else if (c.nan_inf > 0) {
+    c.sub_kind = "nan_inf";
+    m << "; " << c.nan_inf << " are NaN/Inf where the reference is finite";
+  } else {
+    c.sub_kind = "values";
+  }
+  m << "; worst at " << index_str(c.worst_index) << ": expected " << num(c.expected) << ", got "
+    << num(c.actual) << "; max abs error " << num(c.max_abs) << ", max rel error " << num(c.max_rel)
+    << " (tolerance atol=" << num(atol) << " rtol=" << num(rtol) << ", dtype " << dt << ")";
+  c.message = m.str();
+  return c;
+}
+
+}  // namespace kforge::runner
