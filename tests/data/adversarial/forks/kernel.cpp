@@ -1,0 +1,22 @@
+// forks: computes the right answer in a forked child (which could do anything). Rejected by
+// the symbol check. Expected outcome: forbidden_api (rule: process).
+#include "kforge/kernel_abi.h"
+
+#include <cstdint>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
+                          void* stream) {
+  (void)stream;
+  if (n_inputs != 2 || n_outputs != 1) return 1;
+  const float* x = static_cast<const float*>(inputs[0].data);
+  const float* y = static_cast<const float*>(inputs[1].data);
+  float* out = static_cast<float*>(outputs[0].data);
+  const int64_t n = kf_numel(&outputs[0]);
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] > 0.0f ? x[i] : 0.0f) * 2.0f + y[i];
+  return 0;
+}

@@ -1,0 +1,23 @@
+// partial_output: launches threads for only the first half of the output (a grid-size bug);
+// the second half keeps the runner's poison. Expected outcome: output_mismatch / unwritten.
+#include "kforge/kernel_abi.h"
+
+#include <cstdint>
+#include <cuda_runtime.h>
+
+__global__ void relu2_add(const float* x, const float* y, float* out, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.0f) * 2.0f + y[i];
+}
+
+extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
+                          void* stream) {
+  if (n_inputs != 2 || n_outputs != 1) return 1;
+  const int64_t n = kf_numel(&outputs[0]) / 2;
+  const int threads = 256;
+  relu2_add<<<static_cast<unsigned>((n + threads - 1) / threads), threads, 0,
+              static_cast<cudaStream_t>(stream)>>>(static_cast<const float*>(inputs[0].data),
+                                                   static_cast<const float*>(inputs[1].data),
+                                                   static_cast<float*>(outputs[0].data), n);
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}

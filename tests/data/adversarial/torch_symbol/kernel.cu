@@ -1,0 +1,27 @@
+// torch_symbol: calls into ATen from the host side (declared by hand, as a candidate copying
+// from a PyTorch extension would). The artifact never links LibTorch, so the reference is
+// rejected at link or symbol-check time. Expected outcome: forbidden_api (rule: torch).
+#include "kforge/kernel_abi.h"
+
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace at {
+void manual_seed(uint64_t seed);
+}  // namespace at
+
+__global__ void relu2_add(const float* x, const float* y, float* out, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.0f) * 2.0f + y[i];
+}
+
+extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
+                          void* stream) {
+  if (n_inputs != 2 || n_outputs != 1) return 1;
+  at::manual_seed(0);
+  const int64_t n = kf_numel(&outputs[0]);
+  relu2_add<<<static_cast<unsigned>((n + 255) / 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const float*>(inputs[0].data), static_cast<const float*>(inputs[1].data),
+      static_cast<float*>(outputs[0].data), n);
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
