@@ -19,7 +19,8 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    logits = torch.randn(BATCH, CLASSES) * 3.0
+    # A random per-call logit scale, so the batch-mean loss differs clearly between trials.
+    logits = torch.randn(BATCH, CLASSES) * (1.0 + 3.0 * torch.rand(()))
     target = torch.randint(0, CLASSES, (BATCH,))
     return [logits, target]
 
