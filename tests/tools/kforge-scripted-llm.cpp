@@ -478,9 +478,9 @@ void session(Server& srv, tcp::socket sock) {
       }
       json log = {{"seq", seq}};
       Handled h = handle_chat(srv, req, target == "/v1/messages", log);
+      write_log(srv, log);  // before replying: a client that got the reply finds the log line
       if (!h.disconnect) http::write(sock, h.res, ec);
       --srv.in_flight;
-      write_log(srv, log);
       if (h.disconnect || ec || !req.keep_alive()) break;
       continue;
     }
