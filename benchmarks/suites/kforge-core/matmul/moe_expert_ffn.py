@@ -6,7 +6,7 @@ import torch.nn.functional as F
 # the expert a router picked for it, and the result is scaled by the router's gate value.
 # Expert ids and gates are inputs (computed upstream), so the work is two grouped GEMMs
 # over variable-sized token groups with a GELU and a per-row scale in between.
-TOKENS = 8192
+TOKENS = 4096
 DIM = 1024
 HIDDEN = 2048
 EXPERTS = 8
