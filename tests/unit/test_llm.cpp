@@ -57,16 +57,32 @@ std::size_t collect(char* data, std::size_t size, std::size_t n, void* user) {
 // The scripted server as a child process: started with a script, stopped with SIGTERM.
 class ScriptedServer {
  public:
+  /// Serves a script given as JSON (written to a temp file).
   explicit ScriptedServer(const json& script) : dir_(make_temp_dir()) {
+    std::ofstream(dir_ / "script.json") << script.dump(2);
+    start(dir_ / "script.json");
+  }
+  /// Serves a script file in place (its content_file paths are relative to it).
+  explicit ScriptedServer(const fs::path& script_file) : dir_(make_temp_dir()) { start(script_file); }
+  ~ScriptedServer() {
+    stop();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  ScriptedServer(const ScriptedServer&) = delete;
+  ScriptedServer& operator=(const ScriptedServer&) = delete;
+
+  void start(const fs::path& script_file) {
     const std::string bin = server_binary();
     if (bin.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
       throw std::runtime_error("kforge-scripted-llm not built under " + std::string(KFORGE_BUILD_DIR) +
                                "/tests (build target kforge-scripted-llm)");
     }
-    std::ofstream(dir_ / "script.json") << script.dump(2);
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    const std::string script_path = (dir_ / "script.json").string(), log_path = (dir_ / "log.jsonl").string();
+    const std::string script_path = script_file.string(), log_path = (dir_ / "log.jsonl").string();
     pid_ = fork();
     if (pid_ == 0) {
       dup2(fds[1], STDOUT_FILENO);
@@ -91,17 +107,12 @@ class ScriptedServer {
     const std::string prefix = "listening on 127.0.0.1:";
     if (line.rfind(prefix, 0) != 0) {
       stop();
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
       throw std::runtime_error("kforge-scripted-llm did not start; first line: '" + line + "'");
     }
     port_ = std::stoi(line.substr(prefix.size()));
   }
-  ~ScriptedServer() {
-    stop();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  ScriptedServer(const ScriptedServer&) = delete;
-  ScriptedServer& operator=(const ScriptedServer&) = delete;
 
   /// SIGTERM and wait; returns the exit status (-1 if already stopped or killed by a signal).
   int stop() {
@@ -540,4 +551,27 @@ TEST_CASE("retry_delay: Retry-After wins, otherwise capped full jitter", "[llm]"
   CHECK(retry_delay(1000, std::nullopt, c, 0.999) <= milliseconds(30000));
   CHECK(to_string(ChatStatus::rate_limited) == "rate_limited");
   CHECK(to_string(ChatStatus::malformed_reply) == "malformed_reply");
+}
+
+TEST_CASE("the example scripts in tests/data/scripted load and serve", "[llm]") {
+  const fs::path data = fs::path(KFORGE_TESTS_DIR) / "data" / "scripted";
+  SECTION("repair_demo: a rate limit, then three turns read from content files") {
+    ScriptedServer srv(data / "repair_demo.json");
+    auto client = make_llm_client("openai:m", fast_config(srv));
+    const ChatResult t1 = client->chat(request("activation/gelu_tanh", 1));
+    REQUIRE(t1.ok());
+    CHECK(t1.attempts == 2);  // 429 once
+    CHECK_THAT(t1.text, Catch::Contains("kSqrt2OverPi * (v + 0.044715f"));
+    CHECK_THAT(client->chat(request("activation/gelu_tanh", 2)).text, Catch::Contains("0.44715f"));
+    CHECK_THAT(client->chat(request("activation/gelu_tanh", 3)).text, Catch::Contains("#pragma omp parallel for"));
+    const ChatResult other = client->chat(request("activation/mish", 1));
+    CHECK(other.text == "[scripted reply]\nI cannot help with this task.");
+  }
+  SECTION("faults: fixed usage numbers") {
+    ScriptedServer srv(data / "faults.json");
+    const ChatResult r = make_llm_client("openai:m", fast_config(srv))->chat(request("faults/fixed_usage", 1));
+    REQUIRE(r.ok());
+    CHECK(r.prompt_tokens == 1000);
+    CHECK(r.completion_tokens == 250);
+  }
 }
