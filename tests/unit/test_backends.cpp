@@ -232,6 +232,22 @@ TEST_CASE("compute capability maps to an nvcc arch", "[backends]") {
   CHECK_FALSE(arch_from_compute_cap("9").has_value());
 }
 
+TEST_CASE("cuda arch comes from the option, else the device, else sm_90a", "[backends]") {
+  const Backend& cuda = get_backend("cuda");
+  CompileOptions o;
+  o.arch = "sm_80";
+  CHECK(cuda.target_arch(o) == "sm_80");
+  const auto detected = detect_cuda_arch();
+  if (detected) {
+    INFO("device arch " << *detected);
+    CHECK(starts_with(*detected, "sm_"));
+    CHECK(cuda.target_arch(CompileOptions{}) == *detected);
+  } else {
+    CHECK(cuda.target_arch(CompileOptions{}) == "sm_90a");
+  }
+  if (!find_executable("nvidia-smi")) CHECK_FALSE(detected.has_value());
+}
+
 TEST_CASE("compile argv carries the benchmark flags and the ABI include", "[backends]") {
   CompileOptions o;
   o.abi_dir = "/opt/abi";
@@ -654,14 +670,18 @@ TEST_CASE("adversarial kernels get their compile-time outcomes", "[backends]") {
   }
   REQUIRE(jobs.size() >= (nvcc ? 31u : 15u));
 
-  // Two compiles at a time (the sandbox is thread-safe; work directories are distinct).
+  // Two compiles at a time (the sandbox is thread-safe; work directories are distinct). The
+  // compile cache under the build directory makes reruns cheap; its key covers source, flags,
+  // compiler version and arch, so any change recompiles. Forbidden kernels are never cached.
   TempDir dir;
+  const fs::path cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
   std::vector<CompileResult> results(jobs.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i; (i = next++) < jobs.size();) {
       const auto& j = jobs[i];
       CompileOptions o = j.backend == "cuda" ? cuda_options() : CompileOptions{};
+      o.cache_dir = cache_dir;
       results[i] = compile(get_backend(j.backend), read_file(j.source), dir.path / (j.backend + "-" + j.kernel), o);
     }
   };
