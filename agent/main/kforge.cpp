@@ -1,1 +1,108 @@
-int main() { return 0; }
+// kforge — the command-line interface. Subcommands: suites, doctor, eval (more in later
+// issues). Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
+#include "kforge/agent/doctor.hpp"
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/util.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+using namespace kforge;
+
+namespace {
+
+int cmd_suites(const std::string& suite_arg) {
+  if (suite_arg.empty()) {
+    auto dirs = builtin_suite_dirs();
+    if (dirs.empty()) {
+      std::cerr << "kforge suites: no built-in suites under " << (kforge_home() / "benchmarks/suites").string()
+                << " (set KFORGE_HOME to the kforge checkout)\n";
+      return 2;
+    }
+    std::printf("%-16s %6s %11s  %s\n", "suite", "tasks", "categories", "path");
+    for (const auto& d : dirs) {
+      Suite s = load_suite(d);
+      std::map<std::string, int> cats;
+      for (const auto& t : s.tasks) cats[t.category]++;
+      std::printf("%-16s %6zu %11zu  %s\n", s.name.c_str(), s.tasks.size(), cats.size(), d.string().c_str());
+      for (const auto& e : s.skipped) std::printf("  skipped: %s\n", e.to_string().c_str());
+    }
+    return 0;
+  }
+  Suite s;
+  try {
+    s = load_suite(resolve_suite(suite_arg));
+  } catch (const std::exception& e) {
+    std::cerr << "kforge suites: " << e.what() << "\n";
+    return 2;
+  }
+  std::printf("suite %s (%s layout, %zu tasks) at %s\n", s.name.c_str(), s.layout.c_str(), s.tasks.size(),
+              s.root.string().c_str());
+  std::printf("%-48s %-18s %s\n", "task", "category", "difficulty");
+  std::map<std::string, int> cats;
+  for (const auto& t : s.tasks) {
+    cats[t.category.empty() ? "-" : t.category]++;
+    std::printf("%-48s %-18s %s\n", t.id.c_str(), t.category.empty() ? "-" : t.category.c_str(),
+                t.difficulty ? std::to_string(t.difficulty).c_str() : "-");
+  }
+  std::printf("\n%zu tasks;", s.tasks.size());
+  for (const auto& [c, n] : cats) std::printf(" %s %d", c.c_str(), n);
+  std::printf("\n");
+  if (!s.skipped.empty()) {
+    std::printf("%zu skipped:\n", s.skipped.size());
+    for (const auto& e : s.skipped) std::printf("  %s\n", e.to_string().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge: LLM-written GPU kernels, compiled, tested, profiled and scored honestly"};
+  app.require_subcommand(1);
+  bool verbose = false, quiet = false;
+  app.add_flag("-v,--verbose", verbose, "debug logging");
+  app.add_flag("-q,--quiet", quiet, "warnings and errors only");
+
+  std::string suite_arg;
+  auto* suites = app.add_subcommand("suites", "list built-in suites, or the tasks of one suite");
+  suites->add_option("--suite", suite_arg, "a built-in suite name or a suite directory (kforge, KernelBench or MultiKernelBench layout)");
+
+  app.add_subcommand("doctor", "report compilers, GPUs, LibTorch/torch/Triton versions and usable backends");
+
+  agent::EvalCommand ev;
+  auto* eval = app.add_subcommand("eval", "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} against a suite (no LLM)");
+  eval->add_option("--suite", ev.suite, "suite name or directory")->required();
+  eval->add_option("--backend", ev.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  eval->add_option("--kernels", ev.kernels, "directory of kernels, one folder per task id")->required();
+  eval->add_option("--out", ev.out, "run directory to write (attempts.jsonl, per-attempt files)")->required();
+  eval->add_option("--profile", ev.profile, "shape profile (e.g. ci); default: the task's own shapes");
+  eval->add_option("--trials", ev.trials, "correctness trials, fresh inputs each")->check(CLI::Range(1, 100));
+  eval->add_option("--reps", ev.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
+  eval->add_flag("!--no-bench", ev.bench, "skip timing");
+  eval->add_option("--baseline", ev.baseline, "eager, or compile to also time torch.compile")
+      ->check(CLI::IsMember({"eager", "compile"}));
+  eval->add_option("--arch", ev.arch, "CUDA target such as sm_90a (default: from the device)");
+  eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
+  eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
+
+  CLI11_PARSE(app, argc, argv);
+  setup_logging(verbose, quiet);
+  try {
+    if (suites->parsed()) return cmd_suites(suite_arg);
+    if (app.got_subcommand("doctor")) {
+      std::cout << agent::render_doctor(agent::run_doctor());
+      return 0;
+    }
+    if (eval->parsed()) return agent::run_eval(ev);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

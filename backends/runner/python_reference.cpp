@@ -43,6 +43,12 @@ class Support:
         self.model = model.to(self.dev).eval()
         self.compiled = None
 
+    def formula(self, expr):
+        """Evaluates a suite's FLOP or byte formula over the module's constants (0 if none)."""
+        if not expr:
+            return 0.0
+        return float(eval(expr, dict(self.ns)))
+
     def _as_tensor(self, x, i):
         if isinstance(x, torch.Tensor):
             return x.to(self.dev).contiguous()
@@ -120,6 +126,8 @@ static std::vector<HeldTensor> hold_all(const py::object& list) {
 std::vector<HeldTensor> Reference::make_inputs(int64_t seed) {
   return hold_all(support_.attr("make_inputs")(seed));
 }
+
+double Reference::formula(const std::string& expr) { return support_.attr("formula")(expr).cast<double>(); }
 
 std::vector<HeldTensor> Reference::parameters() { return hold_all(support_.attr("parameters")()); }
 

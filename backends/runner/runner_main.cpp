@@ -213,8 +213,11 @@ class Worker {
       flush_ = at::empty({256LL << 20}, at::TensorOptions().dtype(at::kByte).device(device_));
     }
     ready_ = true;
-    return {{"ok", true},        {"inputs", specs_json(in_specs_)}, {"outputs", specs_json(out_specs_)},
-            {"input_bytes", in_bytes}, {"load_ms", ms_since(t0)}};
+    json j{{"ok", true},        {"inputs", specs_json(in_specs_)}, {"outputs", specs_json(out_specs_)},
+           {"input_bytes", in_bytes}, {"load_ms", ms_since(t0)}};
+    j["flops"] = ref_.formula(req.value("flops", std::string()));
+    j["bytes"] = ref_.formula(req.value("bytes", std::string()));
+    return j;
   }
 
   json reference(const json& req) {

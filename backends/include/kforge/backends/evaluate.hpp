@@ -1,0 +1,47 @@
+// kforge/backends/evaluate.hpp — one candidate through compile -> check -> bench
+// (DESIGN.md §2), ending in exactly one Outcome (§7).
+//
+// evaluate() is the shared pipeline of `kforge eval` and the agent's turns: it compiles the
+// source with the backend (sandboxed, cached), checks it on fresh inputs in a warm runner,
+// and, when it passes and benchmarking is on, times candidate and reference side by side in
+// the same worker. Every expected failure is a value; the function throws only on broken
+// configuration (an unwritable work directory). Thread-safety: as the RunnerClient passed in
+// (one owner); compile() itself may run concurrently for different work directories.
+#pragma once
+
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/compile.hpp"
+#include "kforge/backends/runner_client.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace kforge::backends {
+
+struct EvalOptions {
+  CompileOptions compile;
+  int trials = 5;         ///< correctness trials (fresh inputs each)
+  int64_t seed = -1;      ///< first trial's seed; -1: drawn at random (recorded in the result)
+  bool bench = true;      ///< time passing candidates
+  BenchOptions bench_options;
+};
+
+struct Evaluation {
+  Outcome outcome = Outcome::runtime_error;
+  std::string sub_kind;
+  std::string message;  ///< feedback-ready text: compiler errors, mismatch summary, crash
+  CompileResult compile;
+  std::optional<CheckResult> check;
+  std::optional<BenchResult> bench;
+  int64_t seed = 0;
+  double compile_ms = 0, check_ms = 0, bench_ms = 0;
+  bool infrastructure_error = false;  ///< toolchain missing / runner broken: not the candidate's fault
+};
+
+/// Compiles `source` for `backend` in `workdir`, checks and benchmarks it against `task`
+/// in `runner`. Shapes: whatever the task's profile makes them; times in ms.
+Evaluation evaluate(const Backend& backend, const std::string& source, const std::filesystem::path& workdir,
+                    RunnerClient& runner, const TaskRef& task, const EvalOptions& options);
+
+}  // namespace kforge::backends

@@ -1,0 +1,189 @@
+// kforge/backends/runner_client.hpp — the agent side of the warm kforge-runner worker
+// (DESIGN.md §4), and its JSON-lines protocol.
+//
+// A RunnerClient owns one kforge-runner child process (sandbox::LineChild) bound to one
+// device ("cpu" or "cuda:N"). It loads a task once and then checks and benchmarks many
+// candidates. A candidate that crashes the worker (signal, exit(), sticky CUDA error) or
+// hangs it (past the request's timeout) becomes that call's runtime_error / timeout value;
+// the worker is killed and a fresh one is started (and the task reloaded) on the next call.
+// Workers are also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is
+// NOT thread-safe: one owner at a time (RunnerPool hands them out).
+//
+// Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
+//   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[])
+//   {"cmd":"load","task","file","source","device","model_seed","flops","bytes"} ->
+//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms"}; spec = {name, kind (input|parameter|buffer|output), shape, dtype}
+//   {"cmd":"reference","trials","seed"} -> {"ms":[...]} (runs the reference only)
+//   {"cmd":"check","artifact","trials","seed","tolerances":{dtype:[atol,rtol]}} ->
+//        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
+//         "mismatch_fraction","worst_index","expected","actual","check_ms","fatal"}
+//   {"cmd":"bench","artifact"?,"reps","min_reps","warmup","budget_ms","baseline","seed"} ->
+//        {"candidate":stats,"reference":stats,"reference_compile"?:stats,"candidate_ms",
+//         "reference_ms","speedup","flags":[...],"bench_ms"}; stats = {median_ms,p10_ms,p90_ms,
+//         mean_ms,min_ms,cv,reps}
+//   Errors: {"ok":false,"error":"python_exception|runner|protocol","message"}.
+#pragma once
+
+#include "kforge/common/outcome.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::sandbox {
+class LineChild;
+}
+
+namespace kforge::backends {
+
+struct RunnerConfig {
+  /// The kforge-runner executable; empty: $KFORGE_RUNNER, else the build tree's.
+  std::filesystem::path runner;
+  std::string device = "cpu";  ///< "cpu" or "cuda:N"
+  int recycle_after = 50;      ///< candidates per worker before it is replaced
+  std::chrono::milliseconds start_timeout{180'000};  ///< import torch can take ~4 s, more under load
+  std::chrono::milliseconds load_timeout{300'000};
+  std::chrono::milliseconds check_timeout{60'000};
+  std::chrono::milliseconds bench_timeout{180'000};
+};
+
+/// The kforge-runner path RunnerConfig's default resolves to.
+std::filesystem::path default_runner_path();
+
+struct TensorSpec {
+  std::string name, kind, dtype;
+  std::vector<int64_t> shape;
+};
+
+/// What the runner needs to know about a task; the source has its profile applied.
+struct TaskRef {
+  std::string id;
+  std::filesystem::path file;
+  std::string source;
+  /// dtype name ("float32", ..., or "*") -> (atol, rtol); missing dtypes use the defaults.
+  std::map<std::string, std::pair<double, double>> tolerances;
+  std::string flops_expr, bytes_expr;  ///< the suite's formulas (Python, over the constants)
+  std::string cache_key() const;  ///< identifies (id, source): a reload is skipped when equal
+};
+
+struct LoadResult {
+  bool ok = false;
+  std::string error;  ///< the Python traceback or the worker's failure, when !ok
+  std::vector<TensorSpec> inputs, outputs;
+  int64_t input_bytes = 0;
+  double flops = 0, bytes = 0;  ///< per call, from the task's formulas (0: none given)
+  double load_ms = 0;
+};
+
+struct CheckResult {
+  Outcome outcome = Outcome::runtime_error;
+  std::string sub_kind;
+  std::string message;
+  int trials = 0, trials_passed = 0;
+  double max_abs_err = 0, max_rel_err = 0, mismatch_fraction = 0;
+  double check_ms = 0;
+  bool worker_replaced = false;  ///< the candidate took the worker down
+};
+
+struct TimingStats {
+  double median_ms = 0, p10_ms = 0, p90_ms = 0, mean_ms = 0, min_ms = 0, cv = 0;
+  int reps = 0;
+};
+
+struct BenchOptions {
+  int reps = 100;      ///< repetitions at most
+  int min_reps = 10;   ///< repetitions at least, whatever the budget
+  int warmup = 5;
+  double budget_ms = 5000;  ///< per timed function, after min_reps
+  bool compile_baseline = false;  ///< also time torch.compile(model)
+  int64_t seed = 2000;
+};
+
+struct BenchResult {
+  bool ok = false;  ///< false: the candidate failed while timed (outcome/message say how)
+  Outcome outcome = Outcome::runtime_error;
+  std::string sub_kind, message;
+  TimingStats candidate, reference;
+  std::optional<TimingStats> reference_compile;
+  double candidate_ms = 0;  ///< the candidate's time used for speedup (see flags)
+  double reference_ms = 0;
+  double speedup = 0;       ///< reference_ms / candidate_ms
+  std::vector<std::string> flags;  ///< e.g. "work_outside_stream"
+  double bench_ms = 0;
+};
+
+class RunnerClient {
+ public:
+  explicit RunnerClient(RunnerConfig cfg);
+  ~RunnerClient();
+  RunnerClient(const RunnerClient&) = delete;
+  RunnerClient& operator=(const RunnerClient&) = delete;
+
+  /// Versions and devices as the worker reports them (JSON text); empty on failure.
+  std::string hello();
+  /// Loads the task unless it is already loaded. Failures are values (LoadResult::error).
+  LoadResult load(const TaskRef& task);
+  /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...).
+  CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed);
+  /// Times the candidate and the reference in this worker; artifact empty: reference only.
+  BenchResult bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt);
+  /// Runs the reference alone for `trials` seeds (suite validation); "" or the error text.
+  std::string reference_only(const TaskRef& task, int trials, int64_t seed);
+
+  const RunnerConfig& config() const { return cfg_; }
+  int workers_started() const { return workers_started_; }
+
+ private:
+  struct Reply;
+  Reply request(const std::string& line, std::chrono::milliseconds timeout);
+  bool ensure_started(std::string* error);
+  void kill_worker();
+  std::optional<std::string> ensure_loaded(const TaskRef& task, LoadResult* out);
+
+  RunnerConfig cfg_;
+  std::unique_ptr<sandbox::LineChild> child_;
+  std::string loaded_key_;
+  LoadResult loaded_;
+  int candidates_on_worker_ = 0;
+  int workers_started_ = 0;
+};
+
+/// A fixed set of RunnerClients, one per slot (benchmarking is exclusive per GPU: one slot
+/// per device). acquire() blocks until a slot is free. Thread-safe.
+class RunnerPool {
+ public:
+  explicit RunnerPool(std::vector<RunnerConfig> slots);
+  class Lease {
+   public:
+    Lease(RunnerPool* pool, std::size_t i) : pool_(pool), i_(i) {}
+    Lease(Lease&& o) noexcept : pool_(o.pool_), i_(o.i_) { o.pool_ = nullptr; }
+    Lease(const Lease&) = delete;
+    ~Lease() {
+      if (pool_) pool_->release(i_);
+    }
+    RunnerClient& operator*() const { return *pool_->clients_[i_]; }
+    RunnerClient* operator->() const { return pool_->clients_[i_].get(); }
+
+   private:
+    RunnerPool* pool_;
+    std::size_t i_;
+  };
+  Lease acquire();
+  std::size_t size() const { return clients_.size(); }
+
+ private:
+  void release(std::size_t i);
+  std::vector<std::unique_ptr<RunnerClient>> clients_;
+  std::vector<bool> busy_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace kforge::backends

@@ -1,0 +1,42 @@
+#include "kforge/backends/evaluate.hpp"
+
+#include <random>
+
+namespace kforge::backends {
+
+Evaluation evaluate(const Backend& backend, const std::string& source, const std::filesystem::path& workdir,
+                    RunnerClient& runner, const TaskRef& task, const EvalOptions& options) {
+  Evaluation ev;
+  ev.seed = options.seed;
+  std::random_device rd;
+  if (ev.seed < 0) ev.seed = std::uniform_int_distribution<int64_t>(1, 1'000'000'000)(rd);
+  ev.compile = compile(backend, source, workdir, options.compile);
+  ev.compile_ms = static_cast<double>(ev.compile.wall.count());
+  if (!ev.compile.ok()) {
+    auto o = ev.compile.outcome();
+    ev.infrastructure_error = !o.has_value();
+    ev.outcome = o.value_or(Outcome::compile_error);
+    if (ev.compile.sub_kind) ev.sub_kind = std::string(to_string(*ev.compile.sub_kind));
+    if (ev.compile.status == CompileStatus::toolchain_missing) ev.sub_kind = "toolchain_missing";
+    ev.message = ev.compile.summary;
+    return ev;
+  }
+  ev.check = runner.check(task, ev.compile.artifact, options.trials, ev.seed);
+  ev.check_ms = ev.check->check_ms;
+  ev.outcome = ev.check->outcome;
+  ev.sub_kind = ev.check->sub_kind;
+  ev.message = ev.check->message;
+  if (ev.sub_kind == "reference_failed" || ev.sub_kind == "runner_failed") ev.infrastructure_error = true;
+  if (ev.outcome != Outcome::pass || !options.bench) return ev;
+  ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
+  ev.bench_ms = ev.bench->bench_ms;
+  if (!ev.bench->ok) {
+    // A candidate that passed the check but fails while timed (e.g. hangs on the big loop).
+    ev.outcome = ev.bench->outcome;
+    ev.sub_kind = ev.bench->sub_kind;
+    ev.message = "failed while being benchmarked: " + ev.bench->message;
+  }
+  return ev;
+}
+
+}  // namespace kforge::backends

@@ -1,0 +1,347 @@
+#include "kforge/backends/runner_client.hpp"
+
+#include "kforge/common/hash.hpp"
+#include "kforge/sandbox/subprocess.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
+namespace kforge::backends {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::filesystem::path default_runner_path() {
+  if (const char* p = std::getenv("KFORGE_RUNNER"); p && *p) return p;
+  return KFORGE_RUNNER_DEFAULT;
+}
+
+std::string TaskRef::cache_key() const { return Hasher().update(id).update(source).hex(); }
+
+// The worker's answer to one request, or how the worker died trying.
+struct RunnerClient::Reply {
+  enum Kind { ok, timed_out, died, failed_to_start } kind = ok;
+  json body;
+  std::string message;  ///< for died / failed_to_start / timed_out
+  std::string sub_kind;  ///< for died: segfault, signal, exit
+};
+
+RunnerClient::RunnerClient(RunnerConfig cfg) : cfg_(std::move(cfg)) {
+  if (cfg_.runner.empty()) cfg_.runner = default_runner_path();
+}
+
+RunnerClient::~RunnerClient() {
+  if (child_) {
+    child_->write_line(R"({"cmd":"quit"})");
+    child_->terminate(std::chrono::milliseconds(200));
+  }
+}
+
+void RunnerClient::kill_worker() {
+  if (child_) child_->terminate(std::chrono::milliseconds(200));
+  child_.reset();
+  loaded_key_.clear();
+  candidates_on_worker_ = 0;
+}
+
+bool RunnerClient::ensure_started(std::string* error) {
+  if (child_ && child_->alive()) return true;
+  child_.reset();
+  loaded_key_.clear();
+  sandbox::Spec spec;
+  spec.argv = {cfg_.runner.string()};
+  spec.limits.max_file_bytes = 0;
+  spec.isolate_network = true;
+  if (const char* v = std::getenv("KFORGE_PYTHONPATH")) spec.env_set["KFORGE_PYTHONPATH"] = v;
+  child_ = sandbox::LineChild::start(spec, error);
+  if (!child_) return false;
+  ++workers_started_;
+  candidates_on_worker_ = 0;
+  auto line = child_->read_line(cfg_.start_timeout);
+  json j;
+  if (line) {
+    try {
+      j = json::parse(*line);
+    } catch (const std::exception&) {
+    }
+  }
+  if (!line || !j.value("ready", false)) {
+    *error = "kforge-runner did not start: " + (line ? *line : std::string("no ready line")) + "\n" +
+             child_->stderr_tail();
+    kill_worker();
+    return false;
+  }
+  spdlog::debug("runner {} started (pid {}) for {}", cfg_.runner.string(), child_->pid(), cfg_.device);
+  return true;
+}
+
+RunnerClient::Reply RunnerClient::request(const std::string& line, std::chrono::milliseconds timeout) {
+  Reply r;
+  std::string err;
+  if (!ensure_started(&err)) {
+    r.kind = Reply::failed_to_start;
+    r.message = err;
+    return r;
+  }
+  auto t0 = Clock::now();
+  if (child_->write_line(line)) {
+    if (auto out = child_->read_line(timeout)) {
+      try {
+        r.body = json::parse(*out);
+        return r;
+      } catch (const std::exception& e) {
+        r.kind = Reply::died;
+        r.sub_kind = "protocol";
+        r.message = std::string("unreadable reply from kforge-runner: ") + e.what();
+        kill_worker();
+        return r;
+      }
+    }
+  }
+  if (Clock::now() - t0 >= timeout) {
+    r.kind = Reply::timed_out;
+    r.message = "no answer within " + std::to_string(timeout.count()) + " ms; the worker was killed";
+    kill_worker();
+    return r;
+  }
+  // The worker is gone: find out how.
+  sandbox::Result res = child_->wait();
+  r.kind = Reply::died;
+  if (res.status == sandbox::Status::signalled) {
+    r.sub_kind = res.term_signal == SIGSEGV || res.term_signal == SIGBUS ? "segfault" : "signal";
+    r.message = std::string("the worker was killed by signal ") + std::to_string(res.term_signal) + " (" +
+                strsignal(res.term_signal) + ")";
+  } else {
+    r.sub_kind = "exit";
+    r.message = "the worker exited with status " + std::to_string(res.exit_code) +
+                " in the middle of the call (did the kernel call exit()?)";
+  }
+  std::string tail = child_->stderr_tail();
+  if (!tail.empty()) r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 2000 ? tail.size() - 2000 : 0);
+  child_.reset();
+  loaded_key_.clear();
+  return r;
+}
+
+namespace {
+TensorSpec spec_of(const json& j) {
+  return {j.value("name", ""), j.value("kind", ""), j.value("dtype", ""), j.value("shape", std::vector<int64_t>{})};
+}
+TimingStats stats_of(const json& j) {
+  TimingStats s;
+  s.median_ms = j.value("median_ms", 0.0);
+  s.p10_ms = j.value("p10_ms", 0.0);
+  s.p90_ms = j.value("p90_ms", 0.0);
+  s.mean_ms = j.value("mean_ms", 0.0);
+  s.min_ms = j.value("min_ms", 0.0);
+  s.cv = j.value("cv", 0.0);
+  s.reps = j.value("reps", 0);
+  return s;
+}
+Outcome outcome_of(const json& j) {
+  auto o = outcome_from_string(j.value("outcome", "runtime_error"));
+  return o ? *o : Outcome::runtime_error;
+}
+}  // namespace
+
+std::string RunnerClient::hello() {
+  Reply r = request(R"({"cmd":"hello"})", cfg_.start_timeout);
+  return r.kind == Reply::ok ? r.body.dump() : "";
+}
+
+std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, LoadResult* out) {
+  if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();
+  std::string key = task.cache_key();
+  if (child_ && loaded_key_ == key) {
+    if (out) *out = loaded_;
+    return std::nullopt;
+  }
+  json req{{"cmd", "load"}, {"task", task.id}, {"file", task.file.string()}, {"source", task.source},
+           {"device", cfg_.device}, {"model_seed", 42},
+           {"flops", task.flops_expr}, {"bytes", task.bytes_expr}};
+  Reply r = request(req.dump(), cfg_.load_timeout);
+  LoadResult lr;
+  if (r.kind != Reply::ok) {
+    lr.error = r.message;
+  } else if (!r.body.value("ok", false)) {
+    lr.error = r.body.value("error", std::string("error")) + ": " + r.body.value("message", std::string());
+  } else {
+    lr.ok = true;
+    for (const auto& s : r.body["inputs"]) lr.inputs.push_back(spec_of(s));
+    for (const auto& s : r.body["outputs"]) lr.outputs.push_back(spec_of(s));
+    lr.input_bytes = r.body.value("input_bytes", int64_t{0});
+    lr.load_ms = r.body.value("load_ms", 0.0);
+    lr.flops = r.body.value("flops", 0.0);
+    lr.bytes = r.body.value("bytes", 0.0);
+    loaded_key_ = key;
+  }
+  loaded_ = lr;
+  if (out) *out = lr;
+  if (!lr.ok) return "loading task " + task.id + " failed: " + lr.error;
+  return std::nullopt;
+}
+
+LoadResult RunnerClient::load(const TaskRef& task) {
+  LoadResult lr;
+  ensure_loaded(task, &lr);
+  return lr;
+}
+
+namespace {
+json tolerances_json(const TaskRef& t) {
+  json j = json::object();
+  for (const auto& [k, v] : t.tolerances) j[k] = {v.first, v.second};
+  return j;
+}
+}  // namespace
+
+CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
+                                int64_t seed) {
+  CheckResult c;
+  c.trials = trials;
+  if (auto err = ensure_loaded(task, nullptr)) {
+    // The reference itself failed: not the candidate's fault, but the attempt cannot pass.
+    c.outcome = Outcome::runtime_error;
+    c.sub_kind = "reference_failed";
+    c.message = *err;
+    return c;
+  }
+  ++candidates_on_worker_;
+  json req{{"cmd", "check"}, {"artifact", std::filesystem::absolute(artifact).string()}, {"trials", trials},
+           {"seed", seed}, {"tolerances", tolerances_json(task)}};
+  auto t0 = Clock::now();
+  Reply r = request(req.dump(), cfg_.check_timeout);
+  c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  switch (r.kind) {
+    case Reply::timed_out:
+      c.outcome = Outcome::timeout;
+      c.message = "the check " + r.message;
+      c.worker_replaced = true;
+      return c;
+    case Reply::died:
+      c.outcome = Outcome::runtime_error;
+      c.sub_kind = r.sub_kind;
+      c.message = r.message;
+      c.worker_replaced = true;
+      return c;
+    case Reply::failed_to_start:
+      c.outcome = Outcome::runtime_error;
+      c.sub_kind = "runner_failed";
+      c.message = r.message;
+      return c;
+    case Reply::ok: break;
+  }
+  const json& b = r.body;
+  if (!b.value("ok", false)) {
+    c.outcome = Outcome::runtime_error;
+    c.sub_kind = b.value("error", std::string("runner"));
+    c.message = b.value("message", std::string());
+    return c;
+  }
+  c.outcome = outcome_of(b);
+  c.sub_kind = b.value("sub_kind", std::string());
+  c.message = b.value("message", std::string());
+  c.trials_passed = b.value("trials_passed", 0);
+  c.max_abs_err = b.value("max_abs_err", 0.0);
+  c.max_rel_err = b.value("max_rel_err", 0.0);
+  c.mismatch_fraction = b.value("mismatch_fraction", 0.0);
+  if (b.value("fatal", false)) {
+    c.worker_replaced = true;
+    child_->wait();
+    child_.reset();
+    loaded_key_.clear();
+  }
+  return c;
+}
+
+BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& o) {
+  BenchResult b;
+  if (auto err = ensure_loaded(task, nullptr)) {
+    b.message = *err;
+    b.sub_kind = "reference_failed";
+    return b;
+  }
+  json req{{"cmd", "bench"},         {"reps", o.reps}, {"min_reps", o.min_reps}, {"warmup", o.warmup},
+           {"budget_ms", o.budget_ms}, {"seed", o.seed}, {"baseline", o.compile_baseline ? "compile" : "eager"}};
+  if (!artifact.empty()) req["artifact"] = std::filesystem::absolute(artifact).string();
+  Reply r = request(req.dump(), cfg_.bench_timeout);
+  if (r.kind == Reply::timed_out) {
+    b.outcome = Outcome::timeout;
+    b.message = "the benchmark " + r.message;
+    return b;
+  }
+  if (r.kind != Reply::ok) {
+    b.outcome = Outcome::runtime_error;
+    b.sub_kind = r.sub_kind;
+    b.message = r.message;
+    return b;
+  }
+  const json& j = r.body;
+  if (!j.value("ok", false)) {
+    b.sub_kind = j.value("error", std::string("runner"));
+    b.message = j.value("message", std::string());
+    return b;
+  }
+  if (j.contains("outcome")) {  // the candidate failed while being timed
+    b.outcome = outcome_of(j);
+    b.sub_kind = j.value("sub_kind", std::string());
+    b.message = j.value("message", std::string());
+    if (j.value("fatal", false)) {
+      child_->wait();
+      child_.reset();
+      loaded_key_.clear();
+    }
+    return b;
+  }
+  b.ok = true;
+  b.outcome = Outcome::pass;
+  if (j.contains("candidate")) b.candidate = stats_of(j["candidate"]);
+  b.reference = stats_of(j["reference"]);
+  if (j.contains("reference_compile")) b.reference_compile = stats_of(j["reference_compile"]);
+  b.candidate_ms = j.value("candidate_ms", 0.0);
+  b.reference_ms = j.value("reference_ms", 0.0);
+  b.speedup = j.value("speedup", 0.0);
+  b.flags = j.value("flags", std::vector<std::string>{});
+  b.bench_ms = j.value("bench_ms", 0.0);
+  return b;
+}
+
+std::string RunnerClient::reference_only(const TaskRef& task, int trials, int64_t seed) {
+  if (auto err = ensure_loaded(task, nullptr)) return *err;
+  json req{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}};
+  Reply r = request(req.dump(), cfg_.check_timeout);
+  if (r.kind != Reply::ok) return r.message;
+  if (!r.body.value("ok", false)) return r.body.value("message", std::string("reference failed"));
+  return "";
+}
+
+RunnerPool::RunnerPool(std::vector<RunnerConfig> slots) {
+  for (auto& s : slots) clients_.push_back(std::make_unique<RunnerClient>(std::move(s)));
+  busy_.assign(clients_.size(), false);
+}
+
+RunnerPool::Lease RunnerPool::acquire() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    for (std::size_t i = 0; i < busy_.size(); ++i)
+      if (!busy_[i]) {
+        busy_[i] = true;
+        return Lease(this, i);
+      }
+    cv_.wait(lk);
+  }
+}
+
+void RunnerPool::release(std::size_t i) {
+  {
+    std::lock_guard lk(mu_);
+    busy_[i] = false;
+  }
+  cv_.notify_one();
+}
+
+}  // namespace kforge::backends
