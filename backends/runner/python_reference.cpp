@@ -43,6 +43,12 @@ class Support:
         self.model = model.to(self.dev).eval()
         self.compiled = None
 
+    def triton_do_bench(self, inputs):
+        """The reference timed by triton.testing.do_bench (median, ms), for timing fidelity."""
+        import triton.testing
+        return float(triton.testing.do_bench(lambda: self.model(*inputs), warmup=25, rep=200,
+                                             return_mode='median'))
+
     def formula(self, expr):
         """Evaluates a suite's FLOP or byte formula over the module's constants (0 if none)."""
         if not expr:
@@ -125,6 +131,12 @@ static std::vector<HeldTensor> hold_all(const py::object& list) {
 
 std::vector<HeldTensor> Reference::make_inputs(int64_t seed) {
   return hold_all(support_.attr("make_inputs")(seed));
+}
+
+double Reference::triton_do_bench(const std::vector<HeldTensor>& inputs) {
+  py::list args;
+  for (const auto& h : inputs) args.append(h.owner);
+  return support_.attr("triton_do_bench")(args).cast<double>();
 }
 
 double Reference::formula(const std::string& expr) { return support_.attr("formula")(expr).cast<double>(); }

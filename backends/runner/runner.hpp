@@ -45,6 +45,8 @@ class Reference {
   bool loaded() const { return loaded_; }
   /// get_inputs() under `seed`, on the device, contiguous.
   std::vector<HeldTensor> make_inputs(int64_t seed);
+  /// The reference timed by triton.testing.do_bench in this process (median ms).
+  double triton_do_bench(const std::vector<HeldTensor>& inputs);
   /// A suite's FLOP/byte formula evaluated over the module's constants; 0 for "".
   double formula(const std::string& expr);
   /// Parameters then buffers, detached and contiguous.

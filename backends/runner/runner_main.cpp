@@ -107,6 +107,7 @@ class Worker {
       else if (cmd == "reference") r = reference(req);
       else if (cmd == "check") r = check(req);
       else if (cmd == "bench") r = bench(req);
+      else if (cmd == "triton_bench") r = triton_bench(req);
       else r = {{"ok", false}, {"error", "protocol"}, {"message", "unknown cmd '" + cmd + "'"}};
     } catch (py::error_already_set& e) {
       r = {{"ok", false}, {"error", "python_exception"}, {"message", python_traceback(e)}};
@@ -432,6 +433,12 @@ class Worker {
   static json stats_json(const Stats& s) {
     return {{"median_ms", s.median}, {"p10_ms", s.p10}, {"p90_ms", s.p90}, {"mean_ms", s.mean},
             {"min_ms", s.min},       {"cv", s.cv},      {"reps", s.reps}};
+  }
+
+  json triton_bench(const json& req) {
+    require_task();
+    auto inputs = ref_.make_inputs(req.value("seed", 2000));
+    return {{"ok", true}, {"ms", ref_.triton_do_bench(inputs)}};
   }
 
   json bench(const json& req) {

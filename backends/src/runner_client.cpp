@@ -310,6 +310,14 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
   return b;
 }
 
+double RunnerClient::triton_do_bench(const TaskRef& task, int64_t seed) {
+  if (ensure_loaded(task, nullptr)) return -1;
+  json req{{"cmd", "triton_bench"}, {"seed", seed}};
+  Reply r = request(req.dump(), cfg_.bench_timeout);
+  if (r.kind != Reply::ok || !r.body.value("ok", false)) return -1;
+  return r.body.value("ms", -1.0);
+}
+
 std::string RunnerClient::reference_only(const TaskRef& task, int trials, int64_t seed) {
   if (auto err = ensure_loaded(task, nullptr)) return *err;
   json req{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}};

@@ -21,6 +21,7 @@
 //        {"candidate":stats,"reference":stats,"reference_compile"?:stats,"candidate_ms",
 //         "reference_ms","speedup","flags":[...],"bench_ms"}; stats = {median_ms,p10_ms,p90_ms,
 //         mean_ms,min_ms,cv,reps}
+//   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
 //   Errors: {"ok":false,"error":"python_exception|runner|protocol","message"}.
 #pragma once
 
@@ -134,6 +135,8 @@ class RunnerClient {
   CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed);
   /// Times the candidate and the reference in this worker; artifact empty: reference only.
   BenchResult bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt);
+  /// The reference timed by triton.testing.do_bench in the worker (median ms); <0 on failure.
+  double triton_do_bench(const TaskRef& task, int64_t seed);
   /// Runs the reference alone for `trials` seeds (suite validation); "" or the error text.
   std::string reference_only(const TaskRef& task, int trials, int64_t seed);
 

@@ -1,0 +1,60 @@
+// bench_timing: timing fidelity of kforge-runner. For 3 reference ops, the runner's median
+// vs triton.testing.do_bench in the same worker process (target: within 5%); and 5 repeated
+// benches of one candidate kernel (target: CV of the medians <= 2%).
+// Usage: bench_timing [out.json]
+#include "bench_util.hpp"
+#include "kforge/agent/evaluation.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+int main(int argc, char** argv) {
+  Suite suite = load_suite(kforge_home() / "benchmarks/suites/kforge-core");
+  backends::RunnerConfig rc;
+  rc.device = "cuda:0";
+  backends::RunnerClient runner(rc);
+  backends::BenchOptions bo;
+  bo.reps = 200;
+  bo.min_reps = 100;
+  nlohmann::json out{{"ops", nlohmann::json::array()}};
+  std::printf("%-28s %12s %12s %9s\n", "reference op", "runner ms", "do_bench ms", "diff %");
+  bool ok = true;
+  for (const char* id : {"activation/gelu_tanh", "matmul/gemm", "normalization/layer_norm"}) {
+    auto ref = agent::task_ref(*suite.find(id), "");
+    auto b = runner.bench(ref, {}, bo);
+    double tb = runner.triton_do_bench(ref, bo.seed);
+    double diff = 100.0 * (b.reference_ms - tb) / tb;
+    ok = ok && std::fabs(diff) <= 5.0 && tb > 0;
+    std::printf("%-28s %12.4f %12.4f %+8.2f%%\n", id, b.reference_ms, tb, diff);
+    out["ops"].push_back({{"task", id}, {"runner_median_ms", b.reference_ms}, {"runner_cv", b.reference.cv},
+                          {"do_bench_median_ms", tb}, {"diff_pct", diff}});
+  }
+  // Repeated benches of one candidate.
+  const auto& backend = backends::get_backend("cuda");
+  const char* id = "activation/gelu_tanh";
+  auto ref = agent::task_ref(*suite.find(id), "");
+  fs::path work = fs::temp_directory_path() / "kforge-bench-timing";
+  auto cr = backends::compile(backend, read_file(kforge_home() / "prompts/exemplars/cuda" / id / "kernel.cu"), work, {});
+  if (!cr.ok()) return std::fprintf(stderr, "compile failed: %s\n", cr.summary.c_str()), 1;
+  std::vector<double> medians, cvs;
+  for (int i = 0; i < 5; ++i) {
+    auto b = runner.bench(ref, cr.artifact, bo);
+    medians.push_back(b.candidate_ms);
+    cvs.push_back(b.candidate.cv);
+  }
+  double mean = std::accumulate(medians.begin(), medians.end(), 0.0) / medians.size();
+  double var = 0;
+  for (double m : medians) var += (m - mean) * (m - mean);
+  double cv = std::sqrt(var / medians.size()) / mean;
+  std::printf("\n%s candidate, 5 benches: medians", id);
+  for (double m : medians) std::printf(" %.4f", m);
+  std::printf(" ms; CV of medians %.2f%% (target <= 2%%); within-bench CV %.2f%%\n", 100 * cv,
+              100 * bench::median(cvs));
+  out["repeat"] = {{"task", id}, {"medians_ms", medians}, {"cv_of_medians", cv}, {"within_bench_cv", cvs}};
+  bench::write_json(argc, argv, "timing", out);
+  return ok && cv <= 0.02 ? 0 : 1;
+}
