@@ -1,0 +1,212 @@
+#include "kforge/retrieval/retrieval.hpp"
+
+#include "kforge/common/util.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+namespace kforge::retrieval {
+
+namespace fs = std::filesystem;
+
+std::optional<Strategy> strategy_from_string(std::string_view s) {
+  if (s == "none") return Strategy::none;
+  if (s == "add") return Strategy::add;
+  if (s == "category") return Strategy::category;
+  if (s == "bm25") return Strategy::bm25;
+  if (s == "library") return Strategy::library;
+  return std::nullopt;
+}
+
+std::string_view to_string(Strategy s) {
+  switch (s) {
+    case Strategy::none: return "none";
+    case Strategy::add: return "add";
+    case Strategy::category: return "category";
+    case Strategy::bm25: return "bm25";
+    case Strategy::library: return "library";
+  }
+  return "none";
+}
+
+namespace {
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+void split_identifier(const std::string& id, std::vector<std::string>& out) {
+  std::string cur;
+  auto flush = [&] {
+    if (!cur.empty()) out.push_back(lower(cur));
+    cur.clear();
+  };
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    char c = id[i];
+    if (c == '_') {
+      flush();
+      continue;
+    }
+    bool up = std::isupper(static_cast<unsigned char>(c));
+    if (up && !cur.empty() && (std::islower(static_cast<unsigned char>(cur.back())) ||
+                               (i + 1 < id.size() && std::islower(static_cast<unsigned char>(id[i + 1])))))
+      flush();
+    cur += c;
+  }
+  flush();
+}
+}  // namespace
+
+std::vector<std::string> tokenize_code(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!ident_char(text[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() && (ident_char(text[j]) || (text[j] == '.' && j + 1 < text.size() &&
+                                                        std::isalpha(static_cast<unsigned char>(text[j + 1])))))
+      ++j;
+    std::string word(text.substr(i, j - i));
+    i = j;
+    if (std::isdigit(static_cast<unsigned char>(word[0]))) continue;
+    if (word.find('.') != std::string::npos) {
+      out.push_back(lower(word));  // torch.softmax, F.relu as one token
+      std::size_t s = 0;
+      while (s <= word.size()) {
+        std::size_t d = word.find('.', s);
+        if (d == std::string::npos) d = word.size();
+        std::string part = word.substr(s, d - s);
+        if (!part.empty()) {
+          std::vector<std::string> sub;
+          split_identifier(part, sub);
+          if (sub.size() > 1) out.push_back(lower(part));
+          out.insert(out.end(), sub.begin(), sub.end());
+        }
+        s = d + 1;
+      }
+    } else {
+      std::vector<std::string> sub;
+      split_identifier(word, sub);
+      if (sub.size() > 1) out.push_back(lower(word));
+      out.insert(out.end(), sub.begin(), sub.end());
+    }
+  }
+  return out;
+}
+
+Bm25::Bm25(const std::vector<std::string>& docs, double k1, double b) : k1_(k1), b_(b) {
+  double total = 0;
+  for (const auto& d : docs) {
+    auto toks = tokenize_code(d);
+    std::map<std::string, int> tf;
+    for (auto& t : toks) tf[t]++;
+    for (auto& [t, n] : tf) df_[t]++;
+    tf_.push_back(std::move(tf));
+    len_.push_back(static_cast<double>(toks.size()));
+    total += static_cast<double>(toks.size());
+  }
+  avg_len_ = docs.empty() ? 0 : total / static_cast<double>(docs.size());
+}
+
+std::vector<double> Bm25::scores(std::string_view query) const {
+  std::vector<double> s(tf_.size(), 0.0);
+  std::set<std::string> q;
+  for (auto& t : tokenize_code(query)) q.insert(t);
+  const double n = static_cast<double>(tf_.size());
+  for (const auto& t : q) {
+    auto it = df_.find(t);
+    if (it == df_.end()) continue;
+    const double idf = std::log(1.0 + (n - it->second + 0.5) / (it->second + 0.5));
+    for (std::size_t d = 0; d < tf_.size(); ++d) {
+      auto f = tf_[d].find(t);
+      if (f == tf_[d].end()) continue;
+      const double tf = f->second;
+      s[d] += idf * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * len_[d] / (avg_len_ > 0 ? avg_len_ : 1)));
+    }
+  }
+  return s;
+}
+
+namespace {
+std::optional<fs::path> kernel_file(const fs::path& dir) {
+  for (const char* n : {"kernel.cu", "kernel.cpp", "kernel.py"})
+    if (fs::exists(dir / n)) return dir / n;
+  return std::nullopt;
+}
+}  // namespace
+
+ExemplarStore::ExemplarStore(const fs::path& root,
+                             const std::function<std::string(const std::string&)>& reference_of) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return;
+  std::vector<fs::path> cats;
+  for (const auto& e : fs::directory_iterator(root)) if (e.is_directory()) cats.push_back(e.path());
+  std::sort(cats.begin(), cats.end());
+  for (const auto& cat : cats) {
+    const std::string cname = cat.filename().string();
+    if (cname == "add") {
+      if (auto k = kernel_file(cat)) {
+        Exemplar ex{"add", "add", fs::exists(cat / "reference.py") ? read_file(cat / "reference.py") : "",
+                    read_file(*k)};
+        add_ = ex;
+      }
+      continue;
+    }
+    std::vector<fs::path> names;
+    for (const auto& e : fs::directory_iterator(cat)) if (e.is_directory()) names.push_back(e.path());
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      auto k = kernel_file(n);
+      if (!k) continue;
+      Exemplar ex;
+      ex.task_id = cname + "/" + n.filename().string();
+      ex.category = cname;
+      ex.kernel = read_file(*k);
+      ex.reference = fs::exists(n / "reference.py") ? read_file(n / "reference.py") : reference_of(ex.task_id);
+      items_.push_back(std::move(ex));
+    }
+  }
+}
+
+std::vector<Exemplar> ExemplarStore::select(Strategy s, const std::string& task_id, const std::string& category,
+                                            const std::string& reference,
+                                            const std::vector<Exemplar>& library) const {
+  switch (s) {
+    case Strategy::none: return {};
+    case Strategy::add:
+      if (add_) return {*add_};
+      return {};
+    case Strategy::category:
+      for (const auto& e : items_)
+        if (e.category == category && e.task_id != task_id) return {e};
+      return {};
+    case Strategy::bm25: {
+      std::vector<std::string> docs;
+      for (const auto& e : items_) docs.push_back(e.reference + "\n" + e.kernel);
+      Bm25 bm(docs);
+      auto sc = bm.scores(reference);
+      int best = -1;
+      for (std::size_t i = 0; i < items_.size(); ++i) {
+        if (items_[i].task_id == task_id) continue;
+        if (best < 0 || sc[i] > sc[static_cast<std::size_t>(best)]) best = static_cast<int>(i);
+      }
+      if (best < 0) return {};
+      return {items_[static_cast<std::size_t>(best)]};
+    }
+    case Strategy::library:
+      for (const auto& e : library)
+        if (e.category == category && e.task_id != task_id) return {e};
+      for (const auto& e : library)
+        if (e.task_id != task_id) return {e};
+      return {};
+  }
+  return {};
+}
+
+}  // namespace kforge::retrieval
