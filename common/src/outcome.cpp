@@ -50,6 +50,7 @@ std::string_view to_string(MismatchKind k) {
     case MismatchKind::values: return "values";
     case MismatchKind::nan_inf: return "nan_inf";
     case MismatchKind::unwritten: return "unwritten";
+    case MismatchKind::input_modified: return "input_modified";
   }
   return "values";
 }
@@ -61,6 +62,8 @@ std::string_view to_string(RuntimeErrorKind k) {
     case RuntimeErrorKind::invalid_launch: return "invalid_launch";
     case RuntimeErrorKind::out_of_memory: return "out_of_memory";
     case RuntimeErrorKind::segfault: return "segfault";
+    case RuntimeErrorKind::out_of_bounds_write: return "out_of_bounds_write";
+    case RuntimeErrorKind::nonzero_return: return "nonzero_return";
     case RuntimeErrorKind::signal: return "signal";
     case RuntimeErrorKind::exit: return "exit";
     case RuntimeErrorKind::python_exception: return "python_exception";

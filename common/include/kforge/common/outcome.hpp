@@ -29,7 +29,7 @@ enum class Outcome {
 enum class CompileErrorKind { syntax, undeclared, type_mismatch, no_member, missing_include, link, other };
 
 /// Sub-kinds of output_mismatch (DESIGN.md §4, §7).
-enum class MismatchKind { shape, dtype, values, nan_inf, unwritten };
+enum class MismatchKind { shape, dtype, values, nan_inf, unwritten, input_modified };
 
 /// Sub-kinds of runtime_error. CUDA error names map onto these; the exact name is kept
 /// in the attempt's message.
@@ -39,6 +39,8 @@ enum class RuntimeErrorKind {
   invalid_launch,
   out_of_memory,
   segfault,
+  out_of_bounds_write,  ///< a canary region next to an output changed
+  nonzero_return,       ///< kf_forward returned non-zero
   signal,  ///< another fatal signal (SIGABRT, SIGFPE, SIGILL, ...)
   exit,    ///< the process exited (e.g. the candidate called exit())
   python_exception,
