@@ -98,6 +98,8 @@ void cut_section(std::ostringstream& os, const Summary& s, const std::string& di
                  const std::vector<int>& ks) {
   auto it = s.cuts.find(dim);
   if (it == s.cuts.end() || it->second.empty()) return;
+  // One backend or one model: the page's first line names it; its table would repeat the headline.
+  if ((dim == "backend" || dim == "model") && it->second.size() == 1) return;
   os << "\n## By " << dim << "\n\n";
   os << "Best-attempt scoring; `final pass@1` counts each sample's last turn only.\n\n";
   auto h = scores_header(dim, s, ks);
@@ -252,9 +254,11 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
   std::ostringstream os;
   os << "# Compare: " << name_a << " vs " << name_b << "\n\n";
   os << "A = " << name_a << ": " << a.attempts << " attempts, " << a.overall.best.tasks
-     << " tasks, " << a.overall.best.episodes << " samples, up to " << a.max_turn << " turns.\n"
+     << " tasks, " << a.overall.best.episodes << " samples, up to " << a.max_turn
+     << (a.max_turn == 1 ? " turn" : " turns") << ".\n"
      << "B = " << name_b << ": " << b.attempts << " attempts, " << b.overall.best.tasks
-     << " tasks, " << b.overall.best.episodes << " samples, up to " << b.max_turn << " turns.\n";
+     << " tasks, " << b.overall.best.episodes << " samples, up to " << b.max_turn
+     << (b.max_turn == 1 ? " turn" : " turns") << ".\n";
 
   std::set<int> ks_set;
   for (int k : a.config.ks) ks_set.insert(k);
@@ -383,8 +387,15 @@ LibraryExport export_library(const fs::path& run_dir) {
     const AttemptRecord& r = *tr->best;
     // The canonical layout, not the record's attempt_dir: a record never points outside the run.
     fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
+    // The backend's own source first (a directory should hold only that one).
+    std::vector<std::string> names{"kernel.cu", "kernel.cpp", "kernel.py"};
+    const std::map<std::string, std::string> preferred{
+        {"cuda", "kernel.cu"}, {"cpu", "kernel.cpp"}, {"triton", "kernel.py"}};
+    if (auto p = preferred.find(r.backend); p != preferred.end())
+      std::stable_partition(names.begin(), names.end(),
+                            [&](const std::string& n) { return n == p->second; });
     fs::path src;
-    for (const char* name : {"kernel.cu", "kernel.cpp", "kernel.py"})
+    for (const auto& name : names)
       if (fs::is_regular_file(adir / name, ec)) {
         src = adir / name;
         break;

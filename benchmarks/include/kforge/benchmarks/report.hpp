@@ -42,7 +42,8 @@ struct LibraryExport {
 };
 
 /// Copies the best correct kernel of each task (TaskResult::best) to <run>/library/<task>/:
-/// its source (kernel.cu, kernel.cpp or kernel.py, whichever the attempt directory holds),
+/// its source (kernel.cu, kernel.cpp or kernel.py, whichever the attempt directory holds; the
+/// backend's own first: cuda .cu, cpu .cpp, triton .py),
 /// result.json (the attempt's own, when it has one) and attempt.json (its AttemptRecord), and
 /// writes library/index.json listing every exported task. When one task was solved by several
 /// backends or models, the one of highest speedup is exported. Stale entries of an earlier
