@@ -1,6 +1,7 @@
-// kforge — the command-line interface. Subcommands: suites, doctor, eval (more in later
-// issues). Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
+// kforge — the command-line interface. Subcommands: suites, doctor, eval, run, report,
+// compare. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
 #include "kforge/agent/doctor.hpp"
+#include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
@@ -91,6 +92,44 @@ int main(int argc, char** argv) {
   eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
 
+  agent::RunCommand rn;
+  auto* run = app.add_subcommand("run", "the agent loop: an LLM writes kernels for a suite, turn by turn with feedback");
+  run->add_option("--suite", rn.suite, "suite name or directory");
+  run->add_option("--backend", rn.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  run->add_option("--llm", rn.llm, "PROVIDER:MODEL (openai:..., anthropic:..., replay:RUN_DIR)");
+  run->add_option("--base-url", rn.base_url, "OpenAI/Anthropic-compatible endpoint");
+  run->add_option("--api-key-env", rn.api_key_env, "environment variable holding the API key");
+  run->add_option("--samples", rn.samples, "samples (independent episodes) per task")->check(CLI::Range(1, 1000));
+  run->add_option("--turns", rn.turns, "turns per episode")->check(CLI::Range(1, 100));
+  run->add_option("--stop-on", rn.stop_on, "pass or never")->check(CLI::IsMember({"pass", "never"}));
+  run->add_option("--exemplar", rn.exemplar, "none, add, category, bm25 or library")
+      ->check(CLI::IsMember({"none", "add", "category", "bm25", "library"}));
+  run->add_option("--history", rn.history, "last or all")->check(CLI::IsMember({"last", "all"}));
+  run->add_option("--profile", rn.profile, "shape profile (e.g. ci)");
+  run->add_option("--out", rn.out, "run directory to create");
+  run->add_option("--resume", rn.resume, "continue the run in this directory");
+  run->add_option("--only", rn.only, "only task ids containing this text");
+  run->add_option("--max-tasks", rn.max_tasks, "at most this many tasks");
+  run->add_option("--temperature", rn.temperature, "sampling temperature");
+  run->add_option("--token-budget", rn.token_budget, "history tokens in a prompt (~4 chars each)");
+  run->add_option("--llm-concurrency", rn.llm_concurrency, "in-flight LLM requests")->check(CLI::Range(1, 256));
+  run->add_option("--compile-jobs", rn.compile_jobs, "concurrent compiles (default: cores)");
+  run->add_option("--llm-timeout-ms", rn.llm_timeout_ms, "per-request LLM timeout");
+  run->add_option("--llm-retries", rn.llm_retries, "retries after 429/5xx/timeouts");
+  run->add_option("--trials", rn.trials, "correctness trials")->check(CLI::Range(1, 100));
+  run->add_option("--reps", rn.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
+  run->add_flag("!--no-bench", rn.bench, "skip timing");
+  run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
+  run->add_flag("!--no-print-report", rn.print_report, "do not print report.md at the end");
+
+  std::string report_dir;
+  auto* report = app.add_subcommand("report", "regenerate summary.json and report.md of a run, and print it");
+  report->add_option("run_dir", report_dir, "run directory")->required();
+  std::string cmp_a, cmp_b;
+  auto* compare = app.add_subcommand("compare", "compare two runs");
+  compare->add_option("run_a", cmp_a, "first run directory")->required();
+  compare->add_option("run_b", cmp_b, "second run directory")->required();
+
   CLI11_PARSE(app, argc, argv);
   setup_logging(verbose, quiet);
   try {
@@ -100,6 +139,15 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (eval->parsed()) return agent::run_eval(ev);
+    if (run->parsed()) {
+      if (rn.resume.empty() && (rn.suite.empty() || rn.llm.empty() || rn.out.empty())) {
+        std::cerr << "kforge run: --suite, --llm and --out are required (or --resume RUN_DIR)\n";
+        return 2;
+      }
+      return agent::run_agent(rn);
+    }
+    if (report->parsed()) return agent::run_report(report_dir);
+    if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b);
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";
     return 1;

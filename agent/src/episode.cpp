@@ -1,0 +1,481 @@
+#include "kforge/agent/episode.hpp"
+
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/llm.hpp"
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/compile.hpp"
+#include "kforge/backends/evaluate.hpp"
+#include "kforge/benchmarks/report.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/hash.hpp"
+#include "kforge/common/util.hpp"
+#include "kforge/prompts/prompts.hpp"
+#include "kforge/retrieval/retrieval.hpp"
+#include "kforge/runs/run_dir.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <semaphore>
+#include <thread>
+
+namespace kforge::agent {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) { g_stop.store(true); }
+
+struct Shared {
+  const RunCommand* cmd = nullptr;
+  const backends::Backend* backend = nullptr;
+  RunDir* run = nullptr;
+  LlmClient* llm = nullptr;
+  backends::RunnerPool* runners = nullptr;
+  std::counting_semaphore<1024>* compile_slots = nullptr;
+  retrieval::ExemplarStore* store = nullptr;
+  retrieval::Strategy strategy = retrieval::Strategy::none;
+  std::string device_name;
+  backends::EvalOptions opt;
+  std::mutex mu;  // library, load cache
+  std::vector<retrieval::Exemplar> library;
+  std::map<std::string, backends::LoadResult> loads;
+  std::atomic<int> attempts{0}, passes{0}, episodes_done{0};
+};
+
+prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string& source, const std::string& detail) {
+  prompts::PastAttempt p;
+  p.turn = r.turn;
+  p.source = source;
+  p.outcome = r.outcome;
+  p.sub_kind = r.sub_kind;
+  p.detail = detail;
+  p.speedup = r.speedup;
+  p.achieved_gbps = r.achieved_gbps;
+  return p;
+}
+
+backends::LoadResult load_for(Shared& sh, const backends::TaskRef& ref) {
+  {
+    std::lock_guard lk(sh.mu);
+    auto it = sh.loads.find(ref.id);
+    if (it != sh.loads.end()) return it->second;
+  }
+  backends::LoadResult lr;
+  {
+    auto lease = sh.runners->acquire();
+    lr = lease->load(ref);
+  }
+  std::lock_guard lk(sh.mu);
+  sh.loads[ref.id] = lr;
+  return lr;
+}
+
+/// One episode: turns first_turn..T of one (task, sample); history holds the recorded ones.
+void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int sample, int first_turn,
+                 std::vector<prompts::PastAttempt> history) {
+  const RunCommand& cmd = *sh.cmd;
+  const std::string src_name = sh.backend->source_file_name();
+  backends::LoadResult lr = load_for(sh, ref);
+  std::vector<prompts::TensorInfo> tensors;
+  for (const auto& t : lr.inputs) tensors.push_back({"input", t.name, t.kind, t.dtype, t.shape});
+  for (const auto& t : lr.outputs) tensors.push_back({"output", t.name, t.kind, t.dtype, t.shape});
+
+  for (int turn = first_turn; turn <= cmd.turns; ++turn) {
+    if (g_stop.load()) return;
+    AttemptRecord rec;
+    rec.task = task.id;
+    rec.category = task.category;
+    rec.difficulty = task.difficulty;
+    rec.sample = sample;
+    rec.turn = turn;
+    rec.backend = cmd.backend;
+    rec.model = sh.llm->model();
+    rec.exemplar = cmd.exemplar;
+    rec.temperature = cmd.temperature;
+    rec.started_at = utc_now();
+    rec.attempt_dir = attempt_rel_path(task.id, sample, turn).string();
+    const auto t0 = std::chrono::steady_clock::now();
+
+    prompts::PromptInput in;
+    in.backend = cmd.backend;
+    in.task_id = task.id;
+    in.category = task.category;
+    in.reference = ref.source;
+    in.device = sh.device_name;
+    in.tensors = tensors;
+    {
+      std::lock_guard lk(sh.mu);
+      in.exemplars = sh.store->select(sh.strategy, task.id, task.category, ref.source, sh.library);
+    }
+    in.history = history;
+    in.policy = cmd.history == "all" ? prompts::HistoryPolicy::all : prompts::HistoryPolicy::last;
+    in.token_budget = cmd.token_budget;
+    prompts::Prompt prompt = prompts::render_prompt(in);
+    const std::string prompt_md = prompt.markdown();
+    rec.prompt_sha = sha256_hex(prompt_md);
+    sh.run->write_attempt_file(task.id, sample, turn, "prompt.md", prompt_md);
+
+    ChatRequest req;
+    req.messages = {{"system", prompt.system}, {"user", prompt.user}};
+    req.temperature = cmd.temperature;
+    req.seed = sample;
+    req.task = task.id;
+    req.sample = sample;
+    req.turn = turn;
+    ChatResult cr = sh.llm->chat(req);
+    rec.llm_status = std::string(to_string(cr.status));
+    rec.llm_ms = cr.latency_ms;
+    rec.prompt_tokens = cr.prompt_tokens;
+    rec.completion_tokens = cr.completion_tokens;
+    rec.cost_usd = cr.cost_usd.value_or(0.0);
+    sh.run->write_attempt_file(task.id, sample, turn, "response.txt", cr.text);
+
+    json result;
+    std::string source, detail;
+    bool counts_in_history = true;
+    if (!cr.ok()) {
+      rec.outcome = Outcome::format_error;
+      rec.sub_kind = "llm_" + rec.llm_status;
+      rec.message = truncate_middle("LLM call failed: " + cr.message, 400);
+      detail = rec.message;
+      counts_in_history = false;  // not the model's code: the next turn asks again without it
+    } else if (auto ex = sh.backend->extract(cr.text); !ex.ok) {
+      rec.outcome = Outcome::format_error;
+      rec.sub_kind = std::string(backends::to_string(ex.error));
+      rec.message = truncate_middle(ex.message, 400);
+      detail = ex.message;
+    } else {
+      source = ex.source;
+      rec.source_sha = sha256_hex(source);
+      sh.run->write_attempt_file(task.id, sample, turn, src_name, source);
+      const fs::path workdir = sh.run->attempt_path(task.id, sample, turn);
+      {
+        sh.compile_slots->acquire();  // compile bound; the result lands in the compile cache
+        try {
+          (void)backends::compile(*sh.backend, source, workdir / "build", sh.opt.compile);
+        } catch (...) {
+        }
+        sh.compile_slots->release();
+      }
+      backends::Evaluation ev;
+      {
+        auto lease = sh.runners->acquire();  // check + bench of this attempt hold the slot
+        ev = backends::evaluate(*sh.backend, source, workdir / "build", *lease, ref, sh.opt);
+      }
+      fill_record(rec, ev, lr.flops, lr.bytes);
+      detail = ev.message;
+      if (!ev.compile.log.empty()) sh.run->write_attempt_file(task.id, sample, turn, "build.log", ev.compile.log);
+      result["compile_log"] = ev.compile.log;
+    }
+    rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rec.finished_at = utc_now();
+    result["outcome"] = std::string(to_string(rec.outcome));
+    result["sub_kind"] = rec.sub_kind;
+    result["message"] = detail;
+    result["llm_status"] = rec.llm_status;
+    result["llm_message"] = cr.message;
+    result["in_history"] = counts_in_history;
+    sh.run->write_attempt_file(task.id, sample, turn, "result.json", result.dump(2));
+    sh.run->append(rec);
+    sh.attempts++;
+    if (counts_in_history) history.push_back(past_from_record(rec, source, detail));
+    if (rec.passed()) {
+      sh.passes++;
+      std::lock_guard lk(sh.mu);
+      sh.library.push_back({task.id, task.category, ref.source, source});
+      if (cmd.stop_on == "pass") return;
+    }
+  }
+}
+
+/// Rebuilds an episode's history from its recorded attempts (resume).
+std::vector<prompts::PastAttempt> history_from_run(const RunDir& run, const std::vector<AttemptRecord>& recs,
+                                                   const std::string& src_name) {
+  std::vector<prompts::PastAttempt> h;
+  for (const auto& r : recs) {
+    fs::path dir = run.path() / r.attempt_dir;
+    if (r.attempt_dir.empty()) dir = run.attempt_path(r.task, r.sample, r.turn);
+    std::string source = fs::exists(dir / src_name) ? read_file(dir / src_name) : "";
+    std::string detail = r.message;
+    bool in_history = true;
+    if (fs::exists(dir / "result.json")) {
+      try {
+        auto j = json::parse(read_file(dir / "result.json"));
+        detail = j.value("message", detail);
+        in_history = j.value("in_history", true);
+      } catch (...) {
+      }
+    }
+    if (in_history) h.push_back(past_from_record(r, source, detail));
+  }
+  return h;
+}
+
+}  // namespace
+
+int run_agent(const RunCommand& cmd_in) {
+  RunCommand cmd = cmd_in;
+  const bool resuming = !cmd.resume.empty();
+  if (resuming) cmd.out = cmd.resume;
+  if (cmd.out.empty()) {
+    std::cerr << "kforge run: --out RUN_DIR (or --resume RUN_DIR) is required\n";
+    return 2;
+  }
+  if (resuming) {
+    // The resumed run keeps its recorded configuration; the command line may add to it.
+    try {
+      auto m = json::parse(read_file(cmd.out / "manifest.json"));
+      const auto& c = m.at("config");
+      if (cmd.suite.empty()) cmd.suite = c.value("suite_root", c.value("suite", ""));
+      if (cmd.llm.empty()) cmd.llm = c.value("llm", "");
+      if (cmd.base_url.empty()) cmd.base_url = c.value("base_url", "");
+    } catch (const std::exception& e) {
+      std::cerr << "kforge run: --resume " << cmd.out.string() << ": cannot read manifest.json: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  const backends::Backend* backend = backends::find_backend(cmd.backend);
+  if (!backend) {
+    std::cerr << "kforge run: --backend " << cmd.backend << ": unknown backend\n";
+    return 2;
+  }
+  auto strategy = retrieval::strategy_from_string(cmd.exemplar);
+  if (!strategy) {
+    std::cerr << "kforge run: --exemplar " << cmd.exemplar << ": expected none, add, category, bm25 or library\n";
+    return 2;
+  }
+  Suite suite;
+  try {
+    suite = load_suite(resolve_suite(cmd.suite));
+  } catch (const std::exception& e) {
+    std::cerr << "kforge run: " << e.what() << "\n";
+    return 2;
+  }
+  std::vector<const Task*> tasks;
+  for (const auto& t : suite.tasks) {
+    if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
+    if (cmd.max_tasks > 0 && static_cast<int>(tasks.size()) >= cmd.max_tasks) break;
+    tasks.push_back(&t);
+  }
+  if (tasks.empty()) {
+    std::cerr << "kforge run: no task of suite " << suite.name << " matches\n";
+    return 2;
+  }
+  LlmConfig lc;
+  lc.base_url = cmd.base_url;
+  if (!cmd.api_key_env.empty()) {
+    const char* k = std::getenv(cmd.api_key_env.c_str());
+    if (!k) {
+      std::cerr << "kforge run: --api-key-env " << cmd.api_key_env << ": variable not set\n";
+      return 2;
+    }
+    lc.api_key = k;
+  }
+  lc.max_concurrency = std::max(1, cmd.llm_concurrency);
+  lc.timeout_ms = cmd.llm_timeout_ms;
+  lc.max_retries = cmd.llm_retries;
+  std::unique_ptr<LlmClient> llm;
+  try {
+    llm = make_llm_client(cmd.llm, lc);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge run: --llm " << cmd.llm << ": " << e.what() << "\n";
+    return 2;
+  }
+
+  const std::string device = cmd.device.empty() ? (cmd.backend == "cpu" ? "cpu" : "cuda:0") : cmd.device;
+  backends::RunnerConfig rc;
+  rc.device = device;
+  backends::RunnerPool runners({rc});
+  std::string hello;
+  {
+    auto lease = runners.acquire();
+    hello = lease->hello();
+  }
+  if (hello.empty()) {
+    std::cerr << "kforge run: kforge-runner did not start; build it or set KFORGE_RUNNER\n";
+    return 3;
+  }
+  json hello_j = json::parse(hello, nullptr, false);
+  std::string device_name = device == "cpu" ? "the host CPU" : device;
+  if (hello_j.is_object())
+    for (const char* k : {"device_name", "gpu", "cpu"})
+      if (hello_j.contains(k) && hello_j[k].is_string()) {
+        device_name = hello_j[k].get<std::string>();
+        break;
+      }
+
+  backends::CompileOptions co;
+  co.cache_dir = sandbox::CompileCache::default_dir();
+  auto compiler = backend->find_compiler(co);
+  json manifest{{"command", "run"},
+                {"config",
+                 {{"suite", suite.name}, {"suite_root", suite.root.string()}, {"backend", cmd.backend},
+                  {"llm", cmd.llm}, {"base_url", cmd.base_url}, {"samples", cmd.samples}, {"turns", cmd.turns},
+                  {"stop_on", cmd.stop_on}, {"exemplar", cmd.exemplar}, {"history", cmd.history},
+                  {"profile", cmd.profile.empty() ? "default" : cmd.profile}, {"only", cmd.only},
+                  {"max_tasks", cmd.max_tasks}, {"temperature", cmd.temperature},
+                  {"token_budget", cmd.token_budget}, {"trials", cmd.trials}, {"bench", cmd.bench},
+                  {"reps", cmd.reps}, {"device", device}}},
+                {"runner", hello_j.is_discarded() ? json(hello) : hello_j},
+                {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
+                {"seeds", {{"llm_seed", "sample index"}, {"check_seed", "random per attempt, in attempts.jsonl"}}},
+                {"started_at", utc_now()}};
+  std::optional<RunDir> run;
+  try {
+    if (resuming || fs::exists(cmd.out / "manifest.json")) run.emplace(RunDir::open_for_resume(cmd.out));
+    else run.emplace(RunDir::create(cmd.out, manifest));
+  } catch (const std::exception& e) {
+    std::cerr << "kforge run: " << cmd.out.string() << ": " << e.what() << "\n";
+    return 2;
+  }
+
+  std::map<std::string, std::string> refs_by_id;
+  for (const auto& t : suite.tasks) {
+    try {
+      refs_by_id[t.id] = task_ref(t, cmd.profile).source;
+    } catch (...) {
+    }
+  }
+  retrieval::ExemplarStore store(kforge_home() / "prompts" / "exemplars" / cmd.backend, [&](const std::string& id) {
+    auto it = refs_by_id.find(id);
+    return it == refs_by_id.end() ? std::string() : it->second;
+  });
+
+  const int jobs = cmd.compile_jobs > 0 ? cmd.compile_jobs
+                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::counting_semaphore<1024> compile_slots(std::min(jobs, 1024));
+  Shared sh;
+  sh.cmd = &cmd;
+  sh.backend = backend;
+  sh.run = &*run;
+  sh.llm = llm.get();
+  sh.runners = &runners;
+  sh.compile_slots = &compile_slots;
+  sh.store = &store;
+  sh.strategy = *strategy;
+  sh.device_name = device_name;
+  sh.opt.trials = cmd.trials;
+  sh.opt.bench = cmd.bench;
+  sh.opt.bench_options.reps = cmd.reps;
+  sh.opt.bench_options.min_reps = std::min(cmd.reps, 10);
+  sh.opt.compile = co;
+
+  // Recorded attempts (resume), grouped by episode.
+  std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> recorded;
+  for (auto& r : run->load_attempts()) recorded[{r.task, r.sample}].push_back(r);
+  for (auto& [k, v] : recorded)
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
+  for (auto& r : run->load_attempts()) {
+    if (r.passed()) {
+      fs::path f = run->path() / r.attempt_dir / backend->source_file_name();
+      if (fs::exists(f)) sh.library.push_back({r.task, r.category, refs_by_id[r.task], read_file(f)});
+    }
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  const int threads = std::max(2, std::min(64, cmd.llm_concurrency + jobs + 1));
+  boost::asio::thread_pool pool(static_cast<std::size_t>(threads));
+  int episodes = 0;
+  for (const Task* t : tasks) {
+    backends::TaskRef ref;
+    try {
+      ref = task_ref(*t, cmd.profile);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: {}", t->id, e.what());
+      continue;
+    }
+    for (int s = 0; s < cmd.samples; ++s) {
+      const auto& recs = recorded[{t->id, s}];
+      int next = 1;
+      bool passed = false;
+      for (const auto& r : recs) {
+        next = std::max(next, r.turn + 1);
+        passed = passed || r.passed();
+      }
+      if ((passed && cmd.stop_on == "pass") || next > cmd.turns) continue;
+      auto hist = history_from_run(*run, recs, backend->source_file_name());
+      ++episodes;
+      boost::asio::post(pool, [&sh, t, ref, s, next, hist]() mutable {
+        try {
+          run_episode(sh, *t, ref, s, next, std::move(hist));
+        } catch (const std::exception& e) {
+          spdlog::error("{} sample {}: {}", t->id, s, e.what());
+        }
+        sh.episodes_done++;
+      });
+    }
+  }
+
+  // One-line progress display on stderr.
+  std::atomic<bool> done{false};
+  const auto t_start = std::chrono::steady_clock::now();
+  std::thread progress([&] {
+    const bool tty = isatty(STDERR_FILENO);
+    while (!done.load()) {
+      for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const double min = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() / 60.0;
+      std::fprintf(stderr, "%s[kforge run] episodes %d/%d  attempts %d  passes %d  %.1f attempts/min%s",
+                   tty ? "\r" : "", sh.episodes_done.load(), episodes, sh.attempts.load(), sh.passes.load(),
+                   min > 0 ? sh.attempts.load() / min : 0.0, tty ? "   " : "\n");
+      if (!tty) std::this_thread::sleep_for(std::chrono::seconds(5));
+    }
+    std::fprintf(stderr, "\n");
+  });
+  pool.join();
+  done = true;
+  progress.join();
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+
+  write_report(cmd.out);
+  (void)export_library(cmd.out);
+  if (cmd.print_report && fs::exists(cmd.out / "report.md")) std::cout << read_file(cmd.out / "report.md");
+  if (g_stop.load()) {
+    std::cerr << "kforge run: interrupted; in-flight attempts recorded. Continue with --resume "
+              << cmd.out.string() << "\n";
+    return 130;
+  }
+  return 0;
+}
+
+int run_report(const fs::path& run_dir) {
+  if (!fs::exists(run_dir / "attempts.jsonl")) {
+    std::cerr << "kforge report: " << run_dir.string() << ": no attempts.jsonl\n";
+    return 2;
+  }
+  write_report(run_dir);
+  std::cout << read_file(run_dir / "report.md");
+  return 0;
+}
+
+int run_compare(const fs::path& a, const fs::path& b) {
+  for (const auto& d : {a, b})
+    if (!fs::exists(d / "attempts.jsonl")) {
+      std::cerr << "kforge compare: " << d.string() << ": no attempts.jsonl\n";
+      return 2;
+    }
+  std::cout << render_compare(summarize_run(a), summarize_run(b), a.filename().string(), b.filename().string());
+  return 0;
+}
+
+}  // namespace kforge::agent
