@@ -4,6 +4,7 @@
 #include "kforge/agent/llm.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"
+#include "kforge/backends/diagnostics.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -28,6 +29,7 @@
 #include <map>
 #include <mutex>
 #include <semaphore>
+#include <set>
 #include <thread>
 
 namespace kforge::agent {
@@ -179,6 +181,23 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
       }
       fill_record(rec, ev, lr.flops, lr.bytes);
       detail = ev.message;
+      if (ev.outcome == Outcome::compile_error) {
+        // First errors with file:line and the offending source line, deduplicated.
+        std::string d;
+        std::set<std::string> seen;
+        int shown = 0;
+        for (const auto& dg : ev.compile.diagnostics) {
+          if (dg.severity != backends::Severity::error || shown >= 5) continue;
+          std::string loc = dg.file.empty() ? dg.tool : dg.file + ":" + std::to_string(dg.line) + ":" +
+                                                            std::to_string(dg.column);
+          std::string line = loc + ": error: " + dg.message;
+          if (!seen.insert(line).second) continue;
+          d += line + "\n";
+          if (!dg.source_line.empty()) d += "    " + trim(dg.source_line) + "\n";
+          ++shown;
+        }
+        if (!d.empty()) detail = d;
+      }
       if (!ev.compile.log.empty()) sh.run->write_attempt_file(task.id, sample, turn, "build.log", ev.compile.log);
       result["compile_log"] = ev.compile.log;
     }
