@@ -56,24 +56,30 @@ struct LineChild::Impl {
     }
   }
 
-  /// Waits up to `timeout` for stdout (and, when want_write, stdin writability), draining
-  /// stderr meanwhile. Returns the poll revents for stdout / stdin.
-  void wait_io(milliseconds timeout, bool want_write, short* out_ev, short* in_ev) {
+  /// Waits up to `timeout` for output (and, when want_write, for room in the child's stdin),
+  /// reading whatever arrives on stdout (into pending) and stderr (into the tail): a child
+  /// blocked on a full stdout or stderr pipe would otherwise never read its stdin.
+  /// Returns true when stdout produced data or reached EOF, or stdin became writable.
+  bool wait_io(milliseconds timeout, bool want_write) {
     pollfd fds[3];
     int n = 0, io = -1, ie = -1, iw = -1;
-    if (out_fd >= 0 && !want_write) fds[io = n++] = {out_fd, POLLIN, 0};
+    if (out_fd >= 0) fds[io = n++] = {out_fd, POLLIN, 0};
     if (err_fd >= 0) fds[ie = n++] = {err_fd, POLLIN, 0};
     if (want_write && in_fd >= 0) fds[iw = n++] = {in_fd, POLLOUT, 0};
-    *out_ev = *in_ev = 0;
     if (n == 0) {
       std::this_thread::sleep_for(std::min(timeout, milliseconds(10)));
-      return;
+      return false;
     }
     int rc = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(timeout.count()));
-    if (rc <= 0) return;
+    if (rc <= 0) return false;
+    bool progress = false;
     if (ie >= 0 && fds[ie].revents) drain_fd(err_fd, false);
-    if (io >= 0) *out_ev = fds[io].revents;
-    if (iw >= 0) *in_ev = fds[iw].revents;
+    if (io >= 0 && fds[io].revents) {
+      drain_fd(out_fd, true);
+      progress = true;
+    }
+    if (iw >= 0 && fds[iw].revents) progress = true;
+    return progress;
   }
 
   bool zombie() {
@@ -159,8 +165,7 @@ bool LineChild::write_line(std::string_view line) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       // The child is not reading right now: wait for room, draining its stderr meanwhile.
       if (I.zombie()) return false;
-      short oe = 0, ie = 0;
-      I.wait_io(milliseconds(100), /*want_write=*/true, &oe, &ie);
+      I.wait_io(milliseconds(100), /*want_write=*/true);
       continue;
     }
     return false;  // EPIPE: the child closed its stdin or died
@@ -186,12 +191,9 @@ std::optional<std::string> LineChild::read_line(milliseconds timeout) {
     }
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left.count() < 0) return std::nullopt;
-    short oe = 0, ie = 0;
-    I.wait_io(left, false, &oe, &ie);
-    if (oe) I.drain_fd(I.out_fd, true);
-    else if (Clock::now() >= deadline) {
+    if (!I.wait_io(left, false) && Clock::now() >= deadline) {
       // One last non-blocking look, then give up.
-      I.drain_fd(I.out_fd, true);
+      if (I.out_fd >= 0) I.drain_fd(I.out_fd, true);
       if (I.pending.find('\n') == std::string::npos && I.out_fd >= 0) return std::nullopt;
     }
   }
@@ -206,9 +208,7 @@ Result LineChild::terminate(milliseconds grace) {
     ::kill(-I.pid, SIGTERM);
     const auto deadline = Clock::now() + grace;
     while (!I.zombie() && Clock::now() < deadline) {
-      short oe = 0, ie = 0;
-      I.wait_io(milliseconds(5), false, &oe, &ie);  // keep draining so the child can exit
-      if (oe) I.drain_fd(I.out_fd, true);
+      I.wait_io(milliseconds(5), false);  // keep draining so the child can exit
       if (I.out_fd < 0 && I.err_fd < 0) std::this_thread::sleep_for(milliseconds(2));
     }
   }
@@ -219,9 +219,7 @@ Result LineChild::wait() {
   auto& I = *impl_;
   if (I.reaped) return I.final;
   while (!I.zombie()) {
-    short oe = 0, ie = 0;
-    I.wait_io(milliseconds(20), false, &oe, &ie);
-    if (oe) I.drain_fd(I.out_fd, true);
+    I.wait_io(milliseconds(20), false);
   }
   return I.reap(false);
 }
