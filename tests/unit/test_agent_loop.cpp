@@ -1,0 +1,247 @@
+// [agent] end-to-end tests of `kforge run`: the real kforge binary, real HTTP to a
+// kforge-scripted-llm started here, the cpu backend through the real kforge-runner, ci shapes.
+#include "catch.hpp"
+
+#include "kforge/runs/run_dir.hpp"
+
+#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+fs::path temp_dir(const std::string& tag) {
+  fs::path d = fs::temp_directory_path() / ("kforge_agent_" + tag + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+pid_t spawn(const std::vector<std::string>& args, int out_fd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+class Server {
+ public:
+  explicit Server(const fs::path& script) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_ = spawn({std::string(KFORGE_BUILD_DIR) + "/tests/kforge-scripted-llm", "--port", "0", "--script",
+                  script.string()},
+                 fds[1]);
+    close(fds[1]);
+    std::string line;
+    pollfd p{fds[0], POLLIN, 0};
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[256];
+      ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      line.append(buf, static_cast<std::size_t>(n));
+    }
+    close(fds[0]);
+    const std::string prefix = "listening on 127.0.0.1:";
+    REQUIRE(line.rfind(prefix, 0) == 0);
+    url_ = "http://127.0.0.1:" + std::to_string(std::stoi(line.substr(prefix.size())));
+  }
+  ~Server() {
+    kill(pid_, SIGTERM);
+    int st = 0;
+    waitpid(pid_, &st, 0);
+  }
+  const std::string& url() const { return url_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string url_;
+};
+
+std::vector<std::string> run_args(const std::string& url, const fs::path& out, std::vector<std::string> extra) {
+  std::vector<std::string> a{std::string(KFORGE_BUILD_DIR) + "/agent/kforge",
+                             "run",
+                             "--suite",
+                             "kforge-core",
+                             "--backend",
+                             "cpu",
+                             "--llm",
+                             "openai:scripted",
+                             "--base-url",
+                             url,
+                             "--profile",
+                             "ci",
+                             "--no-bench",
+                             "--no-print-report",
+                             "--out",
+                             out.string()};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+int wait_exit(pid_t pid) {
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+using Key = std::tuple<std::string, int, int, std::string>;
+std::set<Key> keys_of(const fs::path& run) {
+  std::set<Key> k;
+  for (const auto& r : kforge::load_attempts(run).records)
+    k.insert({r.task, r.sample, r.turn, std::string(kforge::to_string(r.outcome))});
+  return k;
+}
+
+/// pass@1 column of the repair-curve table in report.md, by turn.
+std::vector<std::string> repair_pass1(const fs::path& run) {
+  std::vector<std::string> v;
+  std::istringstream in(slurp(run / "report.md"));
+  std::string line;
+  bool in_curve = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_curve = line == "## Repair curve";
+    if (!in_curve || line.rfind("| ", 0) != 0 || line.rfind("| turn", 0) == 0 || line.rfind("| ---", 0) == 0)
+      continue;
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, '|')) cells.push_back(c);
+    if (cells.size() > 5) v.push_back(cells[5].substr(1, cells[5].size() - 2));
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("kforge run repairs gelu_tanh over three turns with feedback in the prompts", "[agent]") {
+  Server srv(fs::path(KFORGE_TESTS_DIR) / "data/scripted/repair_demo.json");
+  fs::path out = temp_dir("repair") / "run";
+  pid_t pid = spawn(run_args(srv.url(), out, {"--only", "activation/gelu_tanh", "--turns", "3", "--trials", "2"}), -1);
+  REQUIRE(wait_exit(pid) == 0);
+  auto recs = kforge::load_attempts(out).records;
+  REQUIRE(recs.size() == 3);
+  std::map<int, std::string> by_turn;
+  for (const auto& r : recs) by_turn[r.turn] = std::string(kforge::to_string(r.outcome));
+  CHECK(by_turn[1] == "compile_error");
+  CHECK(by_turn[2] == "output_mismatch");
+  CHECK(by_turn[3] == "pass");
+  const fs::path ep = out / "attempts/activation/gelu_tanh/0";
+  const std::string p2 = slurp(ep / "2/prompt.md"), p3 = slurp(ep / "3/prompt.md");
+  CHECK(p2.find("kernel.cpp:14:43: error: 'kSqrt2OverPi' was not declared") != std::string::npos);
+  CHECK(p2.find("std::tanh(kSqrt2OverPi * (v + 0.044715f") != std::string::npos);  // the source line
+  CHECK(p3.find("output_mismatch") != std::string::npos);
+  CHECK(p3.find("elements") != std::string::npos);
+  CHECK(p3.find("differ") != std::string::npos);
+  CHECK(p3.find("kSqrt2OverPi' was not declared") == std::string::npos);  // history policy: last
+  CHECK(fs::exists(ep / "3/kernel.cpp"));
+  CHECK(fs::exists(ep / "1/build.log"));
+  CHECK(fs::exists(ep / "1/response.txt"));
+  REQUIRE(fs::exists(out / "summary.json"));
+  CHECK(repair_pass1(out) == std::vector<std::string>{"0.000", "0.000", "1.000"});
+  fs::remove_all(out.parent_path());
+}
+
+TEST_CASE("kforge run records every LLM fault as a named outcome and loses no attempt", "[agent]") {
+  fs::path dir = temp_dir("faults");
+  const std::string t = "activation/gelu_tanh";
+  json script{{"default", {{"content", "no code here"}}},
+              {"replies",
+               {{{"task", t}, {"turn", 1}, {"fault", "429"}, {"retry_after", 0}, {"times", 1}},
+                {{"task", t}, {"turn", 1}, {"content", "after one 429, still no code"}},
+                {{"task", t}, {"turn", 2}, {"fault", "500"}},
+                {{"task", t}, {"turn", 3}, {"fault", "slow"}, {"delay_ms", 3000}, {"content", "late"}},
+                {{"task", t}, {"turn", 4}, {"fault", "malformed"}},
+                {{"task", t}, {"turn", 5}, {"fault", "empty"}}}}};
+  std::ofstream(dir / "script.json") << script.dump(2);
+  Server srv(dir / "script.json");
+  fs::path out = dir / "run";
+  pid_t pid = spawn(run_args(srv.url(), out,
+                             {"--only", t, "--turns", "5", "--samples", "2", "--stop-on", "never", "--llm-retries",
+                              "1", "--llm-timeout-ms", "400", "--llm-concurrency", "2"}),
+                    -1);
+  REQUIRE(wait_exit(pid) == 0);
+  auto recs = kforge::load_attempts(out).records;
+  REQUIRE(recs.size() == 2 * 5);  // samples * turns: nothing lost
+  for (const auto& r : recs) {
+    INFO(r.turn << " " << r.llm_status);
+    CHECK(r.outcome == kforge::Outcome::format_error);
+    const char* want[] = {"", "ok", "http_error", "timeout", "malformed_reply", "empty_reply"};
+    CHECK(r.llm_status == want[r.turn]);
+    CHECK(fs::exists(out / r.attempt_dir / "result.json"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("kforge run --resume after SIGKILL gives the same attempts as an uninterrupted run", "[agent]") {
+  fs::path dir = temp_dir("resume");
+  const std::vector<std::string> extra{"--only", "activation/", "--max-tasks", "3", "--turns", "3",
+                                       "--trials", "2", "--llm-concurrency", "1", "--compile-jobs", "1"};
+  std::set<Key> full;
+  {
+    Server srv(fs::path(KFORGE_TESTS_DIR) / "data/scripted/repair_demo.json");
+    pid_t pid = spawn(run_args(srv.url(), dir / "full", extra), -1);
+    REQUIRE(wait_exit(pid) == 0);
+    full = keys_of(dir / "full");
+  }
+  REQUIRE(full.size() == 3 + 2 * 3);  // gelu_tanh repairs in 3 turns; 2 tasks never pass
+  Server srv(fs::path(KFORGE_TESTS_DIR) / "data/scripted/repair_demo.json");
+  fs::path out = dir / "killed";
+  pid_t pid = spawn(run_args(srv.url(), out, extra), -1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool killed = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    if (fs::exists(out / "attempts.jsonl") && !slurp(out / "attempts.jsonl").empty()) {
+      kill(pid, SIGKILL);
+      killed = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  wait_exit(pid);
+  REQUIRE(killed);
+  const auto partial = keys_of(out);
+  CHECK(partial.size() < full.size());
+  std::vector<std::string> resume{std::string(KFORGE_BUILD_DIR) + "/agent/kforge", "run", "--resume", out.string(),
+                                  "--backend", "cpu", "--profile", "ci", "--no-bench", "--no-print-report"};
+  resume.insert(resume.end(), extra.begin(), extra.end());
+  REQUIRE(wait_exit(spawn(resume, -1)) == 0);
+  CHECK(keys_of(out) == full);
+  CHECK(kforge::load_attempts(out).records.size() == full.size());  // no duplicates
+  fs::remove_all(dir);
+}
