@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   run->add_option("--out", rn.out, "run directory to create");
   run->add_option("--resume", rn.resume, "continue the run in this directory");
   run->add_option("--only", rn.only, "only task ids containing this text");
+  run->add_option("--tasks", rn.tasks, "only these task ids (comma-separated)")->delimiter(',');
   run->add_option("--max-tasks", rn.max_tasks, "at most this many tasks");
   run->add_option("--temperature", rn.temperature, "sampling temperature");
   run->add_option("--token-budget", rn.token_budget, "history tokens in a prompt (~4 chars each)");

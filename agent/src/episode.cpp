@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -288,6 +289,7 @@ int run_agent(const RunCommand& cmd_in) {
   std::vector<const Task*> tasks;
   for (const auto& t : suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
+    if (!cmd.tasks.empty() && std::find(cmd.tasks.begin(), cmd.tasks.end(), t.id) == cmd.tasks.end()) continue;
     if (cmd.max_tasks > 0 && static_cast<int>(tasks.size()) >= cmd.max_tasks) break;
     tasks.push_back(&t);
   }

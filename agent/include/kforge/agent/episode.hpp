@@ -11,6 +11,7 @@
 // rebuilds the history from the attempt files.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace kforge::agent {
 
@@ -29,6 +30,7 @@ struct RunCommand {
   std::filesystem::path out;
   std::filesystem::path resume;
   std::string only;
+  std::vector<std::string> tasks;  ///< exact task ids (empty: all)
   int max_tasks = 0;  ///< 0: all
   double temperature = 0.0;
   int token_budget = 6000;  ///< history section, tokens (~4 chars each)
