@@ -8,8 +8,16 @@
 // no core dumps), a working directory, and a private network namespace where the OS allows
 // (unshare(CLONE_NEWUSER|CLONE_NEWNET); silently skipped where it is not permitted).
 // The outcome is a closed set of values; only a broken configuration throws.
-// run_async integrates with Boost.Asio: no thread blocks per child. A Subprocess call is
-// thread-safe with respect to other calls; completion handlers run on the given io_context.
+// run_async integrates with Boost.Asio: no thread blocks per child (each child's pipes and
+// timers live on a strand of its own; its exit is noticed by polling waitid(WNOHANG|WNOWAIT)
+// on a timer, so no SIGCHLD handler is installed — SIGCHLD must not be set to SIG_IGN).
+// The calling thread of run_async/LineChild::start blocks only from fork() to the child's
+// execve() (to learn exec failures). When the child exits, whatever is left of its process
+// group (background grandchildren, possibly still holding the pipes) is SIGKILLed and
+// reading stops after a short drain window. All calls are thread-safe with respect to each
+// other; completion handlers run on the given io_context. No process-wide state (signal
+// dispositions, environment) is changed; stdin data travels over a socket written with
+// MSG_NOSIGNAL, so a child that closes its stdin never raises SIGPIPE in the parent.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -27,12 +35,14 @@
 namespace kforge::sandbox {
 
 struct Limits {
-  std::chrono::milliseconds wall{60'000};   ///< wall-clock limit
+  std::chrono::milliseconds wall{60'000};   ///< wall-clock limit; 0 = none (run/run_async)
   std::chrono::milliseconds grace{1'000};   ///< SIGTERM -> SIGKILL delay
-  long cpu_seconds = 0;                     ///< RLIMIT_CPU; 0 = unlimited
+  long cpu_seconds = 0;  ///< RLIMIT_CPU (SIGXCPU, SIGKILL 1 s later); 0 = unlimited
   long max_processes = 0;                   ///< RLIMIT_NPROC; 0 = unchanged
-  long max_file_bytes = 1L << 30;           ///< RLIMIT_FSIZE (bytes); 0 = unlimited
-  std::size_t output_cap_bytes = 1 << 20;   ///< per stream; head and tail halves kept
+  long max_file_bytes = 1L << 30;           ///< RLIMIT_FSIZE (bytes, SIGXFSZ); 0 = unlimited
+  /// Per stream; the first and last halves are kept around a "... [N bytes truncated] ..."
+  /// line (which may exceed the cap by its own length). 0 = keep everything.
+  std::size_t output_cap_bytes = 1 << 20;
 };
 
 struct Spec {
@@ -40,12 +50,17 @@ struct Spec {
   std::filesystem::path cwd;      ///< empty: inherit
   /// Variables copied from the parent's environment when set (the allow-list). The default
   /// list holds PATH, HOME, LANG, LC_ALL, TMPDIR, CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH and
-  /// PYTHONPATH-style toolchain variables; never API keys or tokens.
+  /// PYTHONPATH-style toolchain variables; never API keys or tokens. An entry ending in '*'
+  /// matches a prefix ("LC_*"). Names that look like credentials (containing KEY, TOKEN,
+  /// SECRET, PASSWORD, PASSWD or CREDENTIAL) are never copied, even when listed.
   std::vector<std::string> env_allow = default_env_allow();
-  std::map<std::string, std::string> env_set;  ///< set explicitly (after the allow-list)
+  /// Set explicitly (after the allow-list; not filtered). argv[0] is looked up on the
+  /// child's PATH (env_set's if given), defaulting to /usr/local/bin:/usr/bin:/bin.
+  std::map<std::string, std::string> env_set;
   Limits limits;
   bool isolate_network = true;  ///< try a private network namespace
-  std::string stdin_data;       ///< written to the child's stdin, then closed; empty: /dev/null
+  /// Written to the child's stdin (a socket), then closed; empty: stdin is /dev/null.
+  std::string stdin_data;
 
   static std::vector<std::string> default_env_allow();
 };
@@ -54,7 +69,8 @@ enum class Status {
   exited,           ///< exit_code holds the status
   signalled,        ///< term_signal holds the signal
   timed_out,        ///< killed after the wall-clock limit
-  failed_to_start,  ///< fork/exec failed; error says why (e.g. "nvcc: not found")
+  failed_to_start,  ///< fork/exec failed; error says why ("nvcc: No such file or directory",
+                    ///< "chdir /x: No such file or directory")
 };
 
 struct Result {
@@ -66,7 +82,7 @@ struct Result {
   bool out_truncated = false;
   bool err_truncated = false;
   std::string error;  ///< for failed_to_start
-  std::chrono::milliseconds wall{0};
+  std::chrono::milliseconds wall{0};  ///< from spawn to the end of output draining
 
   bool ok() const { return status == Status::exited && exit_code == 0; }
 };
@@ -94,16 +110,22 @@ class LineChild {
   LineChild(const LineChild&) = delete;
   LineChild& operator=(const LineChild&) = delete;
 
-  /// Writes line + '\n' to the child's stdin; false if the child is gone.
+  /// Writes line + '\n' to the child's stdin; false if the child is gone or closed its
+  /// stdin. While the child's input buffer is full it waits, reading the child's stdout
+  /// (kept for read_line) and stderr meanwhile; it blocks as long as a live child does
+  /// not read.
   bool write_line(std::string_view line);
   /// One line from stdout (without '\n'), waiting at most `timeout`; std::nullopt on timeout
-  /// or EOF (then alive() tells which).
+  /// or EOF (then alive() tells which). At EOF an unterminated last line is returned once.
+  /// Lines are not capped.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
   bool alive();
   /// SIGTERM to the group, grace, SIGKILL; reaps and returns how it ended (out/err: tails).
   Result terminate(std::chrono::milliseconds grace = std::chrono::milliseconds(500));
-  /// Reaps a child that already exited (after EOF); returns how it ended.
+  /// Waits for the child to exit (meant for after EOF; blocks while it runs), reaps it and
+  /// returns how it ended. Later calls (and terminate) return the same Result.
   Result wait();
+  /// The last limits.output_cap_bytes of stderr read so far (a marker line if more came).
   std::string stderr_tail() const;
   int pid() const;
 
