@@ -58,8 +58,10 @@ namespace {
 // ---- helpers used in the parent -------------------------------------------------------
 
 bool allow_matches(const std::string& pattern, std::string_view name) {
-  if (!pattern.empty() && pattern.back() == '*')
-    return name.substr(0, pattern.size() - 1) == std::string_view(pattern).substr(0, pattern.size() - 1);
+  if (!pattern.empty() && pattern.back() == '*') {
+    std::string_view prefix(pattern.data(), pattern.size() - 1);
+    return name.substr(0, prefix.size()) == prefix;
+  }
   return name == pattern;
 }
 
@@ -322,8 +324,9 @@ bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) 
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const std::string cwd = spec.cwd.string();
-  const std::string uid_map = std::to_string(::getuid()) + " " + std::to_string(::getuid()) + " 1\n";
-  const std::string gid_map = std::to_string(::getgid()) + " " + std::to_string(::getgid()) + " 1\n";
+  const std::string uid = std::to_string(::getuid()), gid = std::to_string(::getgid());
+  const std::string uid_map = uid + " " + uid + " 1\n";
+  const std::string gid_map = gid + " " + gid + " 1\n";
 
   ChildPlan plan;
   plan.path = path.c_str();
