@@ -168,15 +168,8 @@ HeldTensor hold(py::handle obj) {
   auto strides = obj.attr("stride")().cast<std::vector<int64_t>>();
   std::string dt = py::str(obj.attr("dtype")).cast<std::string>();  // "torch.float32"
   if (dt.rfind("torch.", 0) == 0) dt = dt.substr(6);
-  static const std::map<std::string, at::ScalarType> kTypes{
-      {"float32", at::kFloat}, {"float16", at::kHalf},  {"bfloat16", at::kBFloat16},
-      {"float64", at::kDouble}, {"int32", at::kInt},    {"int64", at::kLong},
-      {"bool", at::kBool},      {"uint8", at::kByte},   {"int8", at::kChar},
-      {"int16", at::kShort}};
-  auto it = kTypes.find(dt);
-  if (it == kTypes.end()) throw std::runtime_error("unsupported tensor dtype " + dt);
   std::string dev = py::str(obj.attr("device")).cast<std::string>();
-  auto opts = at::TensorOptions().dtype(it->second).device(at::Device(dev));
+  auto opts = at::TensorOptions().dtype(scalar_type_of(dt)).device(at::Device(dev));
   h.t = at::from_blob(reinterpret_cast<void*>(ptr), sizes, strides, opts);
   return h;
 }

@@ -67,6 +67,8 @@ class Reference {
 /// Converts a torch.Tensor (Python) to an at::Tensor view of the same memory.
 HeldTensor hold(py::handle tensor);
 std::string dtype_name(at::ScalarType t);
+/// Inverse of dtype_name; throws std::runtime_error for an unsupported name.
+at::ScalarType scalar_type_of(const std::string& name);
 kf_dtype to_kf_dtype(at::ScalarType t);
 kf_tensor to_kf(const at::Tensor& t);
 

@@ -282,11 +282,7 @@ class Worker {
   std::vector<GuardedOutput> fresh_outputs() {
     std::vector<GuardedOutput> outs;
     for (const auto& s : out_specs_) {
-      static const std::map<std::string, at::ScalarType> kT{
-          {"float32", at::kFloat}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16}, {"float64", at::kDouble},
-          {"int32", at::kInt},     {"int64", at::kLong},   {"bool", at::kBool},         {"uint8", at::kByte},
-          {"int8", at::kChar},     {"int16", at::kShort}};
-      outs.push_back(make_guarded_output(s.shape, kT.at(s.dtype), device_));
+      outs.push_back(make_guarded_output(s.shape, scalar_type_of(s.dtype), device_));
     }
     return outs;
   }

@@ -24,6 +24,16 @@ std::string dtype_name(at::ScalarType t) {
   }
 }
 
+at::ScalarType scalar_type_of(const std::string& name) {
+  static const std::map<std::string, at::ScalarType> kTypes{
+      {"float32", at::kFloat}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16}, {"float64", at::kDouble},
+      {"int32", at::kInt},     {"int64", at::kLong},   {"bool", at::kBool},         {"uint8", at::kByte},
+      {"int8", at::kChar},     {"int16", at::kShort}};
+  auto it = kTypes.find(name);
+  if (it == kTypes.end()) throw std::runtime_error("unsupported tensor dtype " + name);
+  return it->second;
+}
+
 kf_dtype to_kf_dtype(at::ScalarType t) {
   switch (t) {
     case at::kFloat: return KF_FLOAT32;
