@@ -1,9 +1,9 @@
 // bench_compile: time to compile one candidate, cold (empty cache) and on a cache hit.
 // Target (issue 3): cuda cold <= 3 s, hit <= 50 ms. Usage: bench_compile [out.json] [backend]
+#include <filesystem>
+
 #include "bench_util.hpp"
 #include "kforge/backends/compile.hpp"
-
-#include <filesystem>
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
     auto r = backends::compile(backend, source, root / ("cold" + std::to_string(i)), o);
     cold.push_back(bench::ms_since(t0));
     if (!r.ok()) {
-      std::fprintf(stderr, "compile failed: %s\n%s\n", std::string(to_string(r.status)).c_str(), r.summary.c_str());
+      std::fprintf(stderr, "compile failed: %s\n%s\n", std::string(to_string(r.status)).c_str(),
+                   r.summary.c_str());
       return 1;
     }
     for (int k = 0; k < 5; ++k) {
@@ -38,10 +39,14 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%-10s %-22s %12s %12s\n", "backend", "case", "median ms", "target ms");
-  std::printf("%-10s %-22s %12.1f %12s\n", backend_name.c_str(), "cold (empty cache)", bench::median(cold), "3000");
+  std::printf("%-10s %-22s %12.1f %12s\n", backend_name.c_str(), "cold (empty cache)", bench::median(cold),
+              "3000");
   std::printf("%-10s %-22s %12.1f %12s\n", backend_name.c_str(), "cache hit", bench::median(hit), "50");
   bench::write_json(argc, argv, "compile",
-                    {{"backend", backend_name}, {"cold_ms", cold}, {"hit_ms", hit},
-                     {"cold_median_ms", bench::median(cold)}, {"hit_median_ms", bench::median(hit)}});
+                    {{"backend", backend_name},
+                     {"cold_ms", cold},
+                     {"hit_ms", hit},
+                     {"cold_median_ms", bench::median(cold)},
+                     {"hit_median_ms", bench::median(hit)}});
   return 0;
 }

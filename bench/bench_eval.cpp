@@ -2,10 +2,10 @@
 // reference), with a per-phase breakdown. Default: activation/gelu_tanh at its `large`
 // profile (4 GiB of input) on cuda:0. Target (issue 3): <= 10 s wall on an H100.
 // Usage: bench_eval [out.json] [backend] [profile] [task]
+#include <filesystem>
+
 #include "bench_util.hpp"
 #include "kforge/agent/evaluation.hpp"
-
-#include <filesystem>
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -53,10 +53,18 @@ int main(int argc, char** argv) {
     std::printf("candidate %.4f ms, reference %.4f ms, speedup %.2fx\n", ev.bench->candidate_ms,
                 ev.bench->reference_ms, ev.bench->speedup);
   bench::write_json(argc, argv, "eval",
-                    {{"task", task_id}, {"profile", profile}, {"backend", backend_name},
-                     {"input_bytes", lr.input_bytes}, {"outcome", to_string(ev.outcome)}, {"sub_kind", ev.sub_kind},
-                     {"message", ev.message}, {"worker_start_ms", start_ms}, {"load_ms", load_ms},
-                     {"compile_ms", ev.compile_ms}, {"check_ms", ev.check_ms}, {"bench_ms", ev.bench_ms},
+                    {{"task", task_id},
+                     {"profile", profile},
+                     {"backend", backend_name},
+                     {"input_bytes", lr.input_bytes},
+                     {"outcome", to_string(ev.outcome)},
+                     {"sub_kind", ev.sub_kind},
+                     {"message", ev.message},
+                     {"worker_start_ms", start_ms},
+                     {"load_ms", load_ms},
+                     {"compile_ms", ev.compile_ms},
+                     {"check_ms", ev.check_ms},
+                     {"bench_ms", ev.bench_ms},
                      {"evaluation_ms", eval_ms},
                      {"speedup", ev.bench && ev.bench->ok ? ev.bench->speedup : 0.0}});
   return ev.outcome == Outcome::pass ? 0 : 1;

@@ -2,12 +2,12 @@
 // vs triton.testing.do_bench in the same worker process (target: within 5%); and 5 repeated
 // benches of one candidate kernel (target: CV of the medians <= 2%).
 // Usage: bench_timing [out.json]
-#include "bench_util.hpp"
-#include "kforge/agent/evaluation.hpp"
-
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+
+#include "bench_util.hpp"
+#include "kforge/agent/evaluation.hpp"
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -30,15 +30,19 @@ int main(int argc, char** argv) {
     double diff = 100.0 * (b.reference_ms - tb) / tb;
     ok = ok && std::fabs(diff) <= 5.0 && tb > 0;
     std::printf("%-28s %12.4f %12.4f %+8.2f%%\n", id, b.reference_ms, tb, diff);
-    out["ops"].push_back({{"task", id}, {"runner_median_ms", b.reference_ms}, {"runner_cv", b.reference.cv},
-                          {"do_bench_median_ms", tb}, {"diff_pct", diff}});
+    out["ops"].push_back({{"task", id},
+                          {"runner_median_ms", b.reference_ms},
+                          {"runner_cv", b.reference.cv},
+                          {"do_bench_median_ms", tb},
+                          {"diff_pct", diff}});
   }
   // Repeated benches of one candidate.
   const auto& backend = backends::get_backend("cuda");
   const char* id = "activation/gelu_tanh";
   auto ref = agent::task_ref(*suite.find(id), "");
   fs::path work = fs::temp_directory_path() / "kforge-bench-timing";
-  auto cr = backends::compile(backend, read_file(kforge_home() / "prompts/exemplars/cuda" / id / "kernel.cu"), work, {});
+  auto cr = backends::compile(backend, read_file(kforge_home() / "prompts/exemplars/cuda" / id / "kernel.cu"),
+                              work, {});
   if (!cr.ok()) return std::fprintf(stderr, "compile failed: %s\n", cr.summary.c_str()), 1;
   std::vector<double> medians, cvs;
   for (int i = 0; i < 5; ++i) {

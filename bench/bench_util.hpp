@@ -3,15 +3,14 @@
 // (default: bench-<name>.json in the working directory).
 #pragma once
 
-#include "kforge/common/util.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "kforge/common/util.hpp"
 
 namespace kforge::bench {
 

@@ -6,7 +6,9 @@
 #define KF_CATCH3 1
 #include <string>
 namespace Catch {
-inline auto Contains(const std::string& s) { return Matchers::ContainsSubstring(s); }
+inline auto Contains(const std::string& s) {
+  return Matchers::ContainsSubstring(s);
+}
 }  // namespace Catch
 #else
 #include <catch2/catch.hpp>

@@ -1,17 +1,17 @@
 // kforge — the command-line interface. Subcommands: suites, doctor, eval, run, report,
 // compare. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
 #include "kforge/agent/doctor.hpp"
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
-
-#include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
-
-#include <cstdio>
-#include <iostream>
-#include <map>
 
 using namespace kforge;
 
@@ -21,7 +21,8 @@ int cmd_suites(const std::string& suite_arg) {
   if (suite_arg.empty()) {
     auto dirs = builtin_suite_dirs();
     if (dirs.empty()) {
-      std::cerr << "kforge suites: no built-in suites under " << (kforge_home() / "benchmarks/suites").string()
+      std::cerr << "kforge suites: no built-in suites under "
+                << (kforge_home() / "benchmarks/suites").string()
                 << " (set KFORGE_HOME to the kforge checkout)\n";
       return 2;
     }
@@ -72,12 +73,15 @@ int main(int argc, char** argv) {
 
   std::string suite_arg;
   auto* suites = app.add_subcommand("suites", "list built-in suites, or the tasks of one suite");
-  suites->add_option("--suite", suite_arg, "a built-in suite name or a suite directory (kforge, KernelBench or MultiKernelBench layout)");
+  suites->add_option(
+      "--suite", suite_arg,
+      "a built-in suite name or a suite directory (kforge, KernelBench or MultiKernelBench layout)");
 
   app.add_subcommand("doctor", "report compilers, GPUs, LibTorch/torch/Triton versions and usable backends");
 
   agent::EvalCommand ev;
-  auto* eval = app.add_subcommand("eval", "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} against a suite (no LLM)");
+  auto* eval = app.add_subcommand(
+      "eval", "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} against a suite (no LLM)");
   eval->add_option("--suite", ev.suite, "suite name or directory")->required();
   eval->add_option("--backend", ev.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   eval->add_option("--kernels", ev.kernels, "directory of kernels, one folder per task id")->required();
@@ -93,13 +97,15 @@ int main(int argc, char** argv) {
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
 
   agent::RunCommand rn;
-  auto* run = app.add_subcommand("run", "the agent loop: an LLM writes kernels for a suite, turn by turn with feedback");
+  auto* run = app.add_subcommand(
+      "run", "the agent loop: an LLM writes kernels for a suite, turn by turn with feedback");
   run->add_option("--suite", rn.suite, "suite name or directory");
   run->add_option("--backend", rn.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_option("--llm", rn.llm, "PROVIDER:MODEL (openai:..., anthropic:..., replay:RUN_DIR)");
   run->add_option("--base-url", rn.base_url, "OpenAI/Anthropic-compatible endpoint");
   run->add_option("--api-key-env", rn.api_key_env, "environment variable holding the API key");
-  run->add_option("--samples", rn.samples, "samples (independent episodes) per task")->check(CLI::Range(1, 1000));
+  run->add_option("--samples", rn.samples, "samples (independent episodes) per task")
+      ->check(CLI::Range(1, 1000));
   run->add_option("--turns", rn.turns, "turns per episode")->check(CLI::Range(1, 100));
   run->add_option("--stop-on", rn.stop_on, "pass or never")->check(CLI::IsMember({"pass", "never"}));
   run->add_option("--exemplar", rn.exemplar, "none, add, category, bm25 or library")
@@ -113,7 +119,8 @@ int main(int argc, char** argv) {
   run->add_option("--max-tasks", rn.max_tasks, "at most this many tasks");
   run->add_option("--temperature", rn.temperature, "sampling temperature");
   run->add_option("--token-budget", rn.token_budget, "history tokens in a prompt (~4 chars each)");
-  run->add_option("--llm-concurrency", rn.llm_concurrency, "in-flight LLM requests")->check(CLI::Range(1, 256));
+  run->add_option("--llm-concurrency", rn.llm_concurrency, "in-flight LLM requests")
+      ->check(CLI::Range(1, 256));
   run->add_option("--compile-jobs", rn.compile_jobs, "concurrent compiles (default: cores)");
   run->add_option("--llm-timeout-ms", rn.llm_timeout_ms, "per-request LLM timeout");
   run->add_option("--llm-retries", rn.llm_retries, "retries after 429/5xx/timeouts");

@@ -1,13 +1,12 @@
 #include "kforge/agent/doctor.hpp"
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/runner_client.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/sandbox/subprocess.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <sstream>
 
 namespace kforge::agent {
 
@@ -33,7 +32,8 @@ DoctorReport run_doctor() {
   DoctorReport r;
   if (auto res = probe({"g++", "--version"}); res.ok()) r.gxx = first_line_matching(res.out, "");
   if (auto nvcc = backends::find_executable("nvcc").value_or("/usr/local/cuda/bin/nvcc"); true) {
-    if (auto res = probe({nvcc.string(), "--version"}); res.ok()) r.nvcc = first_line_matching(res.out, "release");
+    if (auto res = probe({nvcc.string(), "--version"}); res.ok())
+      r.nvcc = first_line_matching(res.out, "release");
   }
   if (auto res = probe({"nvidia-smi", "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader"});
       res.ok())
@@ -43,7 +43,8 @@ DoctorReport run_doctor() {
   rc.device = "cpu";
   backends::RunnerClient client(rc);
   r.runner = client.hello();
-  if (r.runner.empty()) r.runner_error = "kforge-runner at " + client.config().runner.string() + " did not start";
+  if (r.runner.empty())
+    r.runner_error = "kforge-runner at " + client.config().runner.string() + " did not start";
   bool runner_ok = !r.runner.empty();
   bool runner_cuda = false;
   if (runner_ok) {
@@ -53,9 +54,12 @@ DoctorReport run_doctor() {
   r.backends.push_back({"cpu", r.gxx.empty() ? "not usable: g++ not found"
                                              : (runner_ok ? "usable" : "not usable: " + r.runner_error)});
   std::string cuda = "usable";
-  if (r.nvcc.empty()) cuda = "not usable: nvcc not found";
-  else if (!runner_ok) cuda = "not usable: " + r.runner_error;
-  else if (!runner_cuda) cuda = "compile only: no GPU visible to the runner (or its LibTorch has no CUDA)";
+  if (r.nvcc.empty())
+    cuda = "not usable: nvcc not found";
+  else if (!runner_ok)
+    cuda = "not usable: " + r.runner_error;
+  else if (!runner_cuda)
+    cuda = "compile only: no GPU visible to the runner (or its LibTorch has no CUDA)";
   r.backends.push_back({"cuda", cuda});
   return r;
 }
@@ -73,14 +77,17 @@ std::string render_doctor(const DoctorReport& r) {
     o << "  " << r.runner_error << "\n";
   } else {
     auto j = nlohmann::json::parse(r.runner);
-    o << "  LibTorch " << j.value("libtorch", "?") << ", Python torch " << j.value("torch", "?") << ", Python "
-      << first_line_matching(j.value("python", "?"), "") << "\n";
-    o << "  Triton   " << (j["triton"].is_string() ? j["triton"].get<std::string>() : "not installed") << "\n";
-    o << "  CUDA     " << (j.value("cuda_available", false) ? "available (torch CUDA " + j.value("torch_cuda", "?") + ")" : "not available")
+    o << "  LibTorch " << j.value("libtorch", "?") << ", Python torch " << j.value("torch", "?")
+      << ", Python " << first_line_matching(j.value("python", "?"), "") << "\n";
+    o << "  Triton   " << (j["triton"].is_string() ? j["triton"].get<std::string>() : "not installed")
+      << "\n";
+    o << "  CUDA     "
+      << (j.value("cuda_available", false) ? "available (torch CUDA " + j.value("torch_cuda", "?") + ")"
+                                           : "not available")
       << (j.value("runner_cuda", false) ? "" : "; runner built without CUDA") << "\n";
     for (const auto& d : j.value("devices", nlohmann::json::array()))
-      o << "  device " << d.value("index", 0) << ": " << d.value("name", "?") << ", sm " << d.value("cc", "?") << ", "
-        << d.value("memory_bytes", int64_t{0}) / (1 << 20) << " MiB\n";
+      o << "  device " << d.value("index", 0) << ": " << d.value("name", "?") << ", sm " << d.value("cc", "?")
+        << ", " << d.value("memory_bytes", int64_t{0}) / (1 << 20) << " MiB\n";
   }
   o << "backends\n";
   for (const auto& [n, s] : r.backends) o << "  " << n << ": " << s << "\n";

@@ -1,5 +1,23 @@
 #include "kforge/agent/episode.hpp"
 
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <semaphore>
+#include <set>
+#include <thread>
+
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/llm.hpp"
 #include "kforge/backends/backend.hpp"
@@ -15,24 +33,6 @@
 #include "kforge/runs/run_dir.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <iostream>
-#include <map>
-#include <mutex>
-#include <semaphore>
-#include <set>
-#include <thread>
-
 namespace kforge::agent {
 
 namespace fs = std::filesystem;
@@ -41,7 +41,9 @@ using json = nlohmann::json;
 namespace {
 
 std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) { g_stop.store(true); }
+extern "C" void on_signal(int) {
+  g_stop.store(true);
+}
 
 struct Shared {
   const RunCommand* cmd = nullptr;
@@ -60,7 +62,8 @@ struct Shared {
   std::atomic<int> attempts{0}, passes{0}, episodes_done{0};
 };
 
-prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string& source, const std::string& detail) {
+prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string& source,
+                                      const std::string& detail) {
   prompts::PastAttempt p;
   p.turn = r.turn;
   p.source = source;
@@ -189,8 +192,9 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
         int shown = 0;
         for (const auto& dg : ev.compile.diagnostics) {
           if (dg.severity != backends::Severity::error || shown >= 5) continue;
-          std::string loc = dg.file.empty() ? dg.tool : dg.file + ":" + std::to_string(dg.line) + ":" +
-                                                            std::to_string(dg.column);
+          std::string loc = dg.file.empty()
+                                ? dg.tool
+                                : dg.file + ":" + std::to_string(dg.line) + ":" + std::to_string(dg.column);
           std::string line = loc + ": error: " + dg.message;
           if (!seen.insert(line).second) continue;
           d += line + "\n";
@@ -199,7 +203,8 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
         }
         if (!d.empty()) detail = d;
       }
-      if (!ev.compile.log.empty()) sh.run->write_attempt_file(task.id, sample, turn, "build.log", ev.compile.log);
+      if (!ev.compile.log.empty())
+        sh.run->write_attempt_file(task.id, sample, turn, "build.log", ev.compile.log);
       result["compile_log"] = ev.compile.log;
     }
     rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -265,7 +270,8 @@ int run_agent(const RunCommand& cmd_in) {
       if (cmd.llm.empty()) cmd.llm = c.value("llm", "");
       if (cmd.base_url.empty()) cmd.base_url = c.value("base_url", "");
     } catch (const std::exception& e) {
-      std::cerr << "kforge run: --resume " << cmd.out.string() << ": cannot read manifest.json: " << e.what() << "\n";
+      std::cerr << "kforge run: --resume " << cmd.out.string() << ": cannot read manifest.json: " << e.what()
+                << "\n";
       return 2;
     }
   }
@@ -276,7 +282,8 @@ int run_agent(const RunCommand& cmd_in) {
   }
   auto strategy = retrieval::strategy_from_string(cmd.exemplar);
   if (!strategy) {
-    std::cerr << "kforge run: --exemplar " << cmd.exemplar << ": expected none, add, category, bm25 or library\n";
+    std::cerr << "kforge run: --exemplar " << cmd.exemplar
+              << ": expected none, add, category, bm25 or library\n";
     return 2;
   }
   Suite suite;
@@ -289,7 +296,8 @@ int run_agent(const RunCommand& cmd_in) {
   std::vector<const Task*> tasks;
   for (const auto& t : suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
-    if (!cmd.tasks.empty() && std::find(cmd.tasks.begin(), cmd.tasks.end(), t.id) == cmd.tasks.end()) continue;
+    if (!cmd.tasks.empty() && std::find(cmd.tasks.begin(), cmd.tasks.end(), t.id) == cmd.tasks.end())
+      continue;
     if (cmd.max_tasks > 0 && static_cast<int>(tasks.size()) >= cmd.max_tasks) break;
     tasks.push_back(&t);
   }
@@ -343,23 +351,38 @@ int run_agent(const RunCommand& cmd_in) {
   backends::CompileOptions co;
   co.cache_dir = sandbox::CompileCache::default_dir();
   auto compiler = backend->find_compiler(co);
-  json manifest{{"command", "run"},
-                {"config",
-                 {{"suite", suite.name}, {"suite_root", suite.root.string()}, {"backend", cmd.backend},
-                  {"llm", cmd.llm}, {"base_url", cmd.base_url}, {"samples", cmd.samples}, {"turns", cmd.turns},
-                  {"stop_on", cmd.stop_on}, {"exemplar", cmd.exemplar}, {"history", cmd.history},
-                  {"profile", cmd.profile.empty() ? "default" : cmd.profile}, {"only", cmd.only},
-                  {"max_tasks", cmd.max_tasks}, {"temperature", cmd.temperature},
-                  {"token_budget", cmd.token_budget}, {"trials", cmd.trials}, {"bench", cmd.bench},
-                  {"reps", cmd.reps}, {"device", device}}},
-                {"runner", hello_j.is_discarded() ? json(hello) : hello_j},
-                {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
-                {"seeds", {{"llm_seed", "sample index"}, {"check_seed", "random per attempt, in attempts.jsonl"}}},
-                {"started_at", utc_now()}};
+  json manifest{
+      {"command", "run"},
+      {"config",
+       {{"suite", suite.name},
+        {"suite_root", suite.root.string()},
+        {"backend", cmd.backend},
+        {"llm", cmd.llm},
+        {"base_url", cmd.base_url},
+        {"samples", cmd.samples},
+        {"turns", cmd.turns},
+        {"stop_on", cmd.stop_on},
+        {"exemplar", cmd.exemplar},
+        {"history", cmd.history},
+        {"profile", cmd.profile.empty() ? "default" : cmd.profile},
+        {"only", cmd.only},
+        {"max_tasks", cmd.max_tasks},
+        {"temperature", cmd.temperature},
+        {"token_budget", cmd.token_budget},
+        {"trials", cmd.trials},
+        {"bench", cmd.bench},
+        {"reps", cmd.reps},
+        {"device", device}}},
+      {"runner", hello_j.is_discarded() ? json(hello) : hello_j},
+      {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
+      {"seeds", {{"llm_seed", "sample index"}, {"check_seed", "random per attempt, in attempts.jsonl"}}},
+      {"started_at", utc_now()}};
   std::optional<RunDir> run;
   try {
-    if (resuming || fs::exists(cmd.out / "manifest.json")) run.emplace(RunDir::open_for_resume(cmd.out));
-    else run.emplace(RunDir::create(cmd.out, manifest));
+    if (resuming || fs::exists(cmd.out / "manifest.json"))
+      run.emplace(RunDir::open_for_resume(cmd.out));
+    else
+      run.emplace(RunDir::create(cmd.out, manifest));
   } catch (const std::exception& e) {
     std::cerr << "kforge run: " << cmd.out.string() << ": " << e.what() << "\n";
     return 2;
@@ -372,10 +395,11 @@ int run_agent(const RunCommand& cmd_in) {
     } catch (...) {
     }
   }
-  retrieval::ExemplarStore store(kforge_home() / "prompts" / "exemplars" / cmd.backend, [&](const std::string& id) {
-    auto it = refs_by_id.find(id);
-    return it == refs_by_id.end() ? std::string() : it->second;
-  });
+  retrieval::ExemplarStore store(kforge_home() / "prompts" / "exemplars" / cmd.backend,
+                                 [&](const std::string& id) {
+                                   auto it = refs_by_id.find(id);
+                                   return it == refs_by_id.end() ? std::string() : it->second;
+                                 });
 
   const int jobs = cmd.compile_jobs > 0 ? cmd.compile_jobs
                                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -454,7 +478,8 @@ int run_agent(const RunCommand& cmd_in) {
     const bool tty = isatty(STDERR_FILENO);
     while (!done.load()) {
       for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const double min = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() / 60.0;
+      const double min =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() / 60.0;
       std::fprintf(stderr, "%s[kforge run] episodes %d/%d  attempts %d  passes %d  %.1f attempts/min%s",
                    tty ? "\r" : "", sh.episodes_done.load(), episodes, sh.attempts.load(), sh.passes.load(),
                    min > 0 ? sh.attempts.load() / min : 0.0, tty ? "   " : "\n");
@@ -495,7 +520,8 @@ int run_compare(const fs::path& a, const fs::path& b) {
       std::cerr << "kforge compare: " << d.string() << ": no attempts.jsonl\n";
       return 2;
     }
-  std::cout << render_compare(summarize_run(a), summarize_run(b), a.filename().string(), b.filename().string());
+  std::cout << render_compare(summarize_run(a), summarize_run(b), a.filename().string(),
+                              b.filename().string());
   return 0;
 }
 

@@ -1,17 +1,17 @@
 #include "kforge/agent/evaluation.hpp"
 
-#include "kforge/common/hash.hpp"
-#include "kforge/common/util.hpp"
-#include "kforge/runs/run_dir.hpp"
-#include "kforge/sandbox/compile_cache.hpp"
-
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "kforge/common/hash.hpp"
+#include "kforge/common/util.hpp"
+#include "kforge/runs/run_dir.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
 
 namespace kforge::agent {
 
@@ -152,8 +152,10 @@ int run_eval(const EvalCommand& cmd) {
                           {"runner", nlohmann::json::parse(hello)}};
   std::optional<RunDir> run;
   try {
-    if (fs::exists(cmd.out / "manifest.json")) run.emplace(RunDir::open_for_resume(cmd.out));
-    else run.emplace(RunDir::create(cmd.out, manifest));
+    if (fs::exists(cmd.out / "manifest.json"))
+      run.emplace(RunDir::open_for_resume(cmd.out));
+    else
+      run.emplace(RunDir::create(cmd.out, manifest));
   } catch (const std::exception& e) {
     std::cerr << "kforge eval: --out " << cmd.out.string() << ": " << e.what() << "\n";
     return 2;
@@ -167,7 +169,8 @@ int run_eval(const EvalCommand& cmd) {
   opt.compile.arch = cmd.arch;
   opt.compile.cache_dir = sandbox::CompileCache::default_dir();
 
-  std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms", "speedup");
+  std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
+              "speedup");
   int passed = 0, infra = 0, done = 0;
   for (const Task* t : todo) {
     if (run->is_finished({t->id, 0, 1})) continue;
@@ -194,7 +197,9 @@ int run_eval(const EvalCommand& cmd) {
     rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rec.finished_at = utc_now();
     rec.attempt_dir = attempt_rel_path(t->id, 0, 1).string();
-    nlohmann::json result{{"outcome", to_string(ev.outcome)}, {"sub_kind", ev.sub_kind}, {"message", ev.message},
+    nlohmann::json result{{"outcome", to_string(ev.outcome)},
+                          {"sub_kind", ev.sub_kind},
+                          {"message", ev.message},
                           {"compile_log", ev.compile.log}};
     run->write_attempt_file(t->id, 0, 1, "result.json", result.dump(2));
     if (!ev.compile.log.empty()) run->write_attempt_file(t->id, 0, 1, "build.log", ev.compile.log);
@@ -202,8 +207,9 @@ int run_eval(const EvalCommand& cmd) {
     ++done;
     passed += ev.outcome == Outcome::pass;
     infra += ev.infrastructure_error;
-    std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(), std::string(to_string(ev.outcome)).c_str(),
-                ev.sub_kind.c_str(), rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
+    std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(),
+                std::string(to_string(ev.outcome)).c_str(), ev.sub_kind.c_str(),
+                rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
                 rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
                 rec.speedup > 0 ? fmt("%.2fx", rec.speedup).c_str() : "-");
     if (ev.outcome != Outcome::pass) spdlog::info("{}: {}", t->id, truncate_middle(ev.message, 600));

@@ -1,39 +1,46 @@
 // agent/src/llm.cpp — ChatStatus names, the retry loop shared by HTTP providers, the factory.
-#include "llm_internal.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <thread>
+
+#include "llm_internal.hpp"
 
 namespace kforge {
 
 std::string_view to_string(ChatStatus s) {
   switch (s) {
-    case ChatStatus::ok: return "ok";
-    case ChatStatus::http_error: return "http_error";
-    case ChatStatus::rate_limited: return "rate_limited";
-    case ChatStatus::timeout: return "timeout";
-    case ChatStatus::malformed_reply: return "malformed_reply";
-    case ChatStatus::empty_reply: return "empty_reply";
-    case ChatStatus::transport_error: return "transport_error";
+    case ChatStatus::ok:
+      return "ok";
+    case ChatStatus::http_error:
+      return "http_error";
+    case ChatStatus::rate_limited:
+      return "rate_limited";
+    case ChatStatus::timeout:
+      return "timeout";
+    case ChatStatus::malformed_reply:
+      return "malformed_reply";
+    case ChatStatus::empty_reply:
+      return "empty_reply";
+    case ChatStatus::transport_error:
+      return "transport_error";
   }
   return "unknown";
 }
 
-std::chrono::milliseconds retry_delay(int retry, std::optional<double> retry_after_s,
-                                      const LlmConfig& cfg, double u) {
+std::chrono::milliseconds retry_delay(int retry, std::optional<double> retry_after_s, const LlmConfig& cfg,
+                                      double u) {
   if (retry_after_s) {
     const double ms = std::clamp(*retry_after_s * 1000.0, 0.0, static_cast<double>(cfg.max_retry_after_ms));
     return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(ms)));
   }
   const double cap = std::max(0, cfg.backoff_cap_ms);
-  const double exp = std::ldexp(static_cast<double>(std::max(0, cfg.backoff_base_ms)), std::clamp(retry, 0, 60));
+  const double exp =
+      std::ldexp(static_cast<double>(std::max(0, cfg.backoff_base_ms)), std::clamp(retry, 0, 60));
   const double ceiling = std::min(cap, exp);
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::clamp(u, 0.0, 1.0) * ceiling));
 }
@@ -65,7 +72,8 @@ void HttpChatClient::add_task_headers(const ChatRequest& req, std::vector<std::s
   if (!cfg_.send_task_headers || req.task.empty()) return;
   // Header values must not carry line breaks; task ids never do, but be safe.
   std::string task = req.task;
-  task.erase(std::remove_if(task.begin(), task.end(), [](char c) { return c == '\r' || c == '\n'; }), task.end());
+  task.erase(std::remove_if(task.begin(), task.end(), [](char c) { return c == '\r' || c == '\n'; }),
+             task.end());
   headers.push_back("X-Kforge-Task: " + task);
   headers.push_back("X-Kforge-Sample: " + std::to_string(req.sample));
   headers.push_back("X-Kforge-Turn: " + std::to_string(req.turn));
@@ -144,7 +152,8 @@ ChatResult HttpChatClient::chat(const ChatRequest& req) {
   if (!r.ok()) r.text.clear();
   if (cfg_.price_input_per_mtok && cfg_.price_output_per_mtok) {
     r.cost_usd = (static_cast<double>(r.prompt_tokens) * *cfg_.price_input_per_mtok +
-                  static_cast<double>(r.completion_tokens) * *cfg_.price_output_per_mtok) / 1e6;
+                  static_cast<double>(r.completion_tokens) * *cfg_.price_output_per_mtok) /
+                 1e6;
   }
   r.latency_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   return r;
@@ -165,14 +174,16 @@ std::string env_or(const std::string& given, const char* var) {
 std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfig& cfg_in) {
   const auto colon = spec.find(':');
   if (colon == std::string_view::npos) {
-    throw std::invalid_argument("LLM spec '" + std::string(spec) +
-                                "': expected provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, "
-                                "replay:RUN_DIR");
+    throw std::invalid_argument(
+        "LLM spec '" + std::string(spec) +
+        "': expected provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, "
+        "replay:RUN_DIR");
   }
   const std::string provider(spec.substr(0, colon));
   std::string model(spec.substr(colon + 1));
   if (model.empty()) {
-    throw std::invalid_argument("LLM spec '" + std::string(spec) + "': empty model after '" + provider + ":'");
+    throw std::invalid_argument("LLM spec '" + std::string(spec) + "': empty model after '" + provider +
+                                ":'");
   }
   if (cfg_in.max_concurrency < 1) {
     throw std::invalid_argument("LLM config: max_concurrency must be >= 1, got " +
@@ -183,7 +194,8 @@ std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfi
   }
   if (!cfg_in.base_url.empty() && cfg_in.base_url.rfind("http://", 0) != 0 &&
       cfg_in.base_url.rfind("https://", 0) != 0) {
-    throw std::invalid_argument("LLM config: base URL '" + cfg_in.base_url + "' must start with http:// or https://");
+    throw std::invalid_argument("LLM config: base URL '" + cfg_in.base_url +
+                                "' must start with http:// or https://");
   }
 
   LlmConfig cfg = cfg_in;

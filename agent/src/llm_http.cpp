@@ -1,6 +1,4 @@
 // agent/src/llm_http.cpp — one HTTP POST through a libcurl easy handle.
-#include "llm_internal.hpp"
-
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -8,6 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
+
+#include "llm_internal.hpp"
 
 namespace kforge::llm_detail {
 namespace {
@@ -140,8 +140,9 @@ HttpResponse http_post(const std::string& url, const std::vector<std::string>& h
     out.error = "request timed out after " + std::to_string(timeout_ms) + " ms";
   } else {
     out.transport = HttpResponse::Transport::error;
-    out.error = sink.too_big ? "reply larger than 64 MiB"
-                             : std::string(curl_easy_strerror(rc)) + (errbuf[0] ? std::string(": ") + errbuf : "");
+    out.error = sink.too_big
+                    ? "reply larger than 64 MiB"
+                    : std::string(curl_easy_strerror(rc)) + (errbuf[0] ? std::string(": ") + errbuf : "");
   }
   return out;
 }

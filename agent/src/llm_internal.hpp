@@ -4,8 +4,6 @@
 // providers only build the wire request and parse the wire reply (JSON stays in these files).
 #pragma once
 
-#include "kforge/agent/llm.hpp"
-
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -13,13 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "kforge/agent/llm.hpp"
+
 namespace kforge::llm_detail {
 
 /// What one HTTP POST produced.
 struct HttpResponse {
   enum class Transport { ok, timeout, error };
   Transport transport = Transport::error;
-  int status = 0;                       ///< HTTP status, 0 when no response arrived
+  int status = 0;  ///< HTTP status, 0 when no response arrived
   std::string body;
   std::optional<double> retry_after_s;  ///< Retry-After (seconds) or retry-after-ms / 1000
   std::string error;                    ///< libcurl's message for transport failures

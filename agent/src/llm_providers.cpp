@@ -1,16 +1,17 @@
 // agent/src/llm_providers.cpp — the openai and anthropic wire formats (JSON lives only here).
-#include "llm_internal.hpp"
-
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
+#include "llm_internal.hpp"
 
 namespace kforge::llm_detail {
 namespace {
 
 using nlohmann::json;
 
-bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+bool blank(const std::string& s) {
+  return s.find_first_not_of(" \t\r\n") == std::string::npos;
+}
 
 std::int64_t int_field(const json& obj, const char* name) {
   auto it = obj.find(name);

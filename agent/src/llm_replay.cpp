@@ -1,16 +1,14 @@
 // agent/src/llm_replay.cpp — the replay provider: recorded responses from a run directory.
-#include "llm_internal.hpp"
-
-#include "kforge/runs/run_dir.hpp"
-
 #include <spdlog/spdlog.h>
-
-#include <map>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include "kforge/runs/run_dir.hpp"
+#include "llm_internal.hpp"
 
 namespace kforge::llm_detail {
 namespace {

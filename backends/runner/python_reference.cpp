@@ -1,8 +1,8 @@
 // The reference side of kforge-runner: executes the task's Python source in the embedded
 // interpreter and hands tensors to C++ as zero-copy views.
-#include "runner.hpp"
-
 #include <stdexcept>
+
+#include "runner.hpp"
 
 namespace kforge::runner {
 
@@ -139,9 +139,13 @@ double Reference::triton_do_bench(const std::vector<HeldTensor>& inputs) {
   return support_.attr("triton_do_bench")(args).cast<double>();
 }
 
-double Reference::formula(const std::string& expr) { return support_.attr("formula")(expr).cast<double>(); }
+double Reference::formula(const std::string& expr) {
+  return support_.attr("formula")(expr).cast<double>();
+}
 
-std::vector<HeldTensor> Reference::parameters() { return hold_all(support_.attr("parameters")()); }
+std::vector<HeldTensor> Reference::parameters() {
+  return hold_all(support_.attr("parameters")());
+}
 
 std::vector<HeldTensor> Reference::run(const std::vector<HeldTensor>& inputs, bool compiled) {
   py::list args;
@@ -151,7 +155,8 @@ std::vector<HeldTensor> Reference::run(const std::vector<HeldTensor>& inputs, bo
 
 std::vector<TensorSpec> Reference::input_specs(const std::vector<HeldTensor>& inputs,
                                                const std::vector<HeldTensor>& params) {
-  auto nk = support_.attr("names")(inputs.size()).cast<std::pair<std::vector<std::string>, std::vector<std::string>>>();
+  auto nk = support_.attr("names")(inputs.size())
+                .cast<std::pair<std::vector<std::string>, std::vector<std::string>>>();
   std::vector<TensorSpec> out;
   for (std::size_t i = 0; i < inputs.size() + params.size(); ++i) {
     const at::Tensor& t = i < inputs.size() ? inputs[i].t : params[i - inputs.size()].t;

@@ -7,8 +7,6 @@
 // the main thread, which holds the GIL.
 #pragma once
 
-#include "kforge/kernel_abi.h"
-
 #include <ATen/ATen.h>
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
@@ -16,6 +14,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "kforge/kernel_abi.h"
 
 namespace kforge::runner {
 

@@ -4,23 +4,21 @@
 //
 // The protocol streams are moved to private file descriptors at start-up, and fd 1 is
 // pointed at stderr, so a candidate that prints cannot corrupt the protocol.
-#include "runner.hpp"
-
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <torch/version.h>
-
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <variant>
 #include <sstream>
+#include <variant>
+
+#include "runner.hpp"
 
 #ifdef KFORGE_RUNNER_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -75,13 +73,18 @@ struct Failure {
 #ifdef KFORGE_RUNNER_CUDA
 std::string cuda_sub_kind(cudaError_t e) {
   switch (e) {
-    case cudaErrorIllegalAddress: return "illegal_memory_access";
-    case cudaErrorMisalignedAddress: return "misaligned_address";
+    case cudaErrorIllegalAddress:
+      return "illegal_memory_access";
+    case cudaErrorMisalignedAddress:
+      return "misaligned_address";
     case cudaErrorInvalidConfiguration:
     case cudaErrorLaunchOutOfResources:
-    case cudaErrorInvalidValue: return "invalid_launch";
-    case cudaErrorMemoryAllocation: return "out_of_memory";
-    default: return "cuda_error";
+    case cudaErrorInvalidValue:
+      return "invalid_launch";
+    case cudaErrorMemoryAllocation:
+      return "out_of_memory";
+    default:
+      return "cuda_error";
   }
 }
 bool cuda_sticky(cudaError_t e) {
@@ -90,8 +93,10 @@ bool cuda_sticky(cudaError_t e) {
     case cudaErrorInvalidConfiguration:
     case cudaErrorLaunchOutOfResources:
     case cudaErrorInvalidValue:
-    case cudaErrorMemoryAllocation: return false;
-    default: return true;
+    case cudaErrorMemoryAllocation:
+      return false;
+    default:
+      return true;
   }
 }
 #endif
@@ -102,13 +107,20 @@ class Worker {
     const std::string cmd = req.value("cmd", "");
     json r;
     try {
-      if (cmd == "hello") r = hello();
-      else if (cmd == "load") r = load(req);
-      else if (cmd == "reference") r = reference(req);
-      else if (cmd == "check") r = check(req);
-      else if (cmd == "bench") r = bench(req);
-      else if (cmd == "triton_bench") r = triton_bench(req);
-      else r = {{"ok", false}, {"error", "protocol"}, {"message", "unknown cmd '" + cmd + "'"}};
+      if (cmd == "hello")
+        r = hello();
+      else if (cmd == "load")
+        r = load(req);
+      else if (cmd == "reference")
+        r = reference(req);
+      else if (cmd == "check")
+        r = check(req);
+      else if (cmd == "bench")
+        r = bench(req);
+      else if (cmd == "triton_bench")
+        r = triton_bench(req);
+      else
+        r = {{"ok", false}, {"error", "protocol"}, {"message", "unknown cmd '" + cmd + "'"}};
     } catch (py::error_already_set& e) {
       r = {{"ok", false}, {"error", "python_exception"}, {"message", python_traceback(e)}};
     } catch (const std::exception& e) {
@@ -148,8 +160,8 @@ class Worker {
 
   json hello() {
     json j{{"ok", true}};
-    j["libtorch"] = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
-                    "." + std::to_string(TORCH_VERSION_PATCH);
+    j["libtorch"] = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+                    std::to_string(TORCH_VERSION_PATCH);
     auto torch = py::module_::import("torch");
     j["torch"] = py::str(torch.attr("__version__")).cast<std::string>();
     j["python"] = py::str(py::module_::import("sys").attr("version")).cast<std::string>();
@@ -214,8 +226,11 @@ class Worker {
       flush_ = at::empty({256LL << 20}, at::TensorOptions().dtype(at::kByte).device(device_));
     }
     ready_ = true;
-    json j{{"ok", true},        {"inputs", specs_json(in_specs_)}, {"outputs", specs_json(out_specs_)},
-           {"input_bytes", in_bytes}, {"load_ms", ms_since(t0)}};
+    json j{{"ok", true},
+           {"inputs", specs_json(in_specs_)},
+           {"outputs", specs_json(out_specs_)},
+           {"input_bytes", in_bytes},
+           {"load_ms", ms_since(t0)}};
     j["flops"] = ref_.formula(req.value("flops", std::string()));
     j["bytes"] = ref_.formula(req.value("bytes", std::string()));
     return j;
@@ -235,7 +250,8 @@ class Worker {
       bool finite = true;
       for (auto& o : outs)
         if (at::isFloatingType(o.t.scalar_type()) && !o.t.isfinite().all().item<bool>()) finite = false;
-      if (!finite) return {{"ok", false}, {"error", "reference"}, {"message", "reference output has NaN/Inf"}};
+      if (!finite)
+        return {{"ok", false}, {"error", "reference"}, {"message", "reference output has NaN/Inf"}};
     }
     return {{"ok", true}, {"ms", ms}};
   }
@@ -268,15 +284,20 @@ class Worker {
                        std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e), cuda_sticky(e)};
     } else
 #endif
-    if (snapshot) {
+        if (snapshot) {
       for (auto& g : *outs) snapshot->push_back(g.view.clone());
     }
-    if (rc != 0) return Failure{"runtime_error", "nonzero_return", "kf_forward returned " + std::to_string(rc)};
+    if (rc != 0)
+      return Failure{"runtime_error", "nonzero_return", "kf_forward returned " + std::to_string(rc)};
     return std::nullopt;
   }
 
   static json failure_json(const Failure& f) {
-    return {{"ok", true}, {"outcome", f.outcome}, {"sub_kind", f.sub_kind}, {"message", f.message}, {"fatal", f.fatal}};
+    return {{"ok", true},
+            {"outcome", f.outcome},
+            {"sub_kind", f.sub_kind},
+            {"message", f.message},
+            {"fatal", f.fatal}};
   }
 
   std::vector<GuardedOutput> fresh_outputs() {
@@ -302,7 +323,8 @@ class Worker {
     KfForward fn = std::get<KfForward>(c);
     Tolerances tol;
     if (req.contains("tolerances"))
-      for (auto& [k, v] : req["tolerances"].items()) tol.by_dtype[k] = {v.at(0).get<double>(), v.at(1).get<double>()};
+      for (auto& [k, v] : req["tolerances"].items())
+        tol.by_dtype[k] = {v.at(0).get<double>(), v.at(1).get<double>()};
     int trials = req.value("trials", 5);
     int64_t seed = req.value("seed", 1000);
     std::vector<at::Tensor> param_copies;
@@ -325,14 +347,26 @@ class Worker {
       }
       for (std::size_t k = 0; k < outs.size(); ++k)
         if (!guards_intact(outs[k]))
-          return {{"ok", true}, {"outcome", "runtime_error"}, {"sub_kind", "out_of_bounds_write"}, {"trials_passed", i},
-                  {"message", "the kernel wrote outside output " + out_specs_[k].name + " (a canary region next to it changed)"}};
+          return {{"ok", true},
+                  {"outcome", "runtime_error"},
+                  {"sub_kind", "out_of_bounds_write"},
+                  {"trials_passed", i},
+                  {"message", "the kernel wrote outside output " + out_specs_[k].name +
+                                  " (a canary region next to it changed)"}};
       for (std::size_t k = 0; k < inputs.size() + params_.size(); ++k) {
         const at::Tensor& now = k < inputs.size() ? inputs[k].t : params_[k - inputs.size()].t;
         const at::Tensor& before = k < inputs.size() ? input_copies[k] : param_copies[k - inputs.size()];
-        if (!now.view({-1}).eq(before.view({-1})).logical_or(now.view({-1}).ne(now.view({-1}))).all().item<bool>())
-          return {{"ok", true}, {"outcome", "output_mismatch"}, {"sub_kind", "input_modified"}, {"trials_passed", i},
-                  {"message", "the kernel modified its input '" + in_specs_[k].name + "'; inputs are read-only"}};
+        if (!now.view({-1})
+                 .eq(before.view({-1}))
+                 .logical_or(now.view({-1}).ne(now.view({-1})))
+                 .all()
+                 .item<bool>())
+          return {
+              {"ok", true},
+              {"outcome", "output_mismatch"},
+              {"sub_kind", "input_modified"},
+              {"trials_passed", i},
+              {"message", "the kernel modified its input '" + in_specs_[k].name + "'; inputs are read-only"}};
       }
       auto expected = ref_.run(inputs);
       if (expected.size() != outs.size())
@@ -344,12 +378,13 @@ class Worker {
         if (!cmp.ok) {
           result["outcome"] = "output_mismatch";
           result["sub_kind"] = cmp.sub_kind;
-          result["message"] = "trial " + std::to_string(i + 1) + " of " + std::to_string(trials) + ", output '" +
-                              out_specs_[k].name + "': " + cmp.message;
+          result["message"] = "trial " + std::to_string(i + 1) + " of " + std::to_string(trials) +
+                              ", output '" + out_specs_[k].name + "': " + cmp.message;
           result["trials_passed"] = i;
           result["max_abs_err"] = cmp.max_abs;
           result["max_rel_err"] = cmp.max_rel;
-          result["mismatch_fraction"] = static_cast<double>(cmp.mismatched) / static_cast<double>(std::max<int64_t>(1, cmp.numel));
+          result["mismatch_fraction"] =
+              static_cast<double>(cmp.mismatched) / static_cast<double>(std::max<int64_t>(1, cmp.numel));
           result["worst_index"] = cmp.worst_index;
           result["expected"] = cmp.expected;
           result["actual"] = cmp.actual;
@@ -469,8 +504,11 @@ class Worker {
       auto t = time_fn(
           [&] {
             if (failed) return;
-            int rc = fn(kin.data(), static_cast<int>(kin.size()), kout.data(), static_cast<int>(kout.size()), stream());
-            if (rc != 0) failed = Failure{"runtime_error", "nonzero_return", "kf_forward returned " + std::to_string(rc)};
+            int rc = fn(kin.data(), static_cast<int>(kin.size()), kout.data(), static_cast<int>(kout.size()),
+                        stream());
+            if (rc != 0)
+              failed =
+                  Failure{"runtime_error", "nonzero_return", "kf_forward returned " + std::to_string(rc)};
           },
           warmup, reps, min_reps, budget);
       if (auto f = call(fn, kin, kout, nullptr, nullptr)) return failure_json(*f);  // surfaces CUDA errors
@@ -528,7 +566,9 @@ int main(int argc, char** argv) {
   try {
     py::module_::import("torch");
   } catch (py::error_already_set& e) {
-    reply({{"ok", false}, {"error", "python_exception"}, {"message", "import torch failed: " + python_traceback(e)}});
+    reply({{"ok", false},
+           {"error", "python_exception"},
+           {"message", "import torch failed: " + python_traceback(e)}});
     return 3;
   }
   Worker w;
@@ -550,7 +590,8 @@ int main(int argc, char** argv) {
     try {
       req = json::parse(line);
     } catch (const std::exception& e) {
-      reply({{"ok", false}, {"error", "protocol"}, {"message", std::string("bad JSON request: ") + e.what()}});
+      reply(
+          {{"ok", false}, {"error", "protocol"}, {"message", std::string("bad JSON request: ") + e.what()}});
       continue;
     }
     if (req.value("cmd", "") == "quit") break;

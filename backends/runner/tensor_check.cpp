@@ -1,26 +1,37 @@
 // Output poisoning, canary guards and the reference comparison of kforge-runner
 // (DESIGN.md §4: poisoned outputs, per-dtype tolerances, a mismatch report).
-#include "runner.hpp"
-
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+
+#include "runner.hpp"
 
 namespace kforge::runner {
 
 std::string dtype_name(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return "float32";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kDouble: return "float64";
-    case at::kInt: return "int32";
-    case at::kLong: return "int64";
-    case at::kBool: return "bool";
-    case at::kByte: return "uint8";
-    case at::kChar: return "int8";
-    case at::kShort: return "int16";
-    default: return "unsupported";
+    case at::kFloat:
+      return "float32";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kDouble:
+      return "float64";
+    case at::kInt:
+      return "int32";
+    case at::kLong:
+      return "int64";
+    case at::kBool:
+      return "bool";
+    case at::kByte:
+      return "uint8";
+    case at::kChar:
+      return "int8";
+    case at::kShort:
+      return "int16";
+    default:
+      return "unsupported";
   }
 }
 
@@ -36,17 +47,28 @@ at::ScalarType scalar_type_of(const std::string& name) {
 
 kf_dtype to_kf_dtype(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return KF_FLOAT32;
-    case at::kHalf: return KF_FLOAT16;
-    case at::kBFloat16: return KF_BFLOAT16;
-    case at::kDouble: return KF_FLOAT64;
-    case at::kInt: return KF_INT32;
-    case at::kLong: return KF_INT64;
-    case at::kBool: return KF_BOOL;
-    case at::kByte: return KF_UINT8;
-    case at::kChar: return KF_INT8;
-    case at::kShort: return KF_INT16;
-    default: throw std::runtime_error("dtype " + std::string(c10::toString(t)) + " has no kf_dtype");
+    case at::kFloat:
+      return KF_FLOAT32;
+    case at::kHalf:
+      return KF_FLOAT16;
+    case at::kBFloat16:
+      return KF_BFLOAT16;
+    case at::kDouble:
+      return KF_FLOAT64;
+    case at::kInt:
+      return KF_INT32;
+    case at::kLong:
+      return KF_INT64;
+    case at::kBool:
+      return KF_BOOL;
+    case at::kByte:
+      return KF_UINT8;
+    case at::kChar:
+      return KF_INT8;
+    case at::kShort:
+      return KF_INT16;
+    default:
+      throw std::runtime_error("dtype " + std::string(c10::toString(t)) + " has no kf_dtype");
   }
 }
 
@@ -80,17 +102,28 @@ namespace {
 // for integers, and a byte that is no valid bool.
 std::pair<at::ScalarType, int64_t> poison_of(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return {at::kInt, 0x7FCADEAD};
-    case at::kDouble: return {at::kLong, 0x7FF8DEADBEEFCAFELL};
-    case at::kHalf: return {at::kShort, 0x7E5A};
-    case at::kBFloat16: return {at::kShort, 0x7FDA};
-    case at::kInt: return {at::kInt, 0x7BADF00D};
-    case at::kLong: return {at::kLong, 0x7BADF00DDEADBEEFLL};
-    case at::kShort: return {at::kShort, 0x7BAD};
-    case at::kBool: return {at::kByte, 0x5A};
-    case at::kByte: return {at::kByte, 0x5A};
-    case at::kChar: return {at::kChar, 0x5A};
-    default: throw std::runtime_error("no poison for dtype " + std::string(c10::toString(t)));
+    case at::kFloat:
+      return {at::kInt, 0x7FCADEAD};
+    case at::kDouble:
+      return {at::kLong, 0x7FF8DEADBEEFCAFELL};
+    case at::kHalf:
+      return {at::kShort, 0x7E5A};
+    case at::kBFloat16:
+      return {at::kShort, 0x7FDA};
+    case at::kInt:
+      return {at::kInt, 0x7BADF00D};
+    case at::kLong:
+      return {at::kLong, 0x7BADF00DDEADBEEFLL};
+    case at::kShort:
+      return {at::kShort, 0x7BAD};
+    case at::kBool:
+      return {at::kByte, 0x5A};
+    case at::kByte:
+      return {at::kByte, 0x5A};
+    case at::kChar:
+      return {at::kChar, 0x5A};
+    default:
+      throw std::runtime_error("no poison for dtype " + std::string(c10::toString(t)));
   }
 }
 
@@ -190,7 +223,8 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
   c.actual = a.flatten()[worst].item<double>();
   auto finite_diff = diff.masked_fill(~diff.isfinite() | unwritten, 0);
   c.max_abs = finite_diff.max().item<double>();
-  c.max_rel = (finite_diff / e.abs().clamp_min(1e-12)).masked_fill(~e.isfinite() | unwritten, 0).max().item<double>();
+  c.max_rel =
+      (finite_diff / e.abs().clamp_min(1e-12)).masked_fill(~e.isfinite() | unwritten, 0).max().item<double>();
   std::ostringstream m;
   double frac = 100.0 * static_cast<double>(c.mismatched) / static_cast<double>(c.numel);
   m << c.mismatched << " of " << c.numel << " elements (" << num(frac) << "%) differ";

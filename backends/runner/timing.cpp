@@ -1,9 +1,9 @@
 // Summary statistics for kforge-runner's timings.
-#include "runner.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+
+#include "runner.hpp"
 
 namespace kforge::runner {
 

@@ -1,7 +1,6 @@
 #include "kforge/backends/backend.hpp"
 
-#include "kforge/common/util.hpp"
-#include "kforge/sandbox/subprocess.hpp"
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +10,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
-#include <unistd.h>
+
+#include "kforge/common/util.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::backends {
 
@@ -19,9 +20,12 @@ namespace fs = std::filesystem;
 
 std::string_view to_string(ExtractError e) {
   switch (e) {
-    case ExtractError::none: return "none";
-    case ExtractError::no_code_block: return "no_code_block";
-    case ExtractError::no_entry_point: return "no_entry_point";
+    case ExtractError::none:
+      return "none";
+    case ExtractError::no_code_block:
+      return "no_code_block";
+    case ExtractError::no_entry_point:
+      return "no_entry_point";
   }
   return "none";
 }
@@ -165,8 +169,8 @@ bool defines_function(std::string_view source, std::string_view name) {
       std::size_t w = b;
       while (w > 0 && is_ident_char(s[w - 1])) --w;
       const std::string_view word(s.data() + w, b - w);
-      if (word == "return" || word == "case" || word == "throw" || word == "co_return" ||
-          word == "else" || word == "do")
+      if (word == "return" || word == "case" || word == "throw" || word == "co_return" || word == "else" ||
+          word == "do")
         continue;
     }
     std::size_t i = pos;
@@ -174,8 +178,10 @@ bool defines_function(std::string_view source, std::string_view name) {
     if (i >= s.size() || s[i] != '(') continue;
     int depth = 0;
     for (; i < s.size(); ++i) {
-      if (s[i] == '(') ++depth;
-      else if (s[i] == ')' && --depth == 0) break;
+      if (s[i] == '(')
+        ++depth;
+      else if (s[i] == ')' && --depth == 0)
+        break;
     }
     if (i >= s.size()) continue;
     ++i;
@@ -184,7 +190,8 @@ bool defines_function(std::string_view source, std::string_view name) {
     int pdepth = 0;
     for (; i < s.size(); ++i) {
       const char c = s[i];
-      if (c == '(') ++pdepth;
+      if (c == '(')
+        ++pdepth;
       else if (c == ')') {
         if (pdepth == 0) break;  // closing some enclosing expression: a call
         --pdepth;
@@ -192,8 +199,8 @@ bool defines_function(std::string_view source, std::string_view name) {
         continue;
       } else if (c == '{') {
         return true;
-      } else if (c == ';' || c == ',' || c == '=' || c == '}' || c == '+' || c == '?' ||
-                 c == '|' || c == '[') {
+      } else if (c == ';' || c == ',' || c == '=' || c == '}' || c == '+' || c == '?' || c == '|' ||
+                 c == '[') {
         break;
       }
     }
@@ -210,8 +217,7 @@ Extracted extract_fenced(std::string_view reply, const std::vector<std::string>&
   for (const auto& b : blocks) {
     if (std::find(languages.begin(), languages.end(), b.language) == languages.end()) {
       const std::string label = b.language.empty() ? "(untagged)" : b.language;
-      if (std::find(other_languages.begin(), other_languages.end(), label) ==
-          other_languages.end())
+      if (std::find(other_languages.begin(), other_languages.end(), label) == other_languages.end())
         other_languages.push_back(label);
       continue;
     }
@@ -338,29 +344,19 @@ class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
   std::string source_file_name() const override { return "kernel.cpp"; }
-  std::vector<std::string> fence_languages() const override {
-    return {"cpp", "c++", "cxx", "cc", "c", ""};
-  }
+  std::vector<std::string> fence_languages() const override { return {"cpp", "c++", "cxx", "cc", "c", ""}; }
   std::optional<fs::path> find_compiler(const CompileOptions& o) const override {
     return find_executable(o.compiler.empty() ? "g++" : o.compiler);
   }
-  std::string target_arch(const CompileOptions&) const override {
-    return "native:" + cpu_model_name();
-  }
+  std::string target_arch(const CompileOptions&) const override { return "native:" + cpu_model_name(); }
   std::vector<std::string> compile_argv(const fs::path& src, const fs::path& out_so,
                                         const CompileOptions& o) const override {
     const auto cxx = find_compiler(o);
-    std::vector<std::string> argv = {cxx ? cxx->string() : (o.compiler.empty() ? "g++" : o.compiler),
-                                     "-O3",
-                                     "-march=native",
-                                     "-fopenmp",
-                                     "-std=c++17",
-                                     "-shared",
-                                     "-fPIC",
+    std::vector<std::string> argv = {cxx ? cxx->string() : (o.compiler.empty() ? "g++" : o.compiler), "-O3",
+                                     "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC",
                                      // An unresolved helper is a link error now, with the
                                      // linker's message, not a dlopen failure in the runner.
-                                     "-Wl,--no-undefined",
-                                     "-I" + abi_include_dir(o).string()};
+                                     "-Wl,--no-undefined", "-I" + abi_include_dir(o).string()};
     argv.insert(argv.end(), o.extra_flags.begin(), o.extra_flags.end());
     argv.insert(argv.end(), {"-o", out_so.string(), src.string()});
     return argv;

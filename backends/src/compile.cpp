@@ -1,12 +1,12 @@
 #include "kforge/backends/compile.hpp"
 
-#include "kforge/common/util.hpp"
-#include "kforge/sandbox/compile_cache.hpp"
-#include "kforge/sandbox/subprocess.hpp"
-
 #include <regex>
 #include <set>
 #include <system_error>
+
+#include "kforge/common/util.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::backends {
 
@@ -14,22 +14,31 @@ namespace fs = std::filesystem;
 
 std::string_view to_string(CompileStatus s) {
   switch (s) {
-    case CompileStatus::ok: return "ok";
-    case CompileStatus::compile_error: return "compile_error";
-    case CompileStatus::forbidden_api: return "forbidden_api";
-    case CompileStatus::timeout: return "timeout";
-    case CompileStatus::toolchain_missing: return "toolchain_missing";
+    case CompileStatus::ok:
+      return "ok";
+    case CompileStatus::compile_error:
+      return "compile_error";
+    case CompileStatus::forbidden_api:
+      return "forbidden_api";
+    case CompileStatus::timeout:
+      return "timeout";
+    case CompileStatus::toolchain_missing:
+      return "toolchain_missing";
   }
   return "toolchain_missing";
 }
 
 std::optional<Outcome> CompileResult::outcome() const {
   switch (status) {
-    case CompileStatus::compile_error: return Outcome::compile_error;
-    case CompileStatus::forbidden_api: return Outcome::forbidden_api;
-    case CompileStatus::timeout: return Outcome::timeout;
+    case CompileStatus::compile_error:
+      return Outcome::compile_error;
+    case CompileStatus::forbidden_api:
+      return Outcome::forbidden_api;
+    case CompileStatus::timeout:
+      return Outcome::timeout;
     case CompileStatus::ok:
-    case CompileStatus::toolchain_missing: return std::nullopt;
+    case CompileStatus::toolchain_missing:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -109,7 +118,8 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
     sandbox::CompileKey key;
     key.sources.emplace_back(src_name, source);
     const fs::path abi_header = abi_include_dir(options) / "kforge" / "kernel_abi.h";
-    if (fs::is_regular_file(abi_header, ec)) key.sources.emplace_back("kforge/kernel_abi.h", read_file(abi_header));
+    if (fs::is_regular_file(abi_header, ec))
+      key.sources.emplace_back("kforge/kernel_abi.h", read_file(abi_header));
     key.flags = r.argv;
     // The symbol policy decides whether an artifact is accepted, so it is part of the key.
     key.flags.push_back(std::string("#kforge-policy:cublas=") + (policy.allow_cublas ? "1" : "0") +
@@ -149,9 +159,8 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
     case sandbox::Status::timed_out:
       r.status = CompileStatus::timeout;
       r.summary = "The compiler did not finish within " +
-                  (options.timeout.count() % 1000 == 0
-                       ? std::to_string(options.timeout.count() / 1000) + " s"
-                       : std::to_string(options.timeout.count()) + " ms") +
+                  (options.timeout.count() % 1000 == 0 ? std::to_string(options.timeout.count() / 1000) + " s"
+                                                       : std::to_string(options.timeout.count()) + " ms") +
                   "; simplify the code (heavy templates or unrolling?).";
       r.diagnostics = parse_diagnostics(output, source, src_name);
       return finish();

@@ -1,7 +1,5 @@
 #include "kforge/backends/diagnostics.hpp"
 
-#include "kforge/common/util.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -9,13 +7,18 @@
 #include <set>
 #include <tuple>
 
+#include "kforge/common/util.hpp"
+
 namespace kforge::backends {
 
 std::string_view to_string(Severity s) {
   switch (s) {
-    case Severity::note: return "note";
-    case Severity::warning: return "warning";
-    case Severity::error: return "error";
+    case Severity::note:
+      return "note";
+    case Severity::warning:
+      return "warning";
+    case Severity::error:
+      return "error";
   }
   return "error";
 }
@@ -72,13 +75,13 @@ bool contains_any(const std::string& hay, std::initializer_list<std::string_view
 std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view source,
                                           std::string_view source_name) {
   // g++/cc1plus/nvcc host pass: file:line[:col]: severity: message
-  static const std::regex kGcc(
-      R"(^(.*?):([0-9]+):(?:([0-9]+):)? (fatal error|error|warning|note): (.*)$)");
+  static const std::regex kGcc(R"(^(.*?):([0-9]+):(?:([0-9]+):)? (fatal error|error|warning|note): (.*)$)");
   // nvcc front end (EDG): file(line): severity[ #N[-D]]: message
   static const std::regex kNvcc(
       R"(^(.*?)\(([0-9]+)\): (catastrophic error|error|warning|remark)(?: #[0-9]+(?:-[A-Z])?)?: (.*)$)");
   // ptxas [file, line N; ]severity : message
-  static const std::regex kPtxas(R"(^ptxas(?: ([^,]*), line ([0-9]+);)? *(fatal|error|warning|info) *: (.*)$)");
+  static const std::regex kPtxas(
+      R"(^ptxas(?: ([^,]*), line ([0-9]+);)? *(fatal|error|warning|info) *: (.*)$)");
   // nvlink / nvcc driver: tool severity : message
   static const std::regex kNvTool(R"(^(nvlink|nvcc|fatbinary|cicc) *(fatal|error|warning|info) *: (.*)$)");
   // GNU ld: [path/]ld[.variant]: rest
@@ -142,8 +145,7 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
       } else {
         d.message = rest;
       }
-    } else if (std::regex_match(line, m, kLinkLoc) &&
-               m[4].str().find("reference") != std::string::npos) {
+    } else if (std::regex_match(line, m, kLinkLoc) && m[4].str().find("reference") != std::string::npos) {
       d.file = m[1].str();
       d.line = to_int(m[2]);
       d.message = m[4].str();
@@ -169,12 +171,11 @@ const Diagnostic* first_error(const std::vector<Diagnostic>& diags) {
 
 CompileErrorKind classify(const Diagnostic& d) {
   const std::string m = lower(d.message);
-  if (contains_any(m, {"no such file or directory", "cannot open source file",
-                       "cannot open include file"}))
+  if (contains_any(m, {"no such file or directory", "cannot open source file", "cannot open include file"}))
     return CompileErrorKind::missing_include;
   if (d.tool == "linker" || d.tool == "nvlink" ||
-      contains_any(m, {"undefined reference", "ld returned", "unresolved extern",
-                       "undefined symbol", "multiple definition", "cannot find -l"}))
+      contains_any(m, {"undefined reference", "ld returned", "unresolved extern", "undefined symbol",
+                       "multiple definition", "cannot find -l"}))
     return CompileErrorKind::link;
   if (contains_any(m, {"has no member", "is not a member of", "no member named"}))
     return CompileErrorKind::no_member;
@@ -182,22 +183,36 @@ CompileErrorKind classify(const Diagnostic& d) {
                        "has not been declared", "is not declared", "not declared in this scope",
                        "does not name a template", "is not a template", "unknown type name"}))
     return CompileErrorKind::undeclared;
-  if (contains_any(m, {"cannot convert", "invalid conversion", "no matching function",
-                       "is incompatible", "cannot be used to initialize", "no instance of",
-                       "no suitable conversion", "invalid operands", "no match for",
-                       "incompatible type", "cannot bind", "cannot be assigned",
-                       "a value of type", "conversion from", "invalid cast", "no operator",
-                       "too many arguments", "too few arguments", "cannot initialize",
-                       "invalid type argument", "is not a pointer", "expression must have",
+  if (contains_any(m, {"cannot convert",
+                       "invalid conversion",
+                       "no matching function",
+                       "is incompatible",
+                       "cannot be used to initialize",
+                       "no instance of",
+                       "no suitable conversion",
+                       "invalid operands",
+                       "no match for",
+                       "incompatible type",
+                       "cannot bind",
+                       "cannot be assigned",
+                       "a value of type",
+                       "conversion from",
+                       "invalid cast",
+                       "no operator",
+                       "too many arguments",
+                       "too few arguments",
+                       "cannot initialize",
+                       "invalid type argument",
+                       "is not a pointer",
+                       "expression must have",
                        "ambiguous"}))
     return CompileErrorKind::type_mismatch;
   if (starts_with(m, "expected") ||
-      contains_any(m, {"stray '", "missing terminating", "unterminated", "extra tokens",
-                       "unexpected", "expected an expression", "expected a", "parse error",
-                       "syntax error", "invalid preprocessing directive",
-                       "expected declaration", "declaration has no storage class",
-                       "expected primary-expression", "expected unqualified-id",
-                       "before numeric constant", "at end of input"}))
+      contains_any(m, {"stray '", "missing terminating", "unterminated", "extra tokens", "unexpected",
+                       "expected an expression", "expected a", "parse error", "syntax error",
+                       "invalid preprocessing directive", "expected declaration",
+                       "declaration has no storage class", "expected primary-expression",
+                       "expected unqualified-id", "before numeric constant", "at end of input"}))
     return CompileErrorKind::syntax;
   return CompileErrorKind::other;
 }
@@ -207,8 +222,7 @@ std::optional<CompileErrorKind> classify_first_error(const std::vector<Diagnosti
   return std::nullopt;
 }
 
-std::string summarise(const std::vector<Diagnostic>& diags, std::size_t max_errors,
-                      std::size_t max_bytes) {
+std::string summarise(const std::vector<Diagnostic>& diags, std::size_t max_errors, std::size_t max_bytes) {
   std::set<std::tuple<std::string, int, std::string>> seen;
   std::vector<std::string> entries;
   std::size_t distinct = 0;

@@ -1,14 +1,14 @@
 #include "kforge/backends/runner_client.hpp"
 
-#include "kforge/common/hash.hpp"
-#include "kforge/sandbox/subprocess.hpp"
-
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "kforge/common/hash.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::backends {
 
@@ -20,13 +20,15 @@ std::filesystem::path default_runner_path() {
   return KFORGE_RUNNER_DEFAULT;
 }
 
-std::string TaskRef::cache_key() const { return Hasher().update(id).update(source).hex(); }
+std::string TaskRef::cache_key() const {
+  return Hasher().update(id).update(source).hex();
+}
 
 // The worker's answer to one request, or how the worker died trying.
 struct RunnerClient::Reply {
   enum Kind { ok, timed_out, died, failed_to_start } kind = ok;
   json body;
-  std::string message;  ///< for died / failed_to_start / timed_out
+  std::string message;   ///< for died / failed_to_start / timed_out
   std::string sub_kind;  ///< for died: segfault, signal, exit
 };
 
@@ -121,7 +123,8 @@ RunnerClient::Reply RunnerClient::request(const std::string& line, std::chrono::
                 " in the middle of the call (did the kernel call exit()?)";
   }
   std::string tail = child_->stderr_tail();
-  if (!tail.empty()) r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 2000 ? tail.size() - 2000 : 0);
+  if (!tail.empty())
+    r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 2000 ? tail.size() - 2000 : 0);
   child_.reset();
   loaded_key_.clear();
   return r;
@@ -129,7 +132,8 @@ RunnerClient::Reply RunnerClient::request(const std::string& line, std::chrono::
 
 namespace {
 TensorSpec spec_of(const json& j) {
-  return {j.value("name", ""), j.value("kind", ""), j.value("dtype", ""), j.value("shape", std::vector<int64_t>{})};
+  return {j.value("name", ""), j.value("kind", ""), j.value("dtype", ""),
+          j.value("shape", std::vector<int64_t>{})};
 }
 TimingStats stats_of(const json& j) {
   TimingStats s;
@@ -160,9 +164,9 @@ std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, Load
     if (out) *out = loaded_;
     return std::nullopt;
   }
-  json req{{"cmd", "load"}, {"task", task.id}, {"file", task.file.string()}, {"source", task.source},
-           {"device", cfg_.device}, {"model_seed", 42},
-           {"flops", task.flops_expr}, {"bytes", task.bytes_expr}};
+  json req{
+      {"cmd", "load"},         {"task", task.id},  {"file", task.file.string()}, {"source", task.source},
+      {"device", cfg_.device}, {"model_seed", 42}, {"flops", task.flops_expr},   {"bytes", task.bytes_expr}};
   Reply r = request(req.dump(), cfg_.load_timeout);
   LoadResult lr;
   if (r.kind != Reply::ok) {
@@ -211,8 +215,11 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
     return c;
   }
   ++candidates_on_worker_;
-  json req{{"cmd", "check"}, {"artifact", std::filesystem::absolute(artifact).string()}, {"trials", trials},
-           {"seed", seed}, {"tolerances", tolerances_json(task)}};
+  json req{{"cmd", "check"},
+           {"artifact", std::filesystem::absolute(artifact).string()},
+           {"trials", trials},
+           {"seed", seed},
+           {"tolerances", tolerances_json(task)}};
   auto t0 = Clock::now();
   Reply r = request(req.dump(), cfg_.check_timeout);
   c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -233,7 +240,8 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
       c.sub_kind = "runner_failed";
       c.message = r.message;
       return c;
-    case Reply::ok: break;
+    case Reply::ok:
+      break;
   }
   const json& b = r.body;
   if (!b.value("ok", false)) {
@@ -258,15 +266,21 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   return c;
 }
 
-BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& o) {
+BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path& artifact,
+                                const BenchOptions& o) {
   BenchResult b;
   if (auto err = ensure_loaded(task, nullptr)) {
     b.message = *err;
     b.sub_kind = "reference_failed";
     return b;
   }
-  json req{{"cmd", "bench"},         {"reps", o.reps}, {"min_reps", o.min_reps}, {"warmup", o.warmup},
-           {"budget_ms", o.budget_ms}, {"seed", o.seed}, {"baseline", o.compile_baseline ? "compile" : "eager"}};
+  json req{{"cmd", "bench"},
+           {"reps", o.reps},
+           {"min_reps", o.min_reps},
+           {"warmup", o.warmup},
+           {"budget_ms", o.budget_ms},
+           {"seed", o.seed},
+           {"baseline", o.compile_baseline ? "compile" : "eager"}};
   if (!artifact.empty()) req["artifact"] = std::filesystem::absolute(artifact).string();
   Reply r = request(req.dump(), cfg_.bench_timeout);
   if (r.kind == Reply::timed_out) {

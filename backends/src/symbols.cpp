@@ -1,8 +1,5 @@
 #include "kforge/backends/symbols.hpp"
 
-#include "kforge/common/util.hpp"
-#include "kforge/sandbox/subprocess.hpp"
-
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -11,6 +8,9 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+
+#include "kforge/common/util.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::backends {
 
@@ -37,9 +37,8 @@ bool has_namespace(std::string_view demangled, std::string_view ns) {
   const std::string needle = std::string(ns) + "::";
   std::size_t pos = 0;
   while ((pos = demangled.find(needle, pos)) != std::string_view::npos) {
-    const bool boundary =
-        pos == 0 || !(std::isalnum(static_cast<unsigned char>(demangled[pos - 1])) ||
-                      demangled[pos - 1] == '_' || demangled[pos - 1] == ':');
+    const bool boundary = pos == 0 || !(std::isalnum(static_cast<unsigned char>(demangled[pos - 1])) ||
+                                        demangled[pos - 1] == '_' || demangled[pos - 1] == ':');
     if (boundary) return true;
     pos += needle.size();
   }
@@ -63,19 +62,17 @@ std::optional<std::string> c_name_rule(std::string_view n, const SymbolPolicy& p
     return "python";
   if (n.substr(0, 3) == "_Py") return "python";
   // Dynamic loading.
-  if (in(n, {"dlopen", "dlsym", "dlmopen", "dlvsym", "__libc_dlopen_mode", "__libc_dlsym",
-             "__libc_dlvsym"}))
+  if (in(n, {"dlopen", "dlsym", "dlmopen", "dlvsym", "__libc_dlopen_mode", "__libc_dlsym", "__libc_dlvsym"}))
     return "dynamic_loading";
   // Processes.
-  if (in(n, {"fork", "vfork", "_Fork", "__libc_fork", "clone", "clone3", "__clone", "execve",
-             "execveat", "fexecve", "system", "popen", "kill", "killpg", "tgkill", "tkill",
-             "ptrace", "syscall", "daemon", "pidfd_open", "pidfd_send_signal"}) ||
+  if (in(n, {"fork",   "vfork",    "_Fork",   "__libc_fork", "clone",  "clone3",     "__clone",
+             "execve", "execveat", "fexecve", "system",      "popen",  "kill",       "killpg",
+             "tgkill", "tkill",    "ptrace",  "syscall",     "daemon", "pidfd_open", "pidfd_send_signal"}) ||
       has_prefix_in(n, {"execv", "execl", "posix_spawn"}))
     return "process";
   // Sockets and name resolution.
-  if (in(n, {"socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
-             "getaddrinfo", "getnameinfo", "gethostbyaddr", "shutdown", "getsockopt",
-             "setsockopt"}) ||
+  if (in(n, {"socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "getaddrinfo",
+             "getnameinfo", "gethostbyaddr", "shutdown", "getsockopt", "setsockopt"}) ||
       has_prefix_in(n, {"gethostbyname", "send", "recv"}))
     return "network";
   if (!policy.allow_cublas && n.substr(0, 6) == "cublas") return "cublas";
@@ -126,9 +123,8 @@ std::optional<std::string> forbidden_symbol_rule(std::string_view symbol, const 
 }
 
 std::optional<std::string> forbidden_library_rule(std::string_view soname, const SymbolPolicy& policy) {
-  const std::string base(soname.substr(soname.find_last_of('/') == std::string_view::npos
-                                           ? 0
-                                           : soname.find_last_of('/') + 1));
+  const std::string base(
+      soname.substr(soname.find_last_of('/') == std::string_view::npos ? 0 : soname.find_last_of('/') + 1));
   if (has_prefix_in(base, {"libtorch", "libc10", "libcaffe2", "libshm"})) return "torch";
   if (has_prefix_in(base, {"libpython"})) return "python";
   if (!policy.allow_cublas && has_prefix_in(base, {"libcublas"})) return "cublas";
@@ -154,8 +150,8 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
       return false;
     }
     if (!res.ok() && res.err.find("no symbols") == std::string::npos) {
-      r.error = spec.argv[0] + " " + so.string() + " failed (" + sandbox::to_string(res.status) +
-                ", exit " + std::to_string(res.exit_code) + "): " + trim(res.err);
+      r.error = spec.argv[0] + " " + so.string() + " failed (" + sandbox::to_string(res.status) + ", exit " +
+                std::to_string(res.exit_code) + "): " + trim(res.err);
       return false;
     }
     *out = res.out;

@@ -14,10 +14,8 @@ double pass_at_k(int n, int c, int k) {
   if (n < 1 || k < 1 || c < 0)
     throw std::invalid_argument("pass_at_k: need n >= 1, k >= 1, c >= 0 (n=" + std::to_string(n) +
                                 ", c=" + std::to_string(c) + ", k=" + std::to_string(k) + ")");
-  if (k > n)
-    throw std::invalid_argument("pass_at_k: k=" + std::to_string(k) + " > n=" + std::to_string(n));
-  if (c > n)
-    throw std::invalid_argument("pass_at_k: c=" + std::to_string(c) + " > n=" + std::to_string(n));
+  if (k > n) throw std::invalid_argument("pass_at_k: k=" + std::to_string(k) + " > n=" + std::to_string(n));
+  if (c > n) throw std::invalid_argument("pass_at_k: c=" + std::to_string(c) + " > n=" + std::to_string(n));
   if (n - c < k) return 1.0;
   // C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
   double prod = 1.0;
@@ -49,7 +47,9 @@ namespace {
 
 using ProblemKey = std::tuple<std::string, std::string, std::string>;  // backend, model, task
 
-ProblemKey problem_of(const AttemptRecord& r) { return {r.backend, r.model, r.task}; }
+ProblemKey problem_of(const AttemptRecord& r) {
+  return {r.backend, r.model, r.task};
+}
 
 /// One episode: its attempts sorted by turn.
 struct Episode {
@@ -135,8 +135,7 @@ Scores score(const std::vector<std::vector<EpisodeView>>& problems, const Metric
     s.pass_at_k[k] = pass_sum[k] / cnt;
     for (double a : cfg.alphas) s.speedup_at_k[a][k] = alpha_sum[a][k] / cnt;
   }
-  for (const auto& [p, cnt] : fast_count)
-    s.fast_p[p] = s.tasks ? static_cast<double>(cnt) / s.tasks : 0;
+  for (const auto& [p, cnt] : fast_count) s.fast_p[p] = s.tasks ? static_cast<double>(cnt) / s.tasks : 0;
   if (s.speedup_tasks) s.geomean_speedup = std::exp(log_sum / s.speedup_tasks);
   return s;
 }
@@ -301,8 +300,8 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
     const auto& r = records[i];
     auto [it, fresh] = last.try_emplace({r.backend, r.model, r.task, r.sample, r.turn}, i);
     if (!fresh) {
-      s.warnings.push_back("duplicate record for task '" + r.task + "' sample " +
-                           std::to_string(r.sample) + " turn " + std::to_string(r.turn) +
+      s.warnings.push_back("duplicate record for task '" + r.task + "' sample " + std::to_string(r.sample) +
+                           " turn " + std::to_string(r.turn) +
                            (r.backend.empty() ? std::string() : " backend " + r.backend) +
                            ": the later one counts");
       it->second = i;
@@ -356,12 +355,9 @@ json to_json(const Slice& s) {
     j["turn"] = static_cast<int>(t + 1);
     turns.push_back(std::move(j));
   }
-  return {{"value", s.value},
-          {"max_turn", s.max_turn},
-          {"best", to_json(s.best)},
-          {"final", to_json(s.final_attempt)},
-          {"by_turn", turns},
-          {"attempts", stats_json(s.stats)}};
+  return {{"value", s.value},        {"max_turn", s.max_turn},
+          {"best", to_json(s.best)}, {"final", to_json(s.final_attempt)},
+          {"by_turn", turns},        {"attempts", stats_json(s.stats)}};
 }
 
 json to_json(const TaskResult& t) {

@@ -25,11 +25,21 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string frac(double v) { return std::isfinite(v) ? fmt("%.3f", v) : kNone; }
-std::string speed(double v) { return std::isfinite(v) && v > 0 ? fmt("%.2fx", v) : kNone; }
-std::string ms(double v) { return std::isfinite(v) && v > 0 ? fmt("%.3f", v) : kNone; }
-std::string usd(double v) { return fmt("%.4f", v); }
-std::string pct(double v) { return fmt("%.1f%%", 100 * v); }
+std::string frac(double v) {
+  return std::isfinite(v) ? fmt("%.3f", v) : kNone;
+}
+std::string speed(double v) {
+  return std::isfinite(v) && v > 0 ? fmt("%.2fx", v) : kNone;
+}
+std::string ms(double v) {
+  return std::isfinite(v) && v > 0 ? fmt("%.3f", v) : kNone;
+}
+std::string usd(double v) {
+  return fmt("%.4f", v);
+}
+std::string pct(double v) {
+  return fmt("%.1f%%", 100 * v);
+}
 
 template <class K>
 std::string at(const std::map<K, double>& m, K k) {
@@ -106,14 +116,12 @@ void cut_section(std::ostringstream& os, const Summary& s, const std::string& di
   h.insert(h.begin() + 4 + static_cast<long>(ks.size()), "final pass@1");
   Table t(os, h);
   for (const auto& sl : it->second) {
-    std::vector<std::string> cells{sl.value, std::to_string(sl.best.tasks),
-                                   std::to_string(sl.best.episodes),
+    std::vector<std::string> cells{sl.value, std::to_string(sl.best.tasks), std::to_string(sl.best.episodes),
                                    at(sl.best.compile_at_k, 1)};
     for (int k : ks) cells.push_back(at(sl.best.pass_at_k, k));
     cells.push_back(at(sl.final_attempt.pass_at_k, 1));
     for (double p : s.config.fast_ps) cells.push_back(at(sl.best.fast_p, p));
-    cells.push_back(speed(sl.best.geomean_speedup) + " (" +
-                    std::to_string(sl.best.speedup_tasks) + ")");
+    cells.push_back(speed(sl.best.geomean_speedup) + " (" + std::to_string(sl.best.speedup_tasks) + ")");
     t.row(cells);
   }
 }
@@ -126,8 +134,7 @@ std::string render_report_md(const Summary& s, const std::string& title) {
   auto ks = present_ks(s, all.best);
   os << "# " << (title.empty() ? "kforge run report" : title) << "\n\n";
   os << s.attempts << " attempts, " << all.best.tasks << " tasks, " << all.best.episodes
-     << " samples (episodes), up to " << s.max_turn << " turn" << (s.max_turn == 1 ? "" : "s")
-     << ".";
+     << " samples (episodes), up to " << s.max_turn << " turn" << (s.max_turn == 1 ? "" : "s") << ".";
   if (auto b = join_values(s, "backend"); !b.empty()) os << " Backend: " << b << ".";
   if (auto m = join_values(s, "model"); !m.empty()) os << " Model: " << m << ".";
   os << "\n";
@@ -166,8 +173,7 @@ std::string render_report_md(const Summary& s, const std::string& title) {
     for (double a : s.config.alphas) {
       std::vector<std::string> cells{threshold_label(a)};
       auto it = all.best.speedup_at_k.find(a);
-      for (int k : ks)
-        cells.push_back(it == all.best.speedup_at_k.end() ? kNone : at(it->second, k));
+      for (int k : ks) cells.push_back(it == all.best.speedup_at_k.end() ? kNone : at(it->second, k));
       t.row(cells);
     }
   }
@@ -189,14 +195,13 @@ std::string render_report_md(const Summary& s, const std::string& title) {
     }
   }
   os << "\nPer attempt: compile rate " << frac(st.compile_rate()) << ", call accuracy "
-     << frac(st.call_accuracy()) << " (compiled and ran), execution accuracy "
-     << frac(st.exec_accuracy()) << " (passed); " << st.compile_cached << " of " << st.attempts
-     << " compiles served from the cache.\n";
+     << frac(st.call_accuracy()) << " (compiled and ran), execution accuracy " << frac(st.exec_accuracy())
+     << " (passed); " << st.compile_cached << " of " << st.attempts << " compiles served from the cache.\n";
 
   os << "\n## Usage\n\n"
      << "Tokens: " << st.prompt_tokens << " prompt + " << st.completion_tokens
-     << " completion = " << (st.prompt_tokens + st.completion_tokens)
-     << ". Cost: $" << usd(st.cost_usd) << ".\n\n";
+     << " completion = " << (st.prompt_tokens + st.completion_tokens) << ". Cost: $" << usd(st.cost_usd)
+     << ".\n\n";
   {
     Table t(os, {"phase", "attempts", "total s", "mean ms"});
     auto row = [&](const char* name, const PhaseTime& p) {
@@ -216,9 +221,9 @@ std::string render_report_md(const Summary& s, const std::string& title) {
     std::vector<std::string> h{"task"};
     if (multi) h.push_back("backend");
     if (multi_model) h.push_back("model");
-    for (const char* c : {"category", "difficulty", "samples", "compiled", "passed", "final passed",
-                          "first pass turn", "best speedup", "t_candidate ms", "t_reference ms",
-                          "GB/s", "TFLOP/s", "best (sample/turn)"})
+    for (const char* c :
+         {"category", "difficulty", "samples", "compiled", "passed", "final passed", "first pass turn",
+          "best speedup", "t_candidate ms", "t_reference ms", "GB/s", "TFLOP/s", "best (sample/turn)"})
       h.push_back(c);
     Table t(os, h);
     for (const auto& tr : s.tasks) {
@@ -237,8 +242,7 @@ std::string render_report_md(const Summary& s, const std::string& title) {
         cells.push_back(ms(tr.best->t_candidate_ms));
         cells.push_back(ms(tr.best->t_reference_ms));
         cells.push_back(tr.best->achieved_gbps > 0 ? fmt("%.1f", tr.best->achieved_gbps) : kNone);
-        cells.push_back(tr.best->achieved_tflops > 0 ? fmt("%.2f", tr.best->achieved_tflops)
-                                                     : kNone);
+        cells.push_back(tr.best->achieved_tflops > 0 ? fmt("%.2f", tr.best->achieved_tflops) : kNone);
         cells.push_back(std::to_string(tr.best->sample) + "/" + std::to_string(tr.best->turn));
       } else {
         for (int i = 0; i < 5; ++i) cells.push_back(kNone);
@@ -253,12 +257,12 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
                            const std::string& name_b) {
   std::ostringstream os;
   os << "# Compare: " << name_a << " vs " << name_b << "\n\n";
-  os << "A = " << name_a << ": " << a.attempts << " attempts, " << a.overall.best.tasks
-     << " tasks, " << a.overall.best.episodes << " samples, up to " << a.max_turn
-     << (a.max_turn == 1 ? " turn" : " turns") << ".\n"
-     << "B = " << name_b << ": " << b.attempts << " attempts, " << b.overall.best.tasks
-     << " tasks, " << b.overall.best.episodes << " samples, up to " << b.max_turn
-     << (b.max_turn == 1 ? " turn" : " turns") << ".\n";
+  os << "A = " << name_a << ": " << a.attempts << " attempts, " << a.overall.best.tasks << " tasks, "
+     << a.overall.best.episodes << " samples, up to " << a.max_turn << (a.max_turn == 1 ? " turn" : " turns")
+     << ".\n"
+     << "B = " << name_b << ": " << b.attempts << " attempts, " << b.overall.best.tasks << " tasks, "
+     << b.overall.best.episodes << " samples, up to " << b.max_turn << (b.max_turn == 1 ? " turn" : " turns")
+     << ".\n";
 
   std::set<int> ks_set;
   for (int k : a.config.ks) ks_set.insert(k);
@@ -277,17 +281,16 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
                signed_delta(ab.compile_at_k, bb.compile_at_k, k)});
     for (int k : ks_set)
       if (ab.pass_at_k.count(k) || bb.pass_at_k.count(k))
-        t.row({"pass@" + std::to_string(k) + " (best attempt)", at(ab.pass_at_k, k),
-               at(bb.pass_at_k, k), signed_delta(ab.pass_at_k, bb.pass_at_k, k)});
+        t.row({"pass@" + std::to_string(k) + " (best attempt)", at(ab.pass_at_k, k), at(bb.pass_at_k, k),
+               signed_delta(ab.pass_at_k, bb.pass_at_k, k)});
     for (int k : ks_set)
       if (af.pass_at_k.count(k) || bf.pass_at_k.count(k))
-        t.row({"pass@" + std::to_string(k) + " (final attempt)", at(af.pass_at_k, k),
-               at(bf.pass_at_k, k), signed_delta(af.pass_at_k, bf.pass_at_k, k)});
+        t.row({"pass@" + std::to_string(k) + " (final attempt)", at(af.pass_at_k, k), at(bf.pass_at_k, k),
+               signed_delta(af.pass_at_k, bf.pass_at_k, k)});
     for (double p : ps_set) {
       auto ia = ab.fast_p.find(p), ib = bb.fast_p.find(p);
-      std::string d = ia != ab.fast_p.end() && ib != bb.fast_p.end()
-                          ? fmt("%+.3f", ib->second - ia->second)
-                          : std::string(kNone);
+      std::string d = ia != ab.fast_p.end() && ib != bb.fast_p.end() ? fmt("%+.3f", ib->second - ia->second)
+                                                                     : std::string(kNone);
       t.row({"fast_" + threshold_label(p), at(ab.fast_p, p), at(bb.fast_p, p), d});
     }
     std::string ratio = ab.geomean_speedup > 0 && bb.geomean_speedup > 0
@@ -304,10 +307,10 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
     t.row({"cost USD", usd(sa.cost_usd), usd(sb.cost_usd), fmt("%+.4f", sb.cost_usd - sa.cost_usd)});
   }
 
-  os << "\n## Repair curve\n\n" << "pass@1 and fast_1 counting attempts at turns <= t.\n\n";
+  os << "\n## Repair curve\n\n"
+     << "pass@1 and fast_1 counting attempts at turns <= t.\n\n";
   {
-    Table t(os, {"turn", name_a + " pass@1", name_b + " pass@1", name_a + " fast_1",
-                 name_b + " fast_1"});
+    Table t(os, {"turn", name_a + " pass@1", name_b + " pass@1", name_a + " fast_1", name_b + " fast_1"});
     std::size_t T = std::max(a.overall.by_turn.size(), b.overall.by_turn.size());
     auto cell = [](const Slice& sl, std::size_t i, bool pass) -> std::string {
       // Past a run's last turn its scores stay at their final value.
@@ -330,16 +333,13 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
     // A dimension where both runs hold one and the same value says nothing new.
     if (rows.size() <= 1) continue;
     os << "\n## By " << dim << "\n\n";
-    Table t(os, {dim, name_a + " pass@1", name_b + " pass@1", name_a + " fast_1",
-                 name_b + " fast_1", name_a + " speedup", name_b + " speedup"});
+    Table t(os, {dim, name_a + " pass@1", name_b + " pass@1", name_a + " fast_1", name_b + " fast_1",
+                 name_a + " speedup", name_b + " speedup"});
     for (const auto& [value, pr] : rows) {
       auto p1 = [](const Slice* sl) { return sl ? at(sl->best.pass_at_k, 1) : std::string(kNone); };
       auto f1 = [](const Slice* sl) { return sl ? at(sl->best.fast_p, 1.0) : std::string(kNone); };
-      auto sp = [](const Slice* sl) {
-        return sl ? speed(sl->best.geomean_speedup) : std::string(kNone);
-      };
-      t.row({value, p1(pr.first), p1(pr.second), f1(pr.first), f1(pr.second), sp(pr.first),
-             sp(pr.second)});
+      auto sp = [](const Slice* sl) { return sl ? speed(sl->best.geomean_speedup) : std::string(kNone); };
+      t.row({value, p1(pr.first), p1(pr.second), f1(pr.first), f1(pr.second), sp(pr.first), sp(pr.second)});
     }
   }
   return os.str();
@@ -354,8 +354,7 @@ Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config) {
 
 Summary write_report(const fs::path& run_dir, const MetricsConfig& config) {
   Summary s = summarize_run(run_dir, config);
-  write_file(run_dir / "summary.json",
-             to_json(s).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_file(run_dir / "summary.json", to_json(s).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   std::string title = "kforge run report: " + fs::absolute(run_dir).filename().string();
   write_file(run_dir / "report.md", render_report_md(s, title));
   return s;
@@ -392,8 +391,7 @@ LibraryExport export_library(const fs::path& run_dir) {
     const std::map<std::string, std::string> preferred{
         {"cuda", "kernel.cu"}, {"cpu", "kernel.cpp"}, {"triton", "kernel.py"}};
     if (auto p = preferred.find(r.backend); p != preferred.end())
-      std::stable_partition(names.begin(), names.end(),
-                            [&](const std::string& n) { return n == p->second; });
+      std::stable_partition(names.begin(), names.end(), [&](const std::string& n) { return n == p->second; });
     fs::path src;
     for (const auto& name : names)
       if (fs::is_regular_file(adir / name, ec)) {

@@ -1,13 +1,12 @@
 #include "kforge/benchmarks/task.hpp"
 
-#include "kforge/common/util.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <stdexcept>
+
+#include "kforge/common/util.hpp"
 
 namespace fs = std::filesystem;
 
@@ -15,9 +14,8 @@ namespace kforge {
 
 const std::vector<std::string>& known_categories() {
   static const std::vector<std::string> k{
-      "activation", "broadcast",     "convolution", "full_architecture", "fusion",
-      "loss",       "math",          "matmul",      "normalization",     "optimizer",
-      "pooling",    "index",         "resize",      "reduce"};
+      "activation", "broadcast",     "convolution", "full_architecture", "fusion", "loss",   "math",
+      "matmul",     "normalization", "optimizer",   "pooling",           "index",  "resize", "reduce"};
   return k;
 }
 
@@ -76,8 +74,7 @@ TaskFileResult parse_task_file(const fs::path& file, const std::string& id) {
       // Only one-line constants: skip ones that open a bracket they do not close.
       int depth = 0;
       for (char c : expr) depth += (c == '(' || c == '[' || c == '{') - (c == ')' || c == ']' || c == '}');
-      if (depth == 0 && !expr.empty() && expr != "\\")
-        t.constants.push_back({m[1].str(), expr, lineno});
+      if (depth == 0 && !expr.empty() && expr != "\\") t.constants.push_back({m[1].str(), expr, lineno});
     }
   }
   if (!has_class) {
@@ -121,12 +118,13 @@ std::optional<std::string> apply_profile(const Task& task, const std::string& pr
 
 namespace {
 
-std::string json_type_name(const nlohmann::json& j) { return j.type_name(); }
+std::string json_type_name(const nlohmann::json& j) {
+  return j.type_name();
+}
 
 // Reads one suite.json entry; returns the error instead of throwing.
 std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_t idx,
-                                             const fs::path& manifest, const fs::path& root,
-                                             Task& out) {
+                                             const fs::path& manifest, const fs::path& root, Task& out) {
   const std::string where = "tasks[" + std::to_string(idx) + "]";
   auto err = [&](const std::string& field, const std::string& msg) {
     return LoadError{manifest, where + "." + field, msg};
@@ -158,8 +156,8 @@ std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_
   if (e.contains("tolerance")) {
     if (!e["tolerance"].is_object()) return err("tolerance", "must be an object {dtype: {atol, rtol}}");
     for (auto& [dtype, tol] : e["tolerance"].items()) {
-      if (!tol.is_object() || !tol.contains("atol") || !tol.contains("rtol") ||
-          !tol["atol"].is_number() || !tol["rtol"].is_number())
+      if (!tol.is_object() || !tol.contains("atol") || !tol.contains("rtol") || !tol["atol"].is_number() ||
+          !tol["rtol"].is_number())
         return err("tolerance." + dtype, "must be {\"atol\": number, \"rtol\": number}");
       t.tolerances[dtype] = {tol["atol"].get<double>(), tol["rtol"].get<double>()};
     }
@@ -169,9 +167,12 @@ std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_
     for (auto& [pname, ov] : e["profiles"].items()) {
       if (!ov.is_object()) return err("profiles." + pname, "must be an object {CONST: value}");
       for (auto& [cname, v] : ov.items()) {
-        if (v.is_number()) t.profiles[pname][cname] = v.dump();
-        else if (v.is_string()) t.profiles[pname][cname] = v.get<std::string>();
-        else return err("profiles." + pname + "." + cname, "must be a number or a Python-expression string");
+        if (v.is_number())
+          t.profiles[pname][cname] = v.dump();
+        else if (v.is_string())
+          t.profiles[pname][cname] = v.get<std::string>();
+        else
+          return err("profiles." + pname + "." + cname, "must be a number or a Python-expression string");
       }
     }
   }
@@ -219,7 +220,10 @@ void load_kernelbench(Suite& s, const std::vector<fs::path>& level_dirs) {
     for (const auto& f : fs::directory_iterator(d)) {
       if (f.path().extension() != ".py") continue;
       auto r = parse_task_file(f.path(), name + "/" + f.path().stem().string());
-      if (r.error) { s.skipped.push_back(*r.error); continue; }
+      if (r.error) {
+        s.skipped.push_back(*r.error);
+        continue;
+      }
       r.task->difficulty = std::clamp(level, 1, 5);
       s.tasks.push_back(std::move(*r.task));
     }
@@ -239,7 +243,10 @@ void load_multikernelbench(Suite& s, const fs::path& ref) {
         continue;
       }
       auto r = parse_task_file(f.path(), cat + "/" + f.path().stem().string());
-      if (r.error) { s.skipped.push_back(*r.error); continue; }
+      if (r.error) {
+        s.skipped.push_back(*r.error);
+        continue;
+      }
       r.task->category = cat;
       s.tasks.push_back(std::move(*r.task));
     }
@@ -277,8 +284,9 @@ Suite load_suite(const fs::path& dir) {
     s.layout = "multikernelbench";
     load_multikernelbench(s, s.root);
   } else {
-    throw std::runtime_error(dir.string() +
-                             ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders)");
+    throw std::runtime_error(
+        dir.string() +
+        ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders)");
   }
   std::sort(s.tasks.begin(), s.tasks.end(), [](const Task& a, const Task& b) { return a.id < b.id; });
   return s;

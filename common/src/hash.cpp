@@ -30,7 +30,9 @@ Hasher::Hasher() : impl_(std::make_unique<Impl>()) {
     throw std::runtime_error("Hasher: EVP_DigestInit_ex failed");
 }
 
-Hasher::~Hasher() { EVP_MD_CTX_free(impl_->ctx); }
+Hasher::~Hasher() {
+  EVP_MD_CTX_free(impl_->ctx);
+}
 
 Hasher& Hasher::update(std::string_view part) {
   std::uint64_t n = part.size();

@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -9,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace kforge {
 
@@ -80,8 +80,7 @@ void setup_logging(bool verbose, bool quiet) {
   auto logger = spdlog::stderr_color_mt("kforge");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-  spdlog::set_level(verbose ? spdlog::level::debug
-                            : (quiet ? spdlog::level::warn : spdlog::level::info));
+  spdlog::set_level(verbose ? spdlog::level::debug : (quiet ? spdlog::level::warn : spdlog::level::info));
 }
 
 }  // namespace kforge

@@ -1,15 +1,17 @@
 #include "kforge/prompts/prompts.hpp"
 
-#include "kforge/common/util.hpp"
-
 #include <cstdio>
 #include <stdexcept>
+
+#include "kforge/common/util.hpp"
 
 namespace kforge::prompts {
 
 namespace fs = std::filesystem;
 
-std::filesystem::path templates_dir() { return kforge_home() / "prompts" / "templates"; }
+std::filesystem::path templates_dir() {
+  return kforge_home() / "prompts" / "templates";
+}
 
 std::string fill(std::string tmpl, const std::map<std::string, std::string>& values) {
   std::string out;
@@ -21,8 +23,10 @@ std::string fill(std::string tmpl, const std::map<std::string, std::string>& val
     if (close == std::string::npos) break;
     out.append(tmpl, i, open - i);
     auto it = values.find(tmpl.substr(open + 2, close - open - 2));
-    if (it != values.end()) out += it->second;
-    else out.append(tmpl, open, close + 2 - open);
+    if (it != values.end())
+      out += it->second;
+    else
+      out.append(tmpl, open, close + 2 - open);
     i = close + 2;
   }
   out.append(tmpl, i, std::string::npos);
@@ -31,12 +35,15 @@ std::string fill(std::string tmpl, const std::map<std::string, std::string>& val
 
 std::string load_template(const std::string& name) {
   fs::path p = templates_dir() / name;
-  if (!fs::exists(p)) throw std::runtime_error("prompt template " + p.string() + " is missing (set KFORGE_HOME)");
+  if (!fs::exists(p))
+    throw std::runtime_error("prompt template " + p.string() + " is missing (set KFORGE_HOME)");
   return read_file(p);
 }
 
 namespace {
-std::string lang_of(const std::string& backend) { return backend == "cuda" ? "cuda" : "cpp"; }
+std::string lang_of(const std::string& backend) {
+  return backend == "cuda" ? "cuda" : "cpp";
+}
 std::string shape_str(const std::vector<std::int64_t>& s) {
   std::string r = "[";
   for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -76,10 +83,10 @@ Prompt render_prompt(const PromptInput& in) {
                                                      {"tensor_table", table}});
   for (const auto& e : in.exemplars)
     user += "\n" + fill(load_template("exemplar.md"), {{"task_id", e.task_id},
-                                                        {"category", e.category},
-                                                        {"reference", trim(e.reference)},
-                                                        {"lang", lang_of(in.backend)},
-                                                        {"kernel", trim(e.kernel)}});
+                                                       {"category", e.category},
+                                                       {"reference", trim(e.reference)},
+                                                       {"lang", lang_of(in.backend)},
+                                                       {"kernel", trim(e.kernel)}});
   user += "\n" + load_template("output_format_" + in.backend + ".md");
   if (!in.history.empty()) {
     std::vector<std::string> blocks;
@@ -96,9 +103,11 @@ Prompt render_prompt(const PromptInput& in) {
     const std::size_t budget = static_cast<std::size_t>(std::max(in.token_budget, 256)) * 4;
     std::size_t total = 0;
     std::size_t keep_from = blocks.size();
-    while (keep_from > 0 && total + blocks[keep_from - 1].size() <= budget) total += blocks[--keep_from].size();
+    while (keep_from > 0 && total + blocks[keep_from - 1].size() <= budget)
+      total += blocks[--keep_from].size();
     std::string hist = "\n## Previous attempts\n";
-    if (keep_from == blocks.size()) hist += "\n" + truncate_middle(blocks.back(), budget);
+    if (keep_from == blocks.size())
+      hist += "\n" + truncate_middle(blocks.back(), budget);
     else {
       if (keep_from > 0) hist += "\n(" + std::to_string(keep_from) + " older attempt(s) omitted)\n";
       for (std::size_t i = keep_from; i < blocks.size(); ++i) hist += "\n" + blocks[i];
@@ -109,6 +118,8 @@ Prompt render_prompt(const PromptInput& in) {
   return p;
 }
 
-std::string Prompt::markdown() const { return "# system\n\n" + system + "\n\n# user\n\n" + user + "\n"; }
+std::string Prompt::markdown() const {
+  return "# system\n\n" + system + "\n\n# user\n\n" + user + "\n";
+}
 
 }  // namespace kforge::prompts

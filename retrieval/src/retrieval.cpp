@@ -1,11 +1,11 @@
 #include "kforge/retrieval/retrieval.hpp"
 
-#include "kforge/common/util.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
+
+#include "kforge/common/util.hpp"
 
 namespace kforge::retrieval {
 
@@ -22,11 +22,16 @@ std::optional<Strategy> strategy_from_string(std::string_view s) {
 
 std::string_view to_string(Strategy s) {
   switch (s) {
-    case Strategy::none: return "none";
-    case Strategy::add: return "add";
-    case Strategy::category: return "category";
-    case Strategy::bm25: return "bm25";
-    case Strategy::library: return "library";
+    case Strategy::none:
+      return "none";
+    case Strategy::add:
+      return "add";
+    case Strategy::category:
+      return "category";
+    case Strategy::bm25:
+      return "bm25";
+    case Strategy::library:
+      return "library";
   }
   return "none";
 }
@@ -36,7 +41,9 @@ std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 void split_identifier(const std::string& id, std::vector<std::string>& out) {
   std::string cur;
@@ -51,8 +58,9 @@ void split_identifier(const std::string& id, std::vector<std::string>& out) {
       continue;
     }
     bool up = std::isupper(static_cast<unsigned char>(c));
-    if (up && !cur.empty() && (std::islower(static_cast<unsigned char>(cur.back())) ||
-                               (i + 1 < id.size() && std::islower(static_cast<unsigned char>(id[i + 1])))))
+    if (up && !cur.empty() &&
+        (std::islower(static_cast<unsigned char>(cur.back())) ||
+         (i + 1 < id.size() && std::islower(static_cast<unsigned char>(id[i + 1])))))
       flush();
     cur += c;
   }
@@ -69,8 +77,9 @@ std::vector<std::string> tokenize_code(std::string_view text) {
       continue;
     }
     std::size_t j = i;
-    while (j < text.size() && (ident_char(text[j]) || (text[j] == '.' && j + 1 < text.size() &&
-                                                        std::isalpha(static_cast<unsigned char>(text[j + 1])))))
+    while (j < text.size() &&
+           (ident_char(text[j]) ||
+            (text[j] == '.' && j + 1 < text.size() && std::isalpha(static_cast<unsigned char>(text[j + 1])))))
       ++j;
     std::string word(text.substr(i, j - i));
     i = j;
@@ -146,7 +155,8 @@ ExemplarStore::ExemplarStore(const fs::path& root,
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return;
   std::vector<fs::path> cats;
-  for (const auto& e : fs::directory_iterator(root)) if (e.is_directory()) cats.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory()) cats.push_back(e.path());
   std::sort(cats.begin(), cats.end());
   for (const auto& cat : cats) {
     const std::string cname = cat.filename().string();
@@ -159,7 +169,8 @@ ExemplarStore::ExemplarStore(const fs::path& root,
       continue;
     }
     std::vector<fs::path> names;
-    for (const auto& e : fs::directory_iterator(cat)) if (e.is_directory()) names.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(cat))
+      if (e.is_directory()) names.push_back(e.path());
     std::sort(names.begin(), names.end());
     for (const auto& n : names) {
       auto k = kernel_file(n);
@@ -168,17 +179,19 @@ ExemplarStore::ExemplarStore(const fs::path& root,
       ex.task_id = cname + "/" + n.filename().string();
       ex.category = cname;
       ex.kernel = read_file(*k);
-      ex.reference = fs::exists(n / "reference.py") ? read_file(n / "reference.py") : reference_of(ex.task_id);
+      ex.reference =
+          fs::exists(n / "reference.py") ? read_file(n / "reference.py") : reference_of(ex.task_id);
       items_.push_back(std::move(ex));
     }
   }
 }
 
-std::vector<Exemplar> ExemplarStore::select(Strategy s, const std::string& task_id, const std::string& category,
-                                            const std::string& reference,
+std::vector<Exemplar> ExemplarStore::select(Strategy s, const std::string& task_id,
+                                            const std::string& category, const std::string& reference,
                                             const std::vector<Exemplar>& library) const {
   switch (s) {
-    case Strategy::none: return {};
+    case Strategy::none:
+      return {};
     case Strategy::add:
       if (add_) return {*add_};
       return {};

@@ -30,8 +30,7 @@ std::string record_error_text(const std::string& file, std::size_t line, const s
 RecordError::RecordError(std::size_t line, std::string field, const std::string& reason)
     : RecordError(std::string(), line, std::move(field), reason) {}
 
-RecordError::RecordError(std::string file, std::size_t line, std::string field,
-                         const std::string& reason)
+RecordError::RecordError(std::string file, std::size_t line, std::string field, const std::string& reason)
     : std::runtime_error(record_error_text(file, line, field, reason)),
       file_(std::move(file)),
       line_(line),
@@ -48,7 +47,9 @@ json number_or_string(double v) {
   return v;
 }
 
-const char* type_name(const json& v) { return v.type_name(); }
+const char* type_name(const json& v) {
+  return v.type_name();
+}
 
 struct Reader {
   const json& j;
@@ -88,9 +89,18 @@ struct Reader {
     }
     if (v->is_string()) {
       const auto& s = v->get_ref<const std::string&>();
-      if (s == "nan") { out = std::numeric_limits<double>::quiet_NaN(); return; }
-      if (s == "inf") { out = std::numeric_limits<double>::infinity(); return; }
-      if (s == "-inf") { out = -std::numeric_limits<double>::infinity(); return; }
+      if (s == "nan") {
+        out = std::numeric_limits<double>::quiet_NaN();
+        return;
+      }
+      if (s == "inf") {
+        out = std::numeric_limits<double>::infinity();
+        return;
+      }
+      if (s == "-inf") {
+        out = -std::numeric_limits<double>::infinity();
+        return;
+      }
     }
     bad(field, "a number (or \"nan\", \"inf\", \"-inf\")", *v);
   }
@@ -194,9 +204,7 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   if (const json* v = rd.find("outcome"); v && !v->is_null()) {
     if (!v->is_string()) rd.bad("outcome", "a string", *v);
     auto o = outcome_from_string(v->get_ref<const std::string&>());
-    if (!o)
-      throw RecordError(line, "outcome",
-                        "unknown outcome '" + v->get<std::string>() + "'");
+    if (!o) throw RecordError(line, "outcome", "unknown outcome '" + v->get<std::string>() + "'");
     r.outcome = *o;
   }
   rd.str("sub_kind", r.sub_kind);
@@ -257,7 +265,11 @@ std::string iso8601_utc_now() {
   return out;
 }
 
-void to_json(json& j, const AttemptRecord& r) { j = to_json(r); }
-void from_json(const json& j, AttemptRecord& r) { r = attempt_from_json(j); }
+void to_json(json& j, const AttemptRecord& r) {
+  j = to_json(r);
+}
+void from_json(const json& j, AttemptRecord& r) {
+  r = attempt_from_json(j);
+}
 
 }  // namespace kforge

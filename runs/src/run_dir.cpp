@@ -1,15 +1,15 @@
 #include "kforge/runs/run_dir.hpp"
 
-#include <spdlog/spdlog.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <mutex>
-#include <stdexcept>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
 
 #include "kforge/common/util.hpp"
 
@@ -24,7 +24,9 @@ constexpr const char* kAttemptsFile = "attempts.jsonl";
 constexpr const char* kManifestFile = "manifest.json";
 constexpr const char* kLockFile = ".lock";
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 /// RAII file descriptor.
 struct Fd {
@@ -113,9 +115,8 @@ LoadedAttempts parse_attempts(std::string_view text, const std::string& file) {
       j = json::parse(line);
     } catch (const json::parse_error& e) {
       if (!terminated) {
-        std::string w = file + ": line " + std::to_string(line_no) +
-                        ": ignoring a truncated last line (" + std::to_string(line.size()) +
-                        " bytes; the writer was interrupted)";
+        std::string w = file + ": line " + std::to_string(line_no) + ": ignoring a truncated last line (" +
+                        std::to_string(line.size()) + " bytes; the writer was interrupted)";
         spdlog::warn("{}", w);
         out.warnings.push_back(std::move(w));
         break;
@@ -145,8 +146,7 @@ void validate_task_id(const std::string& task) {
     if (slash == std::string::npos) break;
     start = slash + 1;
   }
-  if (task.find('\0') != std::string::npos)
-    throw std::invalid_argument("task id contains a NUL byte");
+  if (task.find('\0') != std::string::npos) throw std::invalid_argument("task id contains a NUL byte");
 }
 
 }  // namespace
@@ -205,11 +205,9 @@ RunDir RunDir::create(const fs::path& dir_in, const json& manifest) {
     throw std::runtime_error(dir.string() + ": run directory was created by another process");
 
   impl->manifest = manifest;
-  if (!impl->manifest.contains("schema_version"))
-    impl->manifest["schema_version"] = kRunSchemaVersion;
+  if (!impl->manifest.contains("schema_version")) impl->manifest["schema_version"] = kRunSchemaVersion;
   if (!impl->manifest.contains("created_at")) impl->manifest["created_at"] = iso8601_utc_now();
-  write_file(dir / kManifestFile,
-             impl->manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_file(dir / kManifestFile, impl->manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   impl->attempts = open_attempts_for_append(dir);
   fs::create_directories(dir / "attempts");
   fsync_dir(dir);
@@ -219,8 +217,7 @@ RunDir RunDir::create(const fs::path& dir_in, const json& manifest) {
 RunDir RunDir::open_for_resume(const fs::path& dir_in) {
   fs::path dir = fs::absolute(dir_in);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw std::runtime_error(dir.string() + ": no such run directory");
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir.string() + ": no such run directory");
   if (!fs::exists(dir / kManifestFile, ec))
     throw std::runtime_error(dir.string() + ": not a run directory (no " + kManifestFile + ")");
 
@@ -234,15 +231,14 @@ RunDir RunDir::open_for_resume(const fs::path& dir_in) {
   } catch (const json::parse_error& e) {
     throw std::runtime_error(mpath.string() + ": invalid JSON: " + e.what());
   }
-  if (!impl->manifest.is_object())
-    throw std::runtime_error(mpath.string() + ": expected a JSON object");
+  if (!impl->manifest.is_object()) throw std::runtime_error(mpath.string() + ": expected a JSON object");
   if (auto it = impl->manifest.find("schema_version"); it != impl->manifest.end()) {
     if (!it->is_number_integer())
       throw std::runtime_error(mpath.string() + ": field 'schema_version': expected an integer");
     if (it->get<int>() > kRunSchemaVersion)
-      throw std::runtime_error(mpath.string() + ": field 'schema_version': " +
-                               std::to_string(it->get<int>()) + " is newer than this kforge (" +
-                               std::to_string(kRunSchemaVersion) + ")");
+      throw std::runtime_error(mpath.string() +
+                               ": field 'schema_version': " + std::to_string(it->get<int>()) +
+                               " is newer than this kforge (" + std::to_string(kRunSchemaVersion) + ")");
   }
 
   fs::path apath = dir / kAttemptsFile;
@@ -260,8 +256,7 @@ RunDir RunDir::open_for_resume(const fs::path& dir_in) {
       } else {
         // A torn last line: cut it off so the next append starts on a fresh line.
         if (::truncate(apath.c_str(), static_cast<off_t>(keep)) != 0)
-          throw std::runtime_error(apath.string() + ": cannot cut the torn last line: " +
-                                   errno_text());
+          throw std::runtime_error(apath.string() + ": cannot cut the torn last line: " + errno_text());
         spdlog::warn("{}: cut a torn last line ({} bytes) before resuming", apath.string(),
                      text.size() - keep);
       }
@@ -273,8 +268,12 @@ RunDir RunDir::open_for_resume(const fs::path& dir_in) {
   return RunDir(std::move(impl));
 }
 
-const fs::path& RunDir::path() const { return impl_->dir; }
-const json& RunDir::manifest() const { return impl_->manifest; }
+const fs::path& RunDir::path() const {
+  return impl_->dir;
+}
+const json& RunDir::manifest() const {
+  return impl_->manifest;
+}
 
 void RunDir::append(const AttemptRecord& r) {
   if (r.task.empty()) throw std::invalid_argument("attempt record has no task id");
@@ -294,12 +293,11 @@ fs::path RunDir::attempt_path(const std::string& task, int sample, int turn) con
   return impl_->dir / attempt_rel_path(task, sample, turn);
 }
 
-fs::path RunDir::write_attempt_file(const std::string& task, int sample, int turn,
-                                    std::string_view name, std::string_view content) const {
+fs::path RunDir::write_attempt_file(const std::string& task, int sample, int turn, std::string_view name,
+                                    std::string_view content) const {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
       name.find('\0') != std::string_view::npos)
-    throw std::invalid_argument("attempt file name '" + std::string(name) +
-                                "' is not a plain file name");
+    throw std::invalid_argument("attempt file name '" + std::string(name) + "' is not a plain file name");
   fs::path p = attempt_path(task, sample, turn) / std::string(name);
   write_file(p, content);
   return p;

@@ -1,9 +1,5 @@
 #include "kforge/sandbox/compile_cache.hpp"
 
-#include "kforge/common/hash.hpp"
-#include "kforge/common/util.hpp"
-#include "kforge/sandbox/subprocess.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <random>
+
+#include "kforge/common/hash.hpp"
+#include "kforge/common/util.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::sandbox {
 namespace fs = std::filesystem;
@@ -54,8 +54,7 @@ CompileCache::CompileCache(fs::path dir) : dir_(dir.empty() ? default_dir() : st
 fs::path CompileCache::default_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x && fs::path(x).is_absolute())
     return fs::path(x) / "kforge" / "compile";
-  if (const char* h = std::getenv("HOME"); h && *h)
-    return fs::path(h) / ".cache" / "kforge" / "compile";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kforge" / "compile";
   return fs::temp_directory_path() / "kforge-cache" / "compile";
 }
 
@@ -71,8 +70,8 @@ std::optional<CacheEntry> CompileCache::lookup(const std::string& key) const {
   return e;
 }
 
-bool CompileCache::store(const std::string& key, const fs::path& artifact,
-                         const std::string& log, std::string* error) const {
+bool CompileCache::store(const std::string& key, const fs::path& artifact, const std::string& log,
+                         std::string* error) const {
   auto fail = [&](const std::string& msg) {
     if (error) *error = msg;
     return false;

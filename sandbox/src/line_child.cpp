@@ -1,8 +1,6 @@
 // LineChild: a long-lived confined worker speaking lines over stdin/stdout, driven with
 // poll(2) on the owner's thread. stderr is drained whenever we wait on the child, so a
 // chatty child can never block on a full stderr pipe while we wait for its stdout.
-#include "spawn.hpp"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +10,8 @@
 
 #include <cerrno>
 #include <thread>
+
+#include "spawn.hpp"
 
 namespace kforge::sandbox {
 
@@ -199,7 +199,9 @@ std::optional<std::string> LineChild::read_line(milliseconds timeout) {
   }
 }
 
-bool LineChild::alive() { return !impl_->zombie(); }
+bool LineChild::alive() {
+  return !impl_->zombie();
+}
 
 Result LineChild::terminate(milliseconds grace) {
   auto& I = *impl_;
@@ -224,8 +226,12 @@ Result LineChild::wait() {
   return I.reap(false);
 }
 
-std::string LineChild::stderr_tail() const { return impl_->err_tail.text(); }
+std::string LineChild::stderr_tail() const {
+  return impl_->err_tail.text();
+}
 
-int LineChild::pid() const { return impl_->pid; }
+int LineChild::pid() const {
+  return impl_->pid;
+}
 
 }  // namespace kforge::sandbox

@@ -25,27 +25,30 @@ extern char** environ;
 namespace kforge::sandbox {
 
 std::vector<std::string> Spec::default_env_allow() {
-  return {
-      // basics
-      "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
-      // devices and vendor toolchains
-      "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_CACHE_PATH",
-      "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "HIP_VISIBLE_DEVICES",
-      "ROCR_VISIBLE_DEVICES", "ROCM_PATH",
-      // compilers and linkers
-      "CC", "CXX", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
-      "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH",
-      // Python, Triton, OpenMP, kforge itself
-      "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "TRITON_CACHE_DIR",
-      "TRITON_HOME", "XDG_CACHE_HOME", "OMP_NUM_THREADS", "KFORGE_HOME"};
+  return {// basics
+          "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
+          // devices and vendor toolchains
+          "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_CACHE_PATH",
+          "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "HIP_VISIBLE_DEVICES",
+          "ROCR_VISIBLE_DEVICES", "ROCM_PATH",
+          // compilers and linkers
+          "CC", "CXX", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+          "PKG_CONFIG_PATH",
+          // Python, Triton, OpenMP, kforge itself
+          "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "TRITON_CACHE_DIR", "TRITON_HOME",
+          "XDG_CACHE_HOME", "OMP_NUM_THREADS", "KFORGE_HOME"};
 }
 
 const char* to_string(Status s) {
   switch (s) {
-    case Status::exited: return "exited";
-    case Status::signalled: return "signalled";
-    case Status::timed_out: return "timed_out";
-    case Status::failed_to_start: return "failed_to_start";
+    case Status::exited:
+      return "exited";
+    case Status::signalled:
+      return "signalled";
+    case Status::timed_out:
+      return "timed_out";
+    case Status::failed_to_start:
+      return "failed_to_start";
   }
   return "unknown";
 }
@@ -254,12 +257,18 @@ int dup_onto(int from, int to) {
 std::string describe_failure(const ChildReport& rep, const Spec& spec) {
   std::string why = std::strerror(rep.err);
   switch (rep.stage) {
-    case st_stdin: return "open /dev/null: " + why;
-    case st_dup2: return "dup2: " + why;
-    case st_chdir: return "chdir " + spec.cwd.string() + ": " + why;
-    case st_rlimit: return "setrlimit: " + why;
-    case st_exec: return spec.argv[0] + ": " + why;
-    default: return "child setup failed: " + why;
+    case st_stdin:
+      return "open /dev/null: " + why;
+    case st_dup2:
+      return "dup2: " + why;
+    case st_chdir:
+      return "chdir " + spec.cwd.string() + ": " + why;
+    case st_rlimit:
+      return "setrlimit: " + why;
+    case st_exec:
+      return spec.argv[0] + ": " + why;
+    default:
+      return "child setup failed: " + why;
   }
 }
 
@@ -351,19 +360,16 @@ bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) 
   // --- descriptors (parent ends O_CLOEXEC; child ends are dup2'ed onto 0/1/2) ---
   int out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, st_p[2] = {-1, -1}, in_s[2] = {-1, -1};
   auto cleanup = [&] {
-    for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &st_p[0], &st_p[1], &in_s[0],
-                    &in_s[1]})
+    for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &st_p[0], &st_p[1], &in_s[0], &in_s[1]})
       close_fd(*fd);
   };
-  if (::pipe2(out_p, O_CLOEXEC) != 0 || ::pipe2(err_p, O_CLOEXEC) != 0 ||
-      ::pipe2(st_p, O_CLOEXEC) != 0 ||
+  if (::pipe2(out_p, O_CLOEXEC) != 0 || ::pipe2(err_p, O_CLOEXEC) != 0 || ::pipe2(st_p, O_CLOEXEC) != 0 ||
       (stdin_pipe && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_s) != 0)) {
     *error = std::string("pipe: ") + std::strerror(errno);
     cleanup();
     return false;
   }
-  for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &st_p[0], &st_p[1]})
-    *fd = fd_above_stdio(*fd);
+  for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &st_p[0], &st_p[1]}) *fd = fd_above_stdio(*fd);
   if (stdin_pipe) {
     in_s[0] = fd_above_stdio(in_s[0]);
     in_s[1] = fd_above_stdio(in_s[1]);

@@ -5,13 +5,13 @@
 // (it may be forked from a multithreaded process). Parent-side fds are O_CLOEXEC.
 #pragma once
 
-#include "kforge/sandbox/subprocess.hpp"
-
 #include <sys/types.h>
 
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::sandbox::detail {
 

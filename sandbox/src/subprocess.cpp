@@ -7,21 +7,20 @@
 // killed, so kill(-pgid) can never hit an unrelated process. After the child exits, the
 // pipes get a short drain window; grandchildren still holding them open are killed with the
 // group and reading stops. No SIGCHLD handler is installed (SIGCHLD must not be ignored).
-#include "spawn.hpp"
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <cerrno>
 #include <cstring>
 #include <vector>
+
+#include "spawn.hpp"
 
 namespace kforge::sandbox {
 namespace {
@@ -139,8 +138,7 @@ class AsyncChild : public std::enable_shared_from_this<AsyncChild> {
     poll_.async_wait([self = shared_from_this(), delay](const boost::system::error_code& ec) {
       if (ec || self->finished_) return;
       self->check_exit();
-      if (!self->finished_ && !self->exited_)
-        self->schedule_poll(std::min(kMaxPoll, delay * 2));
+      if (!self->finished_ && !self->exited_) self->schedule_poll(std::min(kMaxPoll, delay * 2));
     });
   }
 
@@ -243,9 +241,7 @@ void run_async(boost::asio::io_context& io, Spec spec, std::function<void(Result
     r.status = Status::failed_to_start;
     r.error = std::move(error);
     r.wall = std::chrono::duration_cast<milliseconds>(Clock::now() - t0);
-    boost::asio::post(io, [done = std::move(done), r = std::move(r)]() mutable {
-      done(std::move(r));
-    });
+    boost::asio::post(io, [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
     return;
   }
   auto child = std::make_shared<AsyncChild>(io, std::move(spec), sp, t0, std::move(done));

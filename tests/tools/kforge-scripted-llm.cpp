@@ -36,22 +36,24 @@
 // GET /stats returns {"requests", "in_flight", "max_in_flight", "faults": {...}} (chat requests
 // only). With --log, every chat request is logged as one JSON line (task, sample, turn, path,
 // fault served, status, and the request fields a test may check).
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <nlohmann/json.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <ctime>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <set>
@@ -59,9 +61,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <pthread.h>
-#include <sys/socket.h>
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -105,13 +104,14 @@ std::string slurp(const std::filesystem::path& p) {
 
 Entry parse_entry(const json& j, const std::string& where, const std::filesystem::path& dir, bool matchers) {
   if (!j.is_object()) die(where + ": must be an object");
-  static const std::set<std::string> known = {"task", "turn", "sample", "content", "content_file", "fault",
-                                              "retry_after", "delay_ms", "times", "prompt_tokens",
-                                              "completion_tokens"};
+  static const std::set<std::string> known = {"task",         "turn",          "sample",           "content",
+                                              "content_file", "fault",         "retry_after",      "delay_ms",
+                                              "times",        "prompt_tokens", "completion_tokens"};
   static const std::set<std::string> faults = {"429", "500", "slow", "malformed", "empty", "disconnect"};
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) die(where + "." + k + ": unknown field");
-    if (!matchers && (k == "task" || k == "turn" || k == "sample")) die(where + "." + k + ": not allowed in default");
+    if (!matchers && (k == "task" || k == "turn" || k == "sample"))
+      die(where + "." + k + ": not allowed in default");
   }
   auto get_int = [&](const char* k) -> std::optional<long> {
     auto it = j.find(k);
@@ -143,7 +143,8 @@ Entry parse_entry(const json& j, const std::string& where, const std::filesystem
       die(where + ".fault: must be a string");
     }
     if (!faults.count(e.fault)) {
-      die(where + ".fault: unknown fault '" + e.fault + "' (known: 429, 500, slow, malformed, empty, disconnect)");
+      die(where + ".fault: unknown fault '" + e.fault +
+          "' (known: 429, 500, slow, malformed, empty, disconnect)");
     }
   }
   if (auto it = j.find("retry_after"); it != j.end() && !it->is_null()) {
@@ -168,7 +169,8 @@ Script load_script(const std::string& file) {
   if (j.is_discarded() || !j.is_object()) die("script " + file + ": not a JSON object");
   const auto dir = std::filesystem::path(file).parent_path();
   for (const auto& [k, v] : j.items()) {
-    if (k != "default" && k != "replies" && k != "comment") die("script " + file + ": unknown field '" + k + "'");
+    if (k != "default" && k != "replies" && k != "comment")
+      die("script " + file + ": unknown field '" + k + "'");
   }
   if (auto it = j.find("default"); it != j.end() && !it->is_null()) {
     s.fallback = parse_entry(*it, "script " + file + ": default", dir, false);
@@ -176,7 +178,8 @@ Script load_script(const std::string& file) {
   if (auto it = j.find("replies"); it != j.end()) {
     if (!it->is_array()) die("script " + file + ": replies: must be an array");
     for (std::size_t i = 0; i < it->size(); ++i) {
-      s.replies.push_back(parse_entry((*it)[i], "script " + file + ": replies[" + std::to_string(i) + "]", dir, true));
+      s.replies.push_back(
+          parse_entry((*it)[i], "script " + file + ": replies[" + std::to_string(i) + "]", dir, true));
     }
   }
   return s;
@@ -271,12 +274,14 @@ void coordinates(const Request& req, const json& messages, std::optional<std::st
   std::string last_user;
   if (messages.is_array()) {
     for (const auto& m : messages) {
-      if (m.is_object() && m.value("role", "") == "user" && m.contains("content") && m["content"].is_string()) {
+      if (m.is_object() && m.value("role", "") == "user" && m.contains("content") &&
+          m["content"].is_string()) {
         last_user = m["content"].get<std::string>();
       }
     }
   }
-  static const std::regex task_re(R"(task:\s*(\S+))"), turn_re(R"(turn:\s*(\d+))"), sample_re(R"(sample:\s*(\d+))");
+  static const std::regex task_re(R"(task:\s*(\S+))"), turn_re(R"(turn:\s*(\d+))"),
+      sample_re(R"(sample:\s*(\d+))");
   std::smatch m;
   if (std::regex_search(last_user, m, task_re)) {
     task = m[1].str();
@@ -300,21 +305,26 @@ Handled handle_chat(Server& srv, const Request& req, bool anthropic, json& log) 
 
   // What a test may want to check about the request.
   std::string auth = "none";
-  if (auto it = req.find(http::field::authorization); it != req.end() && it->value().starts_with("Bearer ")) auth = "bearer";
+  if (auto it = req.find(http::field::authorization); it != req.end() && it->value().starts_with("Bearer "))
+    auth = "bearer";
   if (req.find("x-api-key") != req.end()) auth = "x-api-key";
   log["auth"] = auth;
-  if (auto it = req.find("anthropic-version"); it != req.end()) log["anthropic_version"] = std::string(it->value());
+  if (auto it = req.find("anthropic-version"); it != req.end())
+    log["anthropic_version"] = std::string(it->value());
 
   json body = json::parse(req.body(), nullptr, false);
-  if (body.is_discarded() || !body.is_object()) return bad(http::status::bad_request, "request body is not a JSON object");
+  if (body.is_discarded() || !body.is_object())
+    return bad(http::status::bad_request, "request body is not a JSON object");
   for (const char* k : {"model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed",
                         "reasoning_effort", "thinking"}) {
     if (body.contains(k)) log[k] = body[k];
   }
   log["system"] = body.contains("system");
   const json messages = body.value("messages", json());
-  if (!body.contains("model") || !body["model"].is_string()) return bad(http::status::bad_request, "model: missing or not a string");
-  if (!messages.is_array() || messages.empty()) return bad(http::status::bad_request, "messages: missing or empty");
+  if (!body.contains("model") || !body["model"].is_string())
+    return bad(http::status::bad_request, "model: missing or not a string");
+  if (!messages.is_array() || messages.empty())
+    return bad(http::status::bad_request, "messages: missing or empty");
   log["n_messages"] = messages.size();
   long prompt_words = 0;
   for (const auto& m : messages) {
@@ -323,7 +333,8 @@ Handled handle_chat(Server& srv, const Request& req, bool anthropic, json& log) 
       return bad(http::status::bad_request, "messages: each message needs string role and content");
     }
     if (anthropic && m["role"] == "system") {
-      return bad(http::status::bad_request, "messages: system role is not allowed; use the top-level system field");
+      return bad(http::status::bad_request,
+                 "messages: system role is not allowed; use the top-level system field");
     }
     prompt_words += count_words(m["content"].get<std::string>());
   }
@@ -331,9 +342,12 @@ Handled handle_chat(Server& srv, const Request& req, bool anthropic, json& log) 
     if (!body.contains("max_tokens") || !body["max_tokens"].is_number_integer()) {
       return bad(http::status::bad_request, "max_tokens: required");
     }
-    if (req.find("anthropic-version") == req.end()) return bad(http::status::bad_request, "anthropic-version header: required");
-    if (req.find("x-api-key") == req.end()) return bad(http::status::unauthorized, "x-api-key header: required");
-    if (body.contains("system") && body["system"].is_string()) prompt_words += count_words(body["system"].get<std::string>());
+    if (req.find("anthropic-version") == req.end())
+      return bad(http::status::bad_request, "anthropic-version header: required");
+    if (req.find("x-api-key") == req.end())
+      return bad(http::status::unauthorized, "x-api-key header: required");
+    if (body.contains("system") && body["system"].is_string())
+      prompt_words += count_words(body["system"].get<std::string>());
   }
 
   std::optional<std::string> task;
@@ -370,7 +384,8 @@ Handled handle_chat(Server& srv, const Request& req, bool anthropic, json& log) 
         << (sample ? std::to_string(*sample) : "-") << " turn " << (turn ? std::to_string(*turn) : "-");
     log["status"] = 404;
     log["error"] = msg.str();
-    return Handled{json_response(req, http::status::not_found, error_body(anthropic, "not_found_error", msg.str()))};
+    return Handled{
+        json_response(req, http::status::not_found, error_body(anthropic, "not_found_error", msg.str()))};
   }
   const Entry& e = *chosen;
   log["fault"] = e.fault.empty() ? json(nullptr) : json(e.fault);
@@ -403,7 +418,8 @@ Handled handle_chat(Server& srv, const Request& req, bool anthropic, json& log) 
     Response res{http::status::ok, req.version()};
     res.set(http::field::content_type, "application/json");
     res.keep_alive(req.keep_alive());
-    res.body() = R"({"id": "kforge-scripted", "choices": [{"message": {"role": "assistant", "content": "[scripted)";
+    res.body() =
+        R"({"id": "kforge-scripted", "choices": [{"message": {"role": "assistant", "content": "[scripted)";
     res.prepare_payload();
     log["status"] = 200;
     return Handled{std::move(res)};
@@ -468,8 +484,9 @@ void session(Server& srv, tcp::socket sock) {
     if (ec) break;
     const Request& req = parser.get();
     const std::string target(req.target());
-    const bool chat = req.method() == http::verb::post &&
-                      (target == "/v1/chat/completions" || target == "/chat/completions" || target == "/v1/messages");
+    const bool chat =
+        req.method() == http::verb::post &&
+        (target == "/v1/chat/completions" || target == "/chat/completions" || target == "/v1/messages");
     if (chat) {
       const long seq = ++srv.requests;
       const int now = ++srv.in_flight;
@@ -479,8 +496,10 @@ void session(Server& srv, tcp::socket sock) {
       json log = {{"seq", seq}};
       Handled h = handle_chat(srv, req, target == "/v1/messages", log);
       write_log(srv, log);  // before replying: a client that got the reply finds the log line
-      if (!h.disconnect) http::write(sock, h.res, ec);
+      // Out of flight before the reply leaves: a client that got it may send its next request
+      // at once, and must not be counted as overlapping this one.
       --srv.in_flight;
+      if (!h.disconnect) http::write(sock, h.res, ec);
       if (h.disconnect || ec || !req.keep_alive()) break;
       continue;
     }

@@ -1,10 +1,5 @@
 // [agent] end-to-end tests of `kforge run`: the real kforge binary, real HTTP to a
 // kforge-scripted-llm started here, the cpu backend through the real kforge-runner, ci shapes.
-#include "catch.hpp"
-
-#include "kforge/runs/run_dir.hpp"
-
-#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,12 +10,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
+
+#include "catch.hpp"
+#include "kforge/runs/run_dir.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -92,7 +91,8 @@ class Server {
   std::string url_;
 };
 
-std::vector<std::string> run_args(const std::string& url, const fs::path& out, std::vector<std::string> extra) {
+std::vector<std::string> run_args(const std::string& url, const fs::path& out,
+                                  std::vector<std::string> extra) {
   std::vector<std::string> a{std::string(KFORGE_BUILD_DIR) + "/agent/kforge",
                              "run",
                              "--suite",
@@ -151,7 +151,8 @@ std::vector<std::string> repair_pass1(const fs::path& run) {
 TEST_CASE("kforge run repairs gelu_tanh over three turns with feedback in the prompts", "[agent]") {
   Server srv(fs::path(KFORGE_TESTS_DIR) / "data/scripted/repair_demo.json");
   fs::path out = temp_dir("repair") / "run";
-  pid_t pid = spawn(run_args(srv.url(), out, {"--only", "activation/gelu_tanh", "--turns", "3", "--trials", "2"}), -1);
+  pid_t pid = spawn(
+      run_args(srv.url(), out, {"--only", "activation/gelu_tanh", "--turns", "3", "--trials", "2"}), -1);
   REQUIRE(wait_exit(pid) == 0);
   auto recs = kforge::load_attempts(out).records;
   REQUIRE(recs.size() == 3);
@@ -191,8 +192,8 @@ TEST_CASE("kforge run records every LLM fault as a named outcome and loses no at
   Server srv(dir / "script.json");
   fs::path out = dir / "run";
   pid_t pid = spawn(run_args(srv.url(), out,
-                             {"--only", t, "--turns", "5", "--samples", "2", "--stop-on", "never", "--llm-retries",
-                              "1", "--llm-timeout-ms", "400", "--llm-concurrency", "2"}),
+                             {"--only", t, "--turns", "5", "--samples", "2", "--stop-on", "never",
+                              "--llm-retries", "1", "--llm-timeout-ms", "400", "--llm-concurrency", "2"}),
                     -1);
   REQUIRE(wait_exit(pid) == 0);
   auto recs = kforge::load_attempts(out).records;
@@ -209,8 +210,9 @@ TEST_CASE("kforge run records every LLM fault as a named outcome and loses no at
 
 TEST_CASE("kforge run --resume after SIGKILL gives the same attempts as an uninterrupted run", "[agent]") {
   fs::path dir = temp_dir("resume");
-  const std::vector<std::string> extra{"--only", "activation/", "--max-tasks", "3", "--turns", "3",
-                                       "--trials", "2", "--llm-concurrency", "1", "--compile-jobs", "1"};
+  const std::vector<std::string> extra{
+      "--only",   "activation/", "--max-tasks",       "3", "--turns",        "3",
+      "--trials", "2",           "--llm-concurrency", "1", "--compile-jobs", "1"};
   std::set<Key> full;
   {
     Server srv(fs::path(KFORGE_TESTS_DIR) / "data/scripted/repair_demo.json");
@@ -237,8 +239,16 @@ TEST_CASE("kforge run --resume after SIGKILL gives the same attempts as an unint
   REQUIRE(killed);
   const auto partial = keys_of(out);
   CHECK(partial.size() < full.size());
-  std::vector<std::string> resume{std::string(KFORGE_BUILD_DIR) + "/agent/kforge", "run", "--resume", out.string(),
-                                  "--backend", "cpu", "--profile", "ci", "--no-bench", "--no-print-report"};
+  std::vector<std::string> resume{std::string(KFORGE_BUILD_DIR) + "/agent/kforge",
+                                  "run",
+                                  "--resume",
+                                  out.string(),
+                                  "--backend",
+                                  "cpu",
+                                  "--profile",
+                                  "ci",
+                                  "--no-bench",
+                                  "--no-print-report"};
   resume.insert(resume.end(), extra.begin(), extra.end());
   REQUIRE(wait_exit(spawn(resume, -1)) == 0);
   CHECK(keys_of(out) == full);

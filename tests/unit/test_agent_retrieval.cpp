@@ -1,11 +1,10 @@
 // [agent] retrieval (code tokeniser, BM25, exemplar strategies) and prompt rendering.
-#include "catch.hpp"
+#include <algorithm>
 
+#include "catch.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/prompts/prompts.hpp"
 #include "kforge/retrieval/retrieval.hpp"
-
-#include <algorithm>
 
 using namespace kforge;
 
@@ -33,7 +32,8 @@ TEST_CASE("BM25 ranks the document sharing rare terms first", "[agent]") {
 }
 
 TEST_CASE("exemplar strategies never leak the task's own kernel", "[agent]") {
-  retrieval::ExemplarStore store(kforge_home() / "prompts/exemplars/cpu", [](const std::string&) { return ""; });
+  retrieval::ExemplarStore store(kforge_home() / "prompts/exemplars/cpu",
+                                 [](const std::string&) { return ""; });
   REQUIRE(store.exemplars().size() >= 10);
   REQUIRE(store.add_exemplar().has_value());
   auto add = store.select(retrieval::Strategy::add, "x/y", "math", "");
@@ -43,7 +43,8 @@ TEST_CASE("exemplar strategies never leak the task's own kernel", "[agent]") {
   auto cat = store.select(retrieval::Strategy::category, "activation/mish", "activation", "");
   REQUIRE(cat.size() == 1);
   CHECK(cat[0].task_id == "activation/gelu_tanh");
-  auto bm = store.select(retrieval::Strategy::bm25, "pooling/avg", "pooling", "max_pool2d kernel_size stride");
+  auto bm =
+      store.select(retrieval::Strategy::bm25, "pooling/avg", "pooling", "max_pool2d kernel_size stride");
   REQUIRE(bm.size() == 1);
   CHECK(bm[0].task_id == "pooling/max_pool2d");
   std::vector<retrieval::Exemplar> lib{{"math/a", "math", "", "k1"}, {"loss/b", "loss", "", "k2"}};

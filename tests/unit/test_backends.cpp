@@ -2,7 +2,6 @@
 // real g++/nvcc output, the forbidden-symbol check on real shared objects, the cached
 // sandboxed compile, and the adversarial kernels' compile-time outcomes.
 #include "catch.hpp"
-
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"
 #include "kforge/backends/diagnostics.hpp"
@@ -11,10 +10,6 @@
 #include "kforge/sandbox/subprocess.hpp"
 
 // The kernel ABI header candidates include (not on the tests' include path).
-#include "../../backends/abi/kforge/kernel_abi.h"
-
-#include <nlohmann/json.hpp>
-
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -24,8 +19,11 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "../../backends/abi/kforge/kernel_abi.h"
 
 using namespace kforge;
 using namespace kforge::backends;
@@ -49,7 +47,9 @@ struct TempDir {
   }
 };
 
-bool has_nvcc() { return fs::exists("/usr/local/cuda/bin/nvcc") || find_executable("nvcc").has_value(); }
+bool has_nvcc() {
+  return fs::exists("/usr/local/cuda/bin/nvcc") || find_executable("nvcc").has_value();
+}
 
 CompileOptions cuda_options() {
   CompileOptions o;
@@ -96,8 +96,16 @@ fs::path build_so_allowing_undefined(const fs::path& dir, const std::string& nam
   const fs::path so = dir / (name + ".so");
   write_file(src, source);
   sandbox::Spec spec;
-  spec.argv = {"g++",   "-O2", "-fopenmp", "-std=c++17", "-shared", "-fPIC",
-               "-I" + (kforge_home() / "backends" / "abi").string(), "-o", so.string(), src.string()};
+  spec.argv = {"g++",
+               "-O2",
+               "-fopenmp",
+               "-std=c++17",
+               "-shared",
+               "-fPIC",
+               "-I" + (kforge_home() / "backends" / "abi").string(),
+               "-o",
+               so.string(),
+               src.string()};
   const auto res = sandbox::run(spec);
   INFO(res.err);
   REQUIRE(res.ok());
@@ -167,8 +175,9 @@ TEST_CASE("extraction picks the last fenced block that defines kf_forward", "[ba
     CHECK_THAT(e.message, Catch::Contains("python"));
   }
   SECTION("blocks without kf_forward") {
-    const auto e = cpu.extract("```cpp\nint helper(int a) { return a; }\n```\n"
-                               "```cpp\n// kf_forward goes here\nint kf_forward(int);\n```\n");
+    const auto e = cpu.extract(
+        "```cpp\nint helper(int a) { return a; }\n```\n"
+        "```cpp\n// kf_forward goes here\nint kf_forward(int);\n```\n");
     CHECK_FALSE(e.ok);
     CHECK(e.error == ExtractError::no_entry_point);
     CHECK(e.blocks_seen == 2);
@@ -190,8 +199,9 @@ TEST_CASE("extraction picks the last fenced block that defines kf_forward", "[ba
     const auto e = cpu.extract("```\nint kf_forward(int a) { return a; }\n```");
     REQUIRE(e.ok);
     CHECK(e.language.empty());
-    const auto c1 = cuda.extract("```cuda\n__global__ void k() {}\nextern \"C\" int kf_forward(void* s) {\n"
-                                 "  k<<<1, 1, 0, (cudaStream_t)s>>>();\n  return 0;\n}\n```");
+    const auto c1 = cuda.extract(
+        "```cuda\n__global__ void k() {}\nextern \"C\" int kf_forward(void* s) {\n"
+        "  k<<<1, 1, 0, (cudaStream_t)s>>>();\n  return 0;\n}\n```");
     REQUIRE(c1.ok);
     CHECK(c1.language == "cuda");
     CHECK(cuda.extract("```cu\nint kf_forward() { return 0; }\n```").ok);
@@ -299,14 +309,16 @@ std::vector<BrokenCase> broken_cases(bool cuda) {
        CompileErrorKind::undeclared, 3, "undefined_thing"},
       {"bad member", head + sig + "  return (int)in[0].numel;\n}\n", CompileErrorKind::no_member, 3,
        "in[0].numel"},
-      {"missing include", "#include \"kforge/kernel_abi.h\"\n#include \"kf_helpers_that_do_not_exist.h\"\n" +
-                              sig + "  return 0;\n}\n",
+      {"missing include",
+       "#include \"kforge/kernel_abi.h\"\n#include \"kf_helpers_that_do_not_exist.h\"\n" + sig +
+           "  return 0;\n}\n",
        CompileErrorKind::missing_include, 2, "kf_helpers_that_do_not_exist.h"},
-      {"undefined function", head + "void scale_in_place(float* p, long n);\n" + sig +
-                                 "  scale_in_place((float*)out[0].data, kf_numel(&out[0]));\n  return 0;\n}\n",
+      {"undefined function",
+       head + "void scale_in_place(float* p, long n);\n" + sig +
+           "  scale_in_place((float*)out[0].data, kf_numel(&out[0]));\n  return 0;\n}\n",
        CompileErrorKind::link, 0, ""},
-      {"type mismatch", head + sig + "  int* p = in[0].data;\n  return *p;\n}\n", CompileErrorKind::type_mismatch,
-       3, "int* p"},
+      {"type mismatch", head + sig + "  int* p = in[0].data;\n  return *p;\n}\n",
+       CompileErrorKind::type_mismatch, 3, "int* p"},
   };
 }
 
@@ -368,7 +380,8 @@ TEST_CASE("diagnostic lines of each tool are recognised", "[backends]") {
       "/usr/bin/ld: kernel.cu:(.text+0xd): undefined reference to `at::foo()'\n"
       "collect2: error: ld returned 1 exit status\n"
       "1 error detected in the compilation of \"kernel.cu\".\n"
-      "kernel.cu:7:10: fatal error: \xE2\x80\x98" "foo.h\xE2\x80\x99: No such file or directory\n";
+      "kernel.cu:7:10: fatal error: \xE2\x80\x98"
+      "foo.h\xE2\x80\x99: No such file or directory\n";
   const auto d = parse_diagnostics(log, src, "kernel.cu");
   REQUIRE(d.size() == 10);
   CHECK(d[0].line == 3);
@@ -398,10 +411,10 @@ TEST_CASE("diagnostic lines of each tool are recognised", "[backends]") {
   CHECK_FALSE(classify_first_error({}).has_value());
 
   Diagnostic t;
-  for (const char* m : {"cannot convert 'float*' to 'int*' in initialization",
-                        "invalid conversion from 'void*' to 'int*'",
-                        "no matching function for call to 'f(int)'",
-                        "argument of type \"float *\" is incompatible with parameter of type \"int *\""}) {
+  for (const char* m :
+       {"cannot convert 'float*' to 'int*' in initialization", "invalid conversion from 'void*' to 'int*'",
+        "no matching function for call to 'f(int)'",
+        "argument of type \"float *\" is incompatible with parameter of type \"int *\""}) {
     t.message = m;
     CHECK(classify(t) == CompileErrorKind::type_mismatch);
   }
@@ -496,7 +509,8 @@ TEST_CASE("check_symbols rejects forbidden imports of real shared objects", "[ba
   CHECK(std::find(clean.undefined.begin(), clean.undefined.end(), "GOMP_parallel") != clean.undefined.end());
 
   const auto dl = check_symbols(build_so_allowing_undefined(
-      dir.path, "dl", head + "#include <dlfcn.h>\n" + sig + "  return dlopen(\"libm.so.6\", RTLD_NOW) ? 0 : 1;\n}\n"));
+      dir.path, "dl",
+      head + "#include <dlfcn.h>\n" + sig + "  return dlopen(\"libm.so.6\", RTLD_NOW) ? 0 : 1;\n}\n"));
   CHECK_FALSE(dl.clean());
   CHECK(has_rule(dl.forbidden, "dynamic_loading"));
 
@@ -589,7 +603,8 @@ TEST_CASE("compile reports forbidden APIs and timeouts as values", "[backends]")
       "extern \"C\" int kf_forward(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* s) {\n";
   {
     TempDir w;
-    const auto r = compile(cpu, head + "#include <cstdlib>\n" + sig + "  return std::system(\"true\");\n}\n", w.path);
+    const auto r =
+        compile(cpu, head + "#include <cstdlib>\n" + sig + "  return std::system(\"true\");\n}\n", w.path);
     REQUIRE(r.status == CompileStatus::forbidden_api);
     CHECK(r.outcome() == std::optional<Outcome>(Outcome::forbidden_api));
     CHECK(has_rule(r.forbidden, "process"));
@@ -600,7 +615,8 @@ TEST_CASE("compile reports forbidden APIs and timeouts as values", "[backends]")
   {
     // With --no-undefined the torch reference fails the link; it is still forbidden_api.
     TempDir w;
-    const auto r = compile(cpu, head + "namespace at { void foo(); }\n" + sig + "  at::foo();\n  return 0;\n}\n", w.path);
+    const auto r = compile(
+        cpu, head + "namespace at { void foo(); }\n" + sig + "  at::foo();\n  return 0;\n}\n", w.path);
     INFO(r.log);
     REQUIRE(r.status == CompileStatus::forbidden_api);
     CHECK(has_rule(r.forbidden, "torch"));
@@ -613,7 +629,8 @@ TEST_CASE("compile reports forbidden APIs and timeouts as values", "[backends]")
     o.timeout = std::chrono::milliseconds(300);
     o.extra_flags = {"-fconstexpr-loop-limit=2000000000", "-fconstexpr-ops-limit=4000000000000"};
     const std::string slow = head +
-                             "constexpr long slow_sum() { long s = 0; for (long i = 0; i < 1500000000L; ++i) s += i % 7; return s; }\n"
+                             "constexpr long slow_sum() { long s = 0; for (long i = 0; i < 1500000000L; ++i) "
+                             "s += i % 7; return s; }\n"
                              "static_assert(slow_sum() > 0, \"never reached in time\");\n" +
                              sig + "  return 0;\n}\n";
     const auto r = compile(cpu, slow, w.path, o);
@@ -682,7 +699,8 @@ TEST_CASE("adversarial kernels get their compile-time outcomes", "[backends]") {
       const auto& j = jobs[i];
       CompileOptions o = j.backend == "cuda" ? cuda_options() : CompileOptions{};
       o.cache_dir = cache_dir;
-      results[i] = compile(get_backend(j.backend), read_file(j.source), dir.path / (j.backend + "-" + j.kernel), o);
+      results[i] =
+          compile(get_backend(j.backend), read_file(j.source), dir.path / (j.backend + "-" + j.kernel), o);
     }
   };
   auto a = std::async(std::launch::async, worker);

@@ -1,7 +1,4 @@
 // Tests of the content-addressed compile cache (kforge/sandbox/compile_cache.hpp).
-#include "catch.hpp"
-#include "kforge/sandbox/compile_cache.hpp"
-
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "catch.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
+
 using namespace kforge::sandbox;
 namespace fs = std::filesystem;
 
@@ -25,8 +25,7 @@ namespace {
 fs::path fresh_dir(const std::string& tag) {
   std::random_device rd;
   auto p = fs::temp_directory_path() /
-           ("kforge-cache-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-            std::to_string(rd()));
+           ("kforge-cache-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   fs::create_directories(p);
   return p;
 }
@@ -122,7 +121,10 @@ TEST_CASE("compile cache: miss, store, hit", "[cache]") {
   CHECK_FALSE(cache.lookup(key).has_value());
   CHECK_FALSE(cache.lookup("not-a-key").has_value());
 
-  const std::string blob("\x7f" "ELF\0binary\xff", 12);
+  const std::string blob(
+      "\x7f"
+      "ELF\0binary\xff",
+      12);
   std::ofstream(root / "kernel.so", std::ios::binary) << blob;
   std::string error;
   REQUIRE(cache.store(key, root / "kernel.so", "ptxas info: 32 registers\n", &error));

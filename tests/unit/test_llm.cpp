@@ -1,11 +1,8 @@
 // Tests of the LLM client layer against the real kforge-scripted-llm server on 127.0.0.1.
-#include "catch.hpp"
-
-#include "kforge/agent/llm.hpp"
-#include "kforge/runs/run_dir.hpp"
-
 #include <curl/curl.h>
-#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,15 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "catch.hpp"
+#include "kforge/agent/llm.hpp"
+#include "kforge/runs/run_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -88,8 +86,8 @@ class ScriptedServer {
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);
       close(fds[1]);
-      execl(bin.c_str(), bin.c_str(), "--port", "0", "--script", script_path.c_str(), "--log", log_path.c_str(),
-            static_cast<char*>(nullptr));
+      execl(bin.c_str(), bin.c_str(), "--port", "0", "--script", script_path.c_str(), "--log",
+            log_path.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);
@@ -179,8 +177,11 @@ ChatRequest request(const std::string& task, int turn, int sample = 0) {
 }  // namespace
 
 TEST_CASE("openai provider: a scripted reply round-trips with usage, cost and metadata", "[llm]") {
-  ScriptedServer srv(json{{"replies", {{{"task", "activation/gelu"}, {"turn", 2}, {"sample", 0},
-                                        {"content", "```cpp\nint main(){}\n```"}}}}});
+  ScriptedServer srv(json{{"replies",
+                           {{{"task", "activation/gelu"},
+                             {"turn", 2},
+                             {"sample", 0},
+                             {"content", "```cpp\nint main(){}\n```"}}}}});
   LlmConfig cfg = fast_config(srv);
   cfg.price_input_per_mtok = 2.0;
   cfg.price_output_per_mtok = 8.0;
@@ -237,8 +238,9 @@ TEST_CASE("openai provider: a scripted reply round-trips with usage, cost and me
 }
 
 TEST_CASE("429 with Retry-After is honoured and retried", "[llm]") {
-  ScriptedServer srv(json{{"replies", {{{"task", "t"}, {"fault", "429"}, {"retry_after", 1}, {"times", 1}},
-                                       {{"task", "t"}, {"content", "fine"}}}}});
+  ScriptedServer srv(json{{"replies",
+                           {{{"task", "t"}, {"fault", "429"}, {"retry_after", 1}, {"times", 1}},
+                            {{"task", "t"}, {"content", "fine"}}}}});
   auto client = make_llm_client("openai:m", fast_config(srv));
   const auto t0 = Clock::now();
   const ChatResult r = client->chat(request("t", 1));
@@ -305,7 +307,8 @@ TEST_CASE("a reply slower than the timeout is a timeout after the retries", "[ll
     CHECK(elapsed < 2500.0);  // the client gave up; it did not wait for the server
   }
   SECTION("slow once, then on time; the per-request timeout overrides the config") {
-    ScriptedServer srv(json{{"replies", {{{"fault", "slow"}, {"delay_ms", 3000}, {"times", 1}}, {{"content", "ok"}}}}});
+    ScriptedServer srv(
+        json{{"replies", {{{"fault", "slow"}, {"delay_ms", 3000}, {"times", 1}}, {{"content", "ok"}}}}});
     ChatRequest req = request("t", 1);
     req.timeout_ms = 300;
     const ChatResult r = make_llm_client("openai:m", fast_config(srv))->chat(req);
@@ -437,8 +440,9 @@ TEST_CASE("anthropic provider: messages shape, system field, headers", "[llm]") 
 }
 
 TEST_CASE("openai reasoning requests and marker fallback", "[llm]") {
-  ScriptedServer srv(json{{"replies", {{{"task", "act/relu"}, {"turn", 3}, {"content", "relu v3"}},
-                                       {{"task", "act/relu"}, {"content", "relu any"}}}}});
+  ScriptedServer srv(json{{"replies",
+                           {{{"task", "act/relu"}, {"turn", 3}, {"content", "relu v3"}},
+                            {{"task", "act/relu"}, {"content", "relu any"}}}}});
   SECTION("reasoning_effort replaces max_tokens and sampling parameters") {
     ChatRequest req = request("act/relu", 3);
     req.reasoning_effort = "medium";
@@ -546,7 +550,7 @@ TEST_CASE("retry_delay: Retry-After wins, otherwise capped full jitter", "[llm]"
   CHECK(retry_delay(0, 1e6, c, 0.5) == milliseconds(120000));
   CHECK(retry_delay(0, std::nullopt, c, 0.0) == milliseconds(0));
   CHECK(retry_delay(0, std::nullopt, c, 0.5) == milliseconds(250));
-  CHECK(retry_delay(2, std::nullopt, c, 0.5) == milliseconds(1000));   // 0.5 * 500 * 4
+  CHECK(retry_delay(2, std::nullopt, c, 0.5) == milliseconds(1000));    // 0.5 * 500 * 4
   CHECK(retry_delay(10, std::nullopt, c, 0.5) == milliseconds(15000));  // capped at 30 s
   CHECK(retry_delay(1000, std::nullopt, c, 0.999) <= milliseconds(30000));
   CHECK(to_string(ChatStatus::rate_limited) == "rate_limited");
@@ -563,13 +567,15 @@ TEST_CASE("the example scripts in tests/data/scripted load and serve", "[llm]") 
     CHECK(t1.attempts == 2);  // 429 once
     CHECK_THAT(t1.text, Catch::Contains("kSqrt2OverPi * (v + 0.044715f"));
     CHECK_THAT(client->chat(request("activation/gelu_tanh", 2)).text, Catch::Contains("0.44715f"));
-    CHECK_THAT(client->chat(request("activation/gelu_tanh", 3)).text, Catch::Contains("#pragma omp parallel for"));
+    CHECK_THAT(client->chat(request("activation/gelu_tanh", 3)).text,
+               Catch::Contains("#pragma omp parallel for"));
     const ChatResult other = client->chat(request("activation/mish", 1));
     CHECK(other.text == "[scripted reply]\nI cannot help with this task.");
   }
   SECTION("faults: fixed usage numbers") {
     ScriptedServer srv(data / "faults.json");
-    const ChatResult r = make_llm_client("openai:m", fast_config(srv))->chat(request("faults/fixed_usage", 1));
+    const ChatResult r =
+        make_llm_client("openai:m", fast_config(srv))->chat(request("faults/fixed_usage", 1));
     REQUIRE(r.ok());
     CHECK(r.prompt_tokens == 1000);
     CHECK(r.completion_tokens == 250);

@@ -1,12 +1,14 @@
+#include <algorithm>
+
 #include "catch.hpp"
 #include "kforge/benchmarks/task.hpp"
-
-#include <algorithm>
 
 using namespace kforge;
 namespace fs = std::filesystem;
 
-static fs::path fixture(const char* name) { return fs::path(KFORGE_TESTS_DIR) / "fixtures" / name; }
+static fs::path fixture(const char* name) {
+  return fs::path(KFORGE_TESTS_DIR) / "fixtures" / name;
+}
 
 static bool has_error(const Suite& s, const std::string& file_part, const std::string& field_part) {
   return std::any_of(s.skipped.begin(), s.skipped.end(), [&](const LoadError& e) {
@@ -82,8 +84,7 @@ TEST_CASE("MultiKernelBench layout: category from the folder", "[loader]") {
 }
 
 TEST_CASE("a directory that is no suite is an error naming it", "[loader]") {
-  CHECK_THROWS_WITH(load_suite(fixture("kforge_suite") / "act"),
-                    Catch::Contains("not a suite"));
+  CHECK_THROWS_WITH(load_suite(fixture("kforge_suite") / "act"), Catch::Contains("not a suite"));
   CHECK_THROWS_WITH(load_suite(fixture("nope")), Catch::Contains("does not exist"));
   CHECK_THROWS_WITH(resolve_suite("no-such-suite"), Catch::Contains("no-such-suite"));
 }

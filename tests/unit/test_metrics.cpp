@@ -17,7 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool near(double a, double b, double tol = 1e-12) { return std::fabs(a - b) <= tol; }
+bool near(double a, double b, double tol = 1e-12) {
+  return std::fabs(a - b) <= tol;
+}
 
 /// Exact C(n, k) for small n.
 double choose(int n, int k) {
@@ -180,11 +182,11 @@ TEST_CASE("fast_p, SpeedUp_a@k and geomean on known speedups", "[metrics]") {
   // Tasks: a best 0.5x; b samples 1.2x and 0.9x; c 2.5x; d never correct; e correct but not
   // benchmarked.
   std::vector<AttemptRecord> rs{
-      att("a", 0, 1, Outcome::pass, 0.5),       att("a", 1, 1, Outcome::output_mismatch),
-      att("b", 0, 1, Outcome::pass, 1.2),       att("b", 1, 1, Outcome::pass, 0.9),
-      att("c", 0, 1, Outcome::pass, 2.5),       att("c", 1, 1, Outcome::compile_error),
-      att("d", 0, 1, Outcome::runtime_error),   att("d", 1, 1, Outcome::output_mismatch),
-      att("e", 0, 1, Outcome::pass, 0.0),       att("e", 1, 1, Outcome::pass, 0.0),
+      att("a", 0, 1, Outcome::pass, 0.5),     att("a", 1, 1, Outcome::output_mismatch),
+      att("b", 0, 1, Outcome::pass, 1.2),     att("b", 1, 1, Outcome::pass, 0.9),
+      att("c", 0, 1, Outcome::pass, 2.5),     att("c", 1, 1, Outcome::compile_error),
+      att("d", 0, 1, Outcome::runtime_error), att("d", 1, 1, Outcome::output_mismatch),
+      att("e", 0, 1, Outcome::pass, 0.0),     att("e", 1, 1, Outcome::pass, 0.0),
   };
   Summary s = summarize(rs);
   const Scores& b = s.overall.best;
@@ -301,8 +303,10 @@ TEST_CASE("an empty run scores zeros and renders", "[metrics]") {
 
 TEST_CASE("report.md and compare show the expected numbers", "[metrics]") {
   std::vector<AttemptRecord> a{
-      att("relu", 0, 1, Outcome::compile_error), att("relu", 0, 2, Outcome::output_mismatch),
-      att("relu", 0, 3, Outcome::pass, 1.5),     att("gelu", 0, 1, Outcome::pass, 2.5),
+      att("relu", 0, 1, Outcome::compile_error),
+      att("relu", 0, 2, Outcome::output_mismatch),
+      att("relu", 0, 3, Outcome::pass, 1.5),
+      att("gelu", 0, 1, Outcome::pass, 2.5),
   };
   a[0].sub_kind = "undeclared";
   Summary sa = summarize(a);
@@ -380,8 +384,7 @@ TEST_CASE("write_report and export_library on a run directory", "[metrics]") {
   CHECK(near(idx[0]["speedup"].get<double>(), 1.8));
 }
 
-TEST_CASE("two backends: problems are scored apart, cut by backend, best one exported",
-          "[metrics]") {
+TEST_CASE("two backends: problems are scored apart, cut by backend, best one exported", "[metrics]") {
   TempDir tmp;
   fs::path run = tmp.path / "run";
   auto cpu = att("relu", 0, 1, Outcome::pass, 1.2);

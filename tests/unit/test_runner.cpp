@@ -2,15 +2,14 @@
 // references under the ci profile, the shipped exemplars, and the adversarial kernels.
 // GPU variants are tagged [.gpu] (hidden); CTest runs them as the `gpu` test, which the
 // test main skips (exit 77) when no GPU is present.
+#include <chrono>
+#include <nlohmann/json.hpp>
+
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <chrono>
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -48,7 +47,8 @@ void run_exemplars(const std::string& backend_name, const std::string& device, c
   for (const auto& t : core_suite().tasks) {
     fs::path k = root / t.id / backend.source_file_name();
     if (!fs::exists(k)) continue;
-    auto ev = backends::evaluate(backend, read_file(k), work / t.id, runner, agent::task_ref(t, profile), opt);
+    auto ev =
+        backends::evaluate(backend, read_file(k), work / t.id, runner, agent::task_ref(t, profile), opt);
     INFO(t.id << ": " << to_string(ev.outcome) << " " << ev.sub_kind << "\n" << ev.message);
     CHECK(ev.outcome == Outcome::pass);
     ++checked;
@@ -88,8 +88,8 @@ void run_adversarial(const std::string& backend_name, const std::string& device)
   }
   CHECK(judged >= 12);
   // After all that, a correct kernel still passes.
-  auto ev = backends::evaluate(backend, read_file(dir / "correct" / backend.source_file_name()), work / "again",
-                               runner, task, opt);
+  auto ev = backends::evaluate(backend, read_file(dir / "correct" / backend.source_file_name()),
+                               work / "again", runner, task, opt);
   CHECK(ev.outcome == Outcome::pass);
   CHECK(runner.workers_started() >= 2);  // crashes replaced the worker
 }
@@ -117,9 +117,13 @@ TEST_CASE("every kforge-core reference runs under the ci profile", "[runner]") {
   CHECK(s_total < 120);
 }
 
-TEST_CASE("every cpu exemplar passes under the ci profile", "[runner]") { run_exemplars("cpu", "cpu", "ci"); }
+TEST_CASE("every cpu exemplar passes under the ci profile", "[runner]") {
+  run_exemplars("cpu", "cpu", "ci");
+}
 
-TEST_CASE("adversarial cpu kernels get their expected outcomes", "[runner]") { run_adversarial("cpu", "cpu"); }
+TEST_CASE("adversarial cpu kernels get their expected outcomes", "[runner]") {
+  run_adversarial("cpu", "cpu");
+}
 
 TEST_CASE("every cuda exemplar passes at the default profile", "[.gpu]") {
   run_exemplars("cuda", "cuda:0", "");

@@ -298,7 +298,10 @@ TEST_CASE("run dir: a truncated last line is ignored on load and cut on resume",
 TEST_CASE("run dir: a complete last line without newline is kept on resume", "[runs]") {
   TempDir tmp;
   fs::path run = tmp.path / "r";
-  { RunDir rd = RunDir::create(run, nlohmann::json::object()); rd.append(rec("t", 0, 1)); }
+  {
+    RunDir rd = RunDir::create(run, nlohmann::json::object());
+    rd.append(rec("t", 0, 1));
+  }
   std::string line = to_jsonl(rec("t", 0, 2));
   line.pop_back();
   append_raw(run / "attempts.jsonl", line);
@@ -316,7 +319,10 @@ TEST_CASE("run dir: a complete last line without newline is kept on resume", "[r
 TEST_CASE("run dir: a bad line in the middle is an error naming file, line and field", "[runs]") {
   TempDir tmp;
   fs::path run = tmp.path / "r";
-  { RunDir rd = RunDir::create(run, nlohmann::json::object()); rd.append(rec("t", 0, 1)); }
+  {
+    RunDir rd = RunDir::create(run, nlohmann::json::object());
+    rd.append(rec("t", 0, 1));
+  }
   append_raw(run / "attempts.jsonl", "{\"task\":\"t\",\"turn\":\"x\"}\n");
   append_raw(run / "attempts.jsonl", to_jsonl(rec("t", 0, 3)));
   try {

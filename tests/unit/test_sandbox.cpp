@@ -1,15 +1,11 @@
 // Tests of kforge::sandbox subprocess confinement: real child processes, real signals.
-#include "catch.hpp"
-#include "kforge/sandbox/subprocess.hpp"
-
-#include <boost/asio/io_context.hpp>
-
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +13,9 @@
 #include <random>
 #include <string>
 #include <thread>
+
+#include "catch.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 using namespace kforge::sandbox;
 using namespace std::chrono_literals;
@@ -34,8 +33,7 @@ Spec make_spec(std::vector<std::string> argv) {
 fs::path fresh_dir(const std::string& tag) {
   std::random_device rd;
   auto p = fs::temp_directory_path() /
-           ("kforge-sandbox-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-            std::to_string(rd()));
+           ("kforge-sandbox-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   fs::create_directories(p);
   return p;
 }
@@ -147,10 +145,9 @@ TEST_CASE("grandchildren are killed with the process group", "[sandbox]") {
 }
 
 TEST_CASE("captured output is capped, keeping head and tail", "[sandbox]") {
-  auto spec = make_spec(
-      {"sh", "-c",
-       "printf HEAD; head -c 200000 /dev/zero | tr '\\0' x; printf TAIL; "
-       "printf EHEAD >&2; head -c 50000 /dev/zero | tr '\\0' y >&2; printf ETAIL >&2"});
+  auto spec = make_spec({"sh", "-c",
+                         "printf HEAD; head -c 200000 /dev/zero | tr '\\0' x; printf TAIL; "
+                         "printf EHEAD >&2; head -c 50000 /dev/zero | tr '\\0' y >&2; printf ETAIL >&2"});
   spec.limits.output_cap_bytes = 1000;
   auto r = run(spec);
   REQUIRE(r.ok());
@@ -425,8 +422,7 @@ TEST_CASE("LineChild reports EOF, exit status and the stderr tail", "[sandbox]")
   CHECK_FALSE(child->alive());
 
   // A chatty stderr cannot block the child while we wait for stdout.
-  auto noisy = make_spec(
-      {"sh", "-c", "head -c 500000 /dev/zero | tr '\\0' e >&2; echo END >&2; echo ready"});
+  auto noisy = make_spec({"sh", "-c", "head -c 500000 /dev/zero | tr '\\0' e >&2; echo END >&2; echo ready"});
   noisy.limits.output_cap_bytes = 100;
   auto c2 = LineChild::start(noisy, &error);
   REQUIRE(c2);

@@ -48,8 +48,7 @@ typedef struct kf_tensor {
 } kf_tensor;
 
 /** The candidate's entry point. */
-int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
-               void* stream);
+int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs, void* stream);
 
 /** Number of elements of a tensor view. */
 static inline int64_t kf_numel(const kf_tensor* t) {

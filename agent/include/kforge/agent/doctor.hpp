@@ -10,10 +10,10 @@
 namespace kforge::agent {
 
 struct DoctorReport {
-  std::string gxx;     ///< first line of `g++ --version`, "" if missing
-  std::string nvcc;    ///< release line of `nvcc --version`, "" if missing
+  std::string gxx;                ///< first line of `g++ --version`, "" if missing
+  std::string nvcc;               ///< release line of `nvcc --version`, "" if missing
   std::vector<std::string> gpus;  ///< "name, compute capability, memory"
-  std::string runner;  ///< the runner's hello JSON, "" if it did not start
+  std::string runner;             ///< the runner's hello JSON, "" if it did not start
   std::string runner_error;
   std::vector<std::pair<std::string, std::string>> backends;  ///< (name, "usable" or why not)
 };

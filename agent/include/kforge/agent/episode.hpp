@@ -23,7 +23,7 @@ struct RunCommand {
   std::string api_key_env;  ///< name of the environment variable holding the API key
   int samples = 1;
   int turns = 1;
-  std::string stop_on = "pass";  ///< pass | never
+  std::string stop_on = "pass";   ///< pass | never
   std::string exemplar = "none";  ///< none | add | category | bm25 | library
   std::string history = "last";   ///< last | all
   std::string profile;
@@ -31,7 +31,7 @@ struct RunCommand {
   std::filesystem::path resume;
   std::string only;
   std::vector<std::string> tasks;  ///< exact task ids (empty: all)
-  int max_tasks = 0;  ///< 0: all
+  int max_tasks = 0;               ///< 0: all
   double temperature = 0.0;
   int token_budget = 6000;  ///< history section, tokens (~4 chars each)
   int llm_concurrency = 4;

@@ -3,12 +3,12 @@
 // loop. Free functions over values; thread-safe.
 #pragma once
 
+#include <filesystem>
+#include <string>
+
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/runs/attempt.hpp"
-
-#include <filesystem>
-#include <string>
 
 namespace kforge::agent {
 
@@ -34,7 +34,7 @@ struct EvalCommand {
   std::string arch;    ///< cuda target, "" = detect
   std::string device;  ///< "" = cpu for the cpu backend, cuda:0 for cuda
   std::string baseline = "eager";
-  std::string only;    ///< evaluate only task ids containing this substring
+  std::string only;  ///< evaluate only task ids containing this substring
 };
 
 /// Runs the command, prints a table to stdout. Failing kernels are results (exit 0); bad

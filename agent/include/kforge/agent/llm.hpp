@@ -50,7 +50,7 @@ struct ChatRequest {
   std::string model;  ///< empty: the model named in the client spec ("openai:<model>")
   double temperature = 0.0;
   double top_p = 1.0;
-  int max_tokens = 4096;            ///< completion budget (anthropic with thinking: added to it)
+  int max_tokens = 4096;             ///< completion budget (anthropic with thinking: added to it)
   std::optional<std::int64_t> seed;  ///< sent to openai-compatible servers; anthropic has none
   /// For reasoning models: "low", "medium", "high" (or, for anthropic, a token count such as
   /// "16000"). openai: sent as `reasoning_effort`, with `max_completion_tokens` instead of
@@ -83,32 +83,32 @@ std::string_view to_string(ChatStatus s);
 /// The result of chat(). Token counts are the provider's usage numbers (0 if not reported).
 struct ChatResult {
   ChatStatus status = ChatStatus::transport_error;
-  std::string text;            ///< the reply's text content (thinking blocks excluded)
-  std::string model;           ///< the model the server says answered (may differ from asked)
-  std::string finish_reason;   ///< "stop", "length", "end_turn", "max_tokens", ... if reported
+  std::string text;           ///< the reply's text content (thinking blocks excluded)
+  std::string model;          ///< the model the server says answered (may differ from asked)
+  std::string finish_reason;  ///< "stop", "length", "end_turn", "max_tokens", ... if reported
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
-  double latency_ms = 0.0;     ///< wall time of the whole call, back-off sleeps included
-  int attempts = 0;            ///< HTTP requests made (1 = no retry); 1 for replay
+  double latency_ms = 0.0;         ///< wall time of the whole call, back-off sleeps included
+  int attempts = 0;                ///< HTTP requests made (1 = no retry); 1 for replay
   std::optional<double> cost_usd;  ///< set when both prices are configured
-  int http_status = 0;         ///< status of the last HTTP response; 0 if none arrived
-  std::string message;         ///< for failures: what went wrong, in words
+  int http_status = 0;             ///< status of the last HTTP response; 0 if none arrived
+  std::string message;             ///< for failures: what went wrong, in words
 
   bool ok() const { return status == ChatStatus::ok; }
 };
 
 /// Client configuration. Times in milliseconds, prices in USD per 1M tokens.
 struct LlmConfig {
-  std::string base_url;  ///< empty: the provider's public endpoint
-  std::string api_key;   ///< empty: $OPENAI_API_KEY / $ANTHROPIC_API_KEY
-  int max_retries = 5;   ///< retries after 429, 5xx, 408, timeouts and transport errors
+  std::string base_url;           ///< empty: the provider's public endpoint
+  std::string api_key;            ///< empty: $OPENAI_API_KEY / $ANTHROPIC_API_KEY
+  int max_retries = 5;            ///< retries after 429, 5xx, 408, timeouts and transport errors
   int max_bad_reply_retries = 1;  ///< retries after a malformed or empty reply
   int backoff_base_ms = 500;      ///< full-jitter exponential back-off: U(0, min(cap, base*2^i))
   int backoff_cap_ms = 30000;
   int max_retry_after_ms = 120000;  ///< a server's Retry-After is honoured up to this
   int timeout_ms = 300000;          ///< default per-attempt request timeout
   int connect_timeout_ms = 10000;
-  int max_concurrency = 8;          ///< in-flight HTTP requests per client
+  int max_concurrency = 8;  ///< in-flight HTTP requests per client
   std::optional<double> price_input_per_mtok;
   std::optional<double> price_output_per_mtok;
   bool send_task_headers = true;  ///< send X-Kforge-Task/-Sample/-Turn (ignored by real servers)
@@ -139,7 +139,7 @@ std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfi
 /// Retry-After (seconds) the delay is that value, clamped to [0, max_retry_after_ms];
 /// otherwise full jitter: u * min(backoff_cap_ms, backoff_base_ms * 2^retry), u in [0, 1).
 /// Pure; exposed for tests.
-std::chrono::milliseconds retry_delay(int retry, std::optional<double> retry_after_s,
-                                      const LlmConfig& cfg, double u);
+std::chrono::milliseconds retry_delay(int retry, std::optional<double> retry_after_s, const LlmConfig& cfg,
+                                      double u);
 
 }  // namespace kforge

@@ -10,16 +10,16 @@
 // compile() is thread-safe for distinct work directories (the cache is safe to share).
 #pragma once
 
-#include "kforge/backends/backend.hpp"
-#include "kforge/backends/diagnostics.hpp"
-#include "kforge/backends/symbols.hpp"
-#include "kforge/common/outcome.hpp"
-
 #include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/diagnostics.hpp"
+#include "kforge/backends/symbols.hpp"
+#include "kforge/common/outcome.hpp"
 
 namespace kforge::backends {
 
@@ -65,7 +65,7 @@ inline constexpr const char* kArtifactName = "kernel.so";
 /// Builds `source` with `backend` in `workdir` (created if needed). The compiler runs with
 /// cwd = workdir on relative file names. Throws std::runtime_error only when the work
 /// directory or source file cannot be written.
-CompileResult compile(const Backend& backend, const std::string& source,
-                      const std::filesystem::path& workdir, const CompileOptions& options = {});
+CompileResult compile(const Backend& backend, const std::string& source, const std::filesystem::path& workdir,
+                      const CompileOptions& options = {});
 
 }  // namespace kforge::backends

@@ -8,13 +8,13 @@
 // errors for the next prompt. All functions are pure (no I/O) and thread-safe.
 #pragma once
 
-#include "kforge/common/outcome.hpp"
-
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "kforge/common/outcome.hpp"
 
 namespace kforge::backends {
 

@@ -9,21 +9,21 @@
 // (one owner); compile() itself may run concurrently for different work directories.
 #pragma once
 
-#include "kforge/backends/backend.hpp"
-#include "kforge/backends/compile.hpp"
-#include "kforge/backends/runner_client.hpp"
-
 #include <filesystem>
 #include <optional>
 #include <string>
+
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/compile.hpp"
+#include "kforge/backends/runner_client.hpp"
 
 namespace kforge::backends {
 
 struct EvalOptions {
   CompileOptions compile;
-  int trials = 5;         ///< correctness trials (fresh inputs each)
-  int64_t seed = -1;      ///< first trial's seed; -1: drawn at random (recorded in the result)
-  bool bench = true;      ///< time passing candidates
+  int trials = 5;     ///< correctness trials (fresh inputs each)
+  int64_t seed = -1;  ///< first trial's seed; -1: drawn at random (recorded in the result)
+  bool bench = true;  ///< time passing candidates
   BenchOptions bench_options;
 };
 

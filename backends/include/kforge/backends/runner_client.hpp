@@ -12,7 +12,8 @@
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
 //   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[])
 //   {"cmd":"load","task","file","source","device","model_seed","flops","bytes"} ->
-//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms"}; spec = {name, kind (input|parameter|buffer|output), shape, dtype}
+//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms"}; spec = {name, kind
+//        (input|parameter|buffer|output), shape, dtype}
 //   {"cmd":"reference","trials","seed"} -> {"ms":[...]} (runs the reference only)
 //   {"cmd":"check","artifact","trials","seed","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
@@ -25,8 +26,6 @@
 //   Errors: {"ok":false,"error":"python_exception|runner|protocol","message"}.
 #pragma once
 
-#include "kforge/common/outcome.hpp"
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -38,6 +37,8 @@
 #include <string>
 #include <vector>
 
+#include "kforge/common/outcome.hpp"
+
 namespace kforge::sandbox {
 class LineChild;
 }
@@ -47,8 +48,8 @@ namespace kforge::backends {
 struct RunnerConfig {
   /// The kforge-runner executable; empty: $KFORGE_RUNNER, else the build tree's.
   std::filesystem::path runner;
-  std::string device = "cpu";  ///< "cpu" or "cuda:N"
-  int recycle_after = 50;      ///< candidates per worker before it is replaced
+  std::string device = "cpu";                        ///< "cpu" or "cuda:N"
+  int recycle_after = 50;                            ///< candidates per worker before it is replaced
   std::chrono::milliseconds start_timeout{180'000};  ///< import torch can take ~4 s, more under load
   std::chrono::milliseconds load_timeout{300'000};
   std::chrono::milliseconds check_timeout{60'000};
@@ -71,7 +72,7 @@ struct TaskRef {
   /// dtype name ("float32", ..., or "*") -> (atol, rtol); missing dtypes use the defaults.
   std::map<std::string, std::pair<double, double>> tolerances;
   std::string flops_expr, bytes_expr;  ///< the suite's formulas (Python, over the constants)
-  std::string cache_key() const;  ///< identifies (id, source): a reload is skipped when equal
+  std::string cache_key() const;       ///< identifies (id, source): a reload is skipped when equal
 };
 
 struct LoadResult {
@@ -99,10 +100,10 @@ struct TimingStats {
 };
 
 struct BenchOptions {
-  int reps = 100;      ///< repetitions at most
-  int min_reps = 10;   ///< repetitions at least, whatever the budget
+  int reps = 100;     ///< repetitions at most
+  int min_reps = 10;  ///< repetitions at least, whatever the budget
   int warmup = 5;
-  double budget_ms = 5000;  ///< per timed function, after min_reps
+  double budget_ms = 5000;        ///< per timed function, after min_reps
   bool compile_baseline = false;  ///< also time torch.compile(model)
   int64_t seed = 2000;
 };
@@ -115,7 +116,7 @@ struct BenchResult {
   std::optional<TimingStats> reference_compile;
   double candidate_ms = 0;  ///< the candidate's time used for speedup (see flags)
   double reference_ms = 0;
-  double speedup = 0;       ///< reference_ms / candidate_ms
+  double speedup = 0;              ///< reference_ms / candidate_ms
   std::vector<std::string> flags;  ///< e.g. "work_outside_stream"
   double bench_ms = 0;
 };

@@ -28,10 +28,10 @@ struct SymbolPolicy {
 
 /// One forbidden symbol or library found in an artifact.
 struct ForbiddenUse {
-  std::string name;       ///< as listed (version suffix removed), e.g. "dlopen", "_ZN2at3fooEv"
-  std::string demangled;  ///< C++ demangling when `name` is mangled, else == name
-  std::string rule;       ///< the rule broken: "torch", "python", "dynamic_loading",
-                          ///< "process", "network", "cublas", "cudnn"
+  std::string name;         ///< as listed (version suffix removed), e.g. "dlopen", "_ZN2at3fooEv"
+  std::string demangled;    ///< C++ demangling when `name` is mangled, else == name
+  std::string rule;         ///< the rule broken: "torch", "python", "dynamic_loading",
+                            ///< "process", "network", "cublas", "cudnn"
   bool is_library = false;  ///< a NEEDED library rather than a symbol
 };
 

@@ -22,11 +22,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kforge/runs/attempt.hpp"
 
@@ -39,7 +38,7 @@ double pass_at_k(int n, int c, int k);
 
 /// Which k, p and α the tables use.
 struct MetricsConfig {
-  std::vector<int> ks{1, 5, 10};             ///< pass@k, compile@k, SpeedUp_α@k
+  std::vector<int> ks{1, 5, 10};              ///< pass@k, compile@k, SpeedUp_α@k
   std::vector<double> fast_ps{0, 1, 1.5, 2};  ///< fast_p thresholds (speedup > p; fast_0 = correct)
   std::vector<double> alphas{1, 1.5, 2};      ///< SpeedUp_α@k thresholds (speedup >= α)
 };
@@ -47,9 +46,9 @@ struct MetricsConfig {
 /// Scores of a set of problems under one rule for which attempts count (best over turns <= t,
 /// or the final attempt of each episode).
 struct Scores {
-  int tasks = 0;          ///< problems scored
-  int episodes = 0;       ///< samples over those problems
-  int correct_tasks = 0;  ///< problems with at least one passing sample
+  int tasks = 0;                       ///< problems scored
+  int episodes = 0;                    ///< samples over those problems
+  int correct_tasks = 0;               ///< problems with at least one passing sample
   std::map<int, double> compile_at_k;  ///< k -> compile@k (a sample compiled)
   std::map<int, double> pass_at_k;     ///< k -> pass@k
   std::map<double, double> fast_p;     ///< p -> fraction of problems correct with speedup > p
@@ -87,11 +86,11 @@ struct AttemptStats {
 
 /// Everything scored for one subset of the run (the whole run, or one category, ...).
 struct Slice {
-  std::string value;  ///< "all", or the category / difficulty / backend / model it holds
-  int max_turn = 0;   ///< the highest turn in the slice
-  Scores best;        ///< best-attempt scoring: any turn counts
-  Scores final_attempt;          ///< final-attempt scoring: each episode's last turn only
-  std::vector<Scores> by_turn;   ///< [t-1] = best-attempt scoring over turns <= t (repair curve)
+  std::string value;            ///< "all", or the category / difficulty / backend / model it holds
+  int max_turn = 0;             ///< the highest turn in the slice
+  Scores best;                  ///< best-attempt scoring: any turn counts
+  Scores final_attempt;         ///< final-attempt scoring: each episode's last turn only
+  std::vector<Scores> by_turn;  ///< [t-1] = best-attempt scoring over turns <= t (repair curve)
   AttemptStats stats;
 };
 

@@ -36,8 +36,8 @@ Summary summarize_run(const std::filesystem::path& run_dir, const MetricsConfig&
 Summary write_report(const std::filesystem::path& run_dir, const MetricsConfig& config = {});
 
 struct LibraryExport {
-  std::filesystem::path dir;     ///< <run>/library
-  int exported = 0;              ///< tasks written
+  std::filesystem::path dir;         ///< <run>/library
+  int exported = 0;                  ///< tasks written
   std::vector<std::string> missing;  ///< "<task>: <why>" for best attempts whose source is missing
 };
 

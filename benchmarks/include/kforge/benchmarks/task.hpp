@@ -42,9 +42,9 @@ struct ModuleConstant {
 };
 
 struct Task {
-  std::string id;        ///< unique within its suite, e.g. "level1/19_ReLU", "activation/gelu"
-  std::string category;  ///< one of known_categories(), or "" when the layout gives none
-  int difficulty = 0;    ///< 1..5; 0 when unknown
+  std::string id;              ///< unique within its suite, e.g. "level1/19_ReLU", "activation/gelu"
+  std::string category;        ///< one of known_categories(), or "" when the layout gives none
+  int difficulty = 0;          ///< 1..5; 0 when unknown
   std::filesystem::path file;  ///< absolute path of the .py file
   std::string source;          ///< the Python source, unmodified
   std::vector<ModuleConstant> constants;

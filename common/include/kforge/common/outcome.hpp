@@ -41,8 +41,8 @@ enum class RuntimeErrorKind {
   segfault,
   out_of_bounds_write,  ///< a canary region next to an output changed
   nonzero_return,       ///< kf_forward returned non-zero
-  signal,  ///< another fatal signal (SIGABRT, SIGFPE, SIGILL, ...)
-  exit,    ///< the process exited (e.g. the candidate called exit())
+  signal,               ///< another fatal signal (SIGABRT, SIGFPE, SIGILL, ...)
+  exit,                 ///< the process exited (e.g. the candidate called exit())
   python_exception,
   cuda_error,  ///< any other CUDA error
   other,

@@ -5,14 +5,14 @@
 // format, and the history of past attempts with their feedback (policy `last` or `all`,
 // truncated to a token budget at ~4 characters per token). Pure functions over values;
 // templates are read from disk on each call (thread-safe, no shared state).
-#include "kforge/common/outcome.hpp"
-#include "kforge/retrieval/retrieval.hpp"
-
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "kforge/common/outcome.hpp"
+#include "kforge/retrieval/retrieval.hpp"
 
 namespace kforge::prompts {
 

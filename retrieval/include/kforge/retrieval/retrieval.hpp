@@ -17,7 +17,7 @@
 namespace kforge::retrieval {
 
 struct Exemplar {
-  std::string task_id;   ///< "<category>/<name>"
+  std::string task_id;  ///< "<category>/<name>"
   std::string category;
   std::string reference;  ///< PyTorch reference source ("" when unknown)
   std::string kernel;     ///< the correct kernel's source

@@ -17,11 +17,10 @@
 
 #include <compare>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "kforge/common/outcome.hpp"
 
@@ -102,7 +101,9 @@ struct AttemptKey {
   auto operator<=>(const AttemptKey&) const = default;
   bool operator==(const AttemptKey&) const = default;
 };
-inline AttemptKey key_of(const AttemptRecord& r) { return {r.task, r.sample, r.turn}; }
+inline AttemptKey key_of(const AttemptRecord& r) {
+  return {r.task, r.sample, r.turn};
+}
 
 /// A record that cannot be read. what() reads "<file>: line <n>: field '<f>': <reason>", each
 /// part present when known (file "" and line 0 mean unknown; field "" for the whole line).

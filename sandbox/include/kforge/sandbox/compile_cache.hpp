@@ -25,8 +25,8 @@ namespace kforge::sandbox {
 struct CompileKey {
   std::vector<std::pair<std::string, std::string>> sources;  ///< (file name, contents)
   std::vector<std::string> flags;                            ///< compiler argv
-  std::string compiler_version;  ///< e.g. compiler_version("nvcc")
-  std::string target_arch;       ///< e.g. "sm_90", "x86_64-avx2"
+  std::string compiler_version;                              ///< e.g. compiler_version("nvcc")
+  std::string target_arch;                                   ///< e.g. "sm_90", "x86_64-avx2"
 
   /// 64 lowercase hex characters.
   std::string hash() const;
@@ -54,8 +54,8 @@ class CompileCache {
   /// Copies `artifact` into the cache under `key` together with `log`. Returns true when the
   /// entry exists afterwards (stored by us or, concurrently, by someone else); false with
   /// *error set ("<path>: <reason>") on a file-system failure or a malformed key.
-  bool store(const std::string& key, const std::filesystem::path& artifact,
-             const std::string& log, std::string* error = nullptr) const;
+  bool store(const std::string& key, const std::filesystem::path& artifact, const std::string& log,
+             std::string* error = nullptr) const;
 
  private:
   std::filesystem::path dir_;

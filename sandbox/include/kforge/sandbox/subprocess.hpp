@@ -21,7 +21,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -35,11 +34,11 @@
 namespace kforge::sandbox {
 
 struct Limits {
-  std::chrono::milliseconds wall{60'000};   ///< wall-clock limit; 0 = none (run/run_async)
-  std::chrono::milliseconds grace{1'000};   ///< SIGTERM -> SIGKILL delay
-  long cpu_seconds = 0;  ///< RLIMIT_CPU (SIGXCPU, SIGKILL 1 s later); 0 = unlimited
-  long max_processes = 0;                   ///< RLIMIT_NPROC; 0 = unchanged
-  long max_file_bytes = 1L << 30;           ///< RLIMIT_FSIZE (bytes, SIGXFSZ); 0 = unlimited
+  std::chrono::milliseconds wall{60'000};  ///< wall-clock limit; 0 = none (run/run_async)
+  std::chrono::milliseconds grace{1'000};  ///< SIGTERM -> SIGKILL delay
+  long cpu_seconds = 0;                    ///< RLIMIT_CPU (SIGXCPU, SIGKILL 1 s later); 0 = unlimited
+  long max_processes = 0;                  ///< RLIMIT_NPROC; 0 = unchanged
+  long max_file_bytes = 1L << 30;          ///< RLIMIT_FSIZE (bytes, SIGXFSZ); 0 = unlimited
   /// Per stream; the first and last halves are kept around a "... [N bytes truncated] ..."
   /// line (which may exceed the cap by its own length). 0 = keep everything.
   std::size_t output_cap_bytes = 1 << 20;
@@ -81,7 +80,7 @@ struct Result {
   std::string err;  ///< captured stderr (capped)
   bool out_truncated = false;
   bool err_truncated = false;
-  std::string error;  ///< for failed_to_start
+  std::string error;                  ///< for failed_to_start
   std::chrono::milliseconds wall{0};  ///< from spawn to the end of output draining
 
   bool ok() const { return status == Status::exited && exit_code == 0; }
