@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -117,8 +118,26 @@ int main(int argc, char** argv) {
   run->add_option("--only", rn.only, "only task ids containing this text");
   run->add_option("--tasks", rn.tasks, "only these task ids (comma-separated)")->delimiter(',');
   run->add_option("--max-tasks", rn.max_tasks, "at most this many tasks");
-  run->add_option("--temperature", rn.temperature, "sampling temperature");
+  run->add_option("--temperature", rn.temperatures,
+                  "sampling temperature, or one per sample (comma-separated; the last repeats): 0,0.8")
+      ->delimiter(',');
+  run->add_option("--top-p", rn.top_p, "nucleus sampling top_p")->check(CLI::Range(0.0, 1.0));
+  run->add_option("--max-tokens", rn.max_tokens, "completion tokens per reply")
+      ->check(CLI::Range(1, 1 << 24));
+  run->add_option("--reasoning-effort", rn.reasoning_effort,
+                  "reasoning models: low, medium, high (anthropic: or a thinking-token budget)");
+  run->add_option("--seed", rn.seed, "request seed = SEED + sample (openai-compatible servers)");
+  double price_in = 0, price_out = 0;
+  auto* price_in_opt = run->add_option("--price-in", price_in, "USD per 1M prompt tokens (cost is recorded)")
+                           ->check(CLI::NonNegativeNumber);
+  auto* price_out_opt = run->add_option("--price-out", price_out, "USD per 1M completion tokens")
+                            ->check(CLI::NonNegativeNumber);
   run->add_option("--token-budget", rn.token_budget, "history tokens in a prompt (~4 chars each)");
+  run->add_option("--task-token-budget", rn.task_token_budget,
+                  "LLM tokens (prompt + completion) per task over all its samples and turns; no new "
+                  "turn starts once spent (0: no limit)");
+  run->add_option("--max-llm-failures", rn.max_llm_failures,
+                  "consecutive LLM failures (after retries) that stop the run, exit 75 (0: never)");
   run->add_option("--llm-concurrency", rn.llm_concurrency, "in-flight LLM requests")
       ->check(CLI::Range(1, 256));
   run->add_option("--compile-jobs", rn.compile_jobs, "concurrent compiles (default: cores)");
@@ -151,6 +170,14 @@ int main(int argc, char** argv) {
       if (rn.resume.empty() && (rn.suite.empty() || rn.llm.empty() || rn.out.empty())) {
         std::cerr << "kforge run: --suite, --llm and --out are required (or --resume RUN_DIR)\n";
         return 2;
+      }
+      if (price_in_opt->count()) rn.price_input_per_mtok = price_in;
+      if (price_out_opt->count()) rn.price_output_per_mtok = price_out;
+      for (const CLI::Option* o : run->get_options()) {
+        if (o->count() == 0 || o->get_lnames().empty()) continue;
+        std::string name = o->get_lnames().front();
+        std::replace(name.begin(), name.end(), '-', '_');
+        rn.given.insert(name == "no_bench" ? "bench" : name);
       }
       return agent::run_agent(rn);
     }

@@ -60,7 +60,14 @@ struct Shared {
   std::vector<retrieval::Exemplar> library;
   std::map<std::string, backends::LoadResult> loads;
   std::atomic<int> attempts{0}, passes{0}, episodes_done{0};
+  std::atomic<int> llm_errors{0}, consecutive_llm_errors{0}, paused_episodes{0}, budget_stops{0};
+  std::atomic<bool> llm_down{false};           // max_llm_failures reached: no new turns
+  std::map<std::string, std::int64_t> tokens;  // task -> LLM tokens spent (under mu)
 };
+
+bool stopping(const Shared& sh) {
+  return g_stop.load() || sh.llm_down.load();
+}
 
 prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string& source,
                                       const std::string& detail) {
@@ -102,7 +109,14 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
   for (const auto& t : lr.outputs) tensors.push_back({"output", t.name, t.kind, t.dtype, t.shape});
 
   for (int turn = first_turn; turn <= cmd.turns; ++turn) {
-    if (g_stop.load()) return;
+    if (stopping(sh)) return;
+    if (cmd.task_token_budget > 0) {
+      std::lock_guard lk(sh.mu);
+      if (sh.tokens[task.id] >= cmd.task_token_budget) {
+        sh.budget_stops++;
+        return;
+      }
+    }
     AttemptRecord rec;
     rec.task = task.id;
     rec.category = task.category;
@@ -112,7 +126,7 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     rec.backend = cmd.backend;
     rec.model = sh.llm->model();
     rec.exemplar = cmd.exemplar;
-    rec.temperature = cmd.temperature;
+    rec.temperature = sample_temperature(cmd, sample);
     rec.started_at = utc_now();
     rec.attempt_dir = attempt_rel_path(task.id, sample, turn).string();
     const auto t0 = std::chrono::steady_clock::now();
@@ -138,8 +152,11 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
 
     ChatRequest req;
     req.messages = {{"system", prompt.system}, {"user", prompt.user}};
-    req.temperature = cmd.temperature;
-    req.seed = sample;
+    req.temperature = rec.temperature;
+    req.top_p = cmd.top_p;
+    req.max_tokens = cmd.max_tokens;
+    if (!cmd.reasoning_effort.empty()) req.reasoning_effort = cmd.reasoning_effort;
+    req.seed = cmd.seed + sample;
     req.task = task.id;
     req.sample = sample;
     req.turn = turn;
@@ -150,16 +167,30 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     rec.completion_tokens = cr.completion_tokens;
     rec.cost_usd = cr.cost_usd.value_or(0.0);
     sh.run->write_attempt_file(task.id, sample, turn, "response.txt", cr.text);
+    {
+      std::lock_guard lk(sh.mu);
+      sh.tokens[task.id] += cr.prompt_tokens + cr.completion_tokens;
+    }
 
     json result;
     std::string source, detail;
     bool counts_in_history = true;
-    if (!cr.ok()) {
-      rec.outcome = Outcome::format_error;
-      rec.sub_kind = "llm_" + rec.llm_status;
+    const bool llm_failed = !cr.ok() && cr.status != ChatStatus::empty_reply;
+    if (llm_failed) {
+      // The endpoint failed: no model output to judge. Recorded, not scored; the episode pauses
+      // here and --resume asks this turn again.
+      rec.outcome = Outcome::llm_error;
+      rec.sub_kind = rec.llm_status;
       rec.message = truncate_middle("LLM call failed: " + cr.message, 400);
       detail = rec.message;
-      counts_in_history = false;  // not the model's code: the next turn asks again without it
+      counts_in_history = false;
+    } else if (!cr.ok()) {
+      rec.outcome = Outcome::format_error;  // the model answered with nothing
+      rec.sub_kind = rec.llm_status;        // empty_reply
+      rec.message =
+          "The reply had no text content" +
+          (cr.finish_reason.empty() ? std::string(".") : " (finish reason: " + cr.finish_reason + ").");
+      detail = rec.message;
     } else if (auto ex = sh.backend->extract(cr.text); !ex.ok) {
       rec.outcome = Outcome::format_error;
       rec.sub_kind = std::string(backends::to_string(ex.error));
@@ -218,6 +249,15 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     sh.run->write_attempt_file(task.id, sample, turn, "result.json", result.dump(2));
     sh.run->append(rec);
     sh.attempts++;
+    if (llm_failed) {
+      sh.llm_errors++;
+      sh.paused_episodes++;
+      const int n = ++sh.consecutive_llm_errors;
+      if (cmd.max_llm_failures > 0 && n >= cmd.max_llm_failures && !sh.llm_down.exchange(true))
+        spdlog::error("{} consecutive LLM failures (last: {}); stopping the run", n, rec.message);
+      return;
+    }
+    sh.consecutive_llm_errors = 0;
     if (counts_in_history) history.push_back(past_from_record(rec, source, detail));
     if (rec.passed()) {
       sh.passes++;
@@ -233,6 +273,7 @@ std::vector<prompts::PastAttempt> history_from_run(const RunDir& run, const std:
                                                    const std::string& src_name) {
   std::vector<prompts::PastAttempt> h;
   for (const auto& r : recs) {
+    if (!is_model_outcome(r.outcome)) continue;  // an llm_error turn is asked again
     fs::path dir = run.path() / r.attempt_dir;
     if (r.attempt_dir.empty()) dir = run.attempt_path(r.task, r.sample, r.turn);
     std::string source = fs::exists(dir / src_name) ? read_file(dir / src_name) : "";
@@ -251,7 +292,107 @@ std::vector<prompts::PastAttempt> history_from_run(const RunDir& run, const std:
   return h;
 }
 
+/// The manifest's "config": every option that shapes the run's results (restore_config reads
+/// it back on --resume).
+json config_json(const RunCommand& cmd, const Suite& suite) {
+  json c{{"suite", suite.name},
+         {"suite_root", suite.root.string()},
+         {"backend", cmd.backend},
+         {"llm", cmd.llm},
+         {"base_url", cmd.base_url},
+         {"api_key_env", cmd.api_key_env},
+         {"samples", cmd.samples},
+         {"turns", cmd.turns},
+         {"stop_on", cmd.stop_on},
+         {"exemplar", cmd.exemplar},
+         {"history", cmd.history},
+         {"profile", cmd.profile},
+         {"only", cmd.only},
+         {"tasks", cmd.tasks},
+         {"max_tasks", cmd.max_tasks},
+         {"temperature", cmd.temperatures},
+         {"top_p", cmd.top_p},
+         {"max_tokens", cmd.max_tokens},
+         {"reasoning_effort", cmd.reasoning_effort},
+         {"seed", cmd.seed},
+         {"token_budget", cmd.token_budget},
+         {"task_token_budget", cmd.task_token_budget},
+         {"max_llm_failures", cmd.max_llm_failures},
+         {"llm_timeout_ms", cmd.llm_timeout_ms},
+         {"llm_retries", cmd.llm_retries},
+         {"trials", cmd.trials},
+         {"bench", cmd.bench},
+         {"reps", cmd.reps},
+         {"device", cmd.device}};
+  c["price_input_per_mtok"] = cmd.price_input_per_mtok ? json(*cmd.price_input_per_mtok) : json(nullptr);
+  c["price_output_per_mtok"] = cmd.price_output_per_mtok ? json(*cmd.price_output_per_mtok) : json(nullptr);
+  return c;
+}
+
+/// --resume: takes every recorded option that the command line did not give again. Throws
+/// (naming the field) when a recorded value has the wrong type.
+void restore_config(const json& c, RunCommand& cmd) {
+  auto take = [&](const char* key, auto& field) {
+    if (cmd.given.count(key) || !c.contains(key) || c[key].is_null()) return;
+    try {
+      c[key].get_to(field);
+    } catch (const json::exception& e) {
+      throw std::runtime_error(std::string("config.") + key + ": " + e.what());
+    }
+  };
+  if (!cmd.given.count("suite")) {
+    if (c.contains("suite_root") && c["suite_root"].is_string())
+      cmd.suite = c["suite_root"];
+    else
+      take("suite", cmd.suite);
+  }
+  take("backend", cmd.backend);
+  take("llm", cmd.llm);
+  take("base_url", cmd.base_url);
+  take("api_key_env", cmd.api_key_env);
+  take("samples", cmd.samples);
+  take("turns", cmd.turns);
+  take("stop_on", cmd.stop_on);
+  take("exemplar", cmd.exemplar);
+  take("history", cmd.history);
+  if (!cmd.given.count("profile") && c.value("profile", "") != "default") take("profile", cmd.profile);
+  take("only", cmd.only);
+  take("tasks", cmd.tasks);
+  take("max_tasks", cmd.max_tasks);
+  if (!cmd.given.count("temperature") && c.contains("temperature")) {
+    if (c["temperature"].is_number())
+      cmd.temperatures = {c["temperature"].get<double>()};
+    else
+      take("temperature", cmd.temperatures);
+  }
+  take("top_p", cmd.top_p);
+  take("max_tokens", cmd.max_tokens);
+  take("reasoning_effort", cmd.reasoning_effort);
+  take("seed", cmd.seed);
+  take("token_budget", cmd.token_budget);
+  take("task_token_budget", cmd.task_token_budget);
+  take("max_llm_failures", cmd.max_llm_failures);
+  take("llm_timeout_ms", cmd.llm_timeout_ms);
+  take("llm_retries", cmd.llm_retries);
+  take("trials", cmd.trials);
+  take("bench", cmd.bench);
+  take("reps", cmd.reps);
+  take("device", cmd.device);
+  if (!cmd.given.count("price_in") && c.contains("price_input_per_mtok") &&
+      c["price_input_per_mtok"].is_number())
+    cmd.price_input_per_mtok = c["price_input_per_mtok"].get<double>();
+  if (!cmd.given.count("price_out") && c.contains("price_output_per_mtok") &&
+      c["price_output_per_mtok"].is_number())
+    cmd.price_output_per_mtok = c["price_output_per_mtok"].get<double>();
+}
+
 }  // namespace
+
+double sample_temperature(const RunCommand& cmd, int sample) {
+  if (cmd.temperatures.empty()) return 0.0;
+  return cmd
+      .temperatures[std::min(static_cast<std::size_t>(std::max(sample, 0)), cmd.temperatures.size() - 1)];
+}
 
 int run_agent(const RunCommand& cmd_in) {
   RunCommand cmd = cmd_in;
@@ -262,16 +403,11 @@ int run_agent(const RunCommand& cmd_in) {
     return 2;
   }
   if (resuming) {
-    // The resumed run keeps its recorded configuration; the command line may add to it.
     try {
       auto m = json::parse(read_file(cmd.out / "manifest.json"));
-      const auto& c = m.at("config");
-      if (cmd.suite.empty()) cmd.suite = c.value("suite_root", c.value("suite", ""));
-      if (cmd.llm.empty()) cmd.llm = c.value("llm", "");
-      if (cmd.base_url.empty()) cmd.base_url = c.value("base_url", "");
+      restore_config(m.at("config"), cmd);
     } catch (const std::exception& e) {
-      std::cerr << "kforge run: --resume " << cmd.out.string() << ": cannot read manifest.json: " << e.what()
-                << "\n";
+      std::cerr << "kforge run: --resume " << cmd.out.string() << ": manifest.json: " << e.what() << "\n";
       return 2;
     }
   }
@@ -318,6 +454,8 @@ int run_agent(const RunCommand& cmd_in) {
   lc.max_concurrency = std::max(1, cmd.llm_concurrency);
   lc.timeout_ms = cmd.llm_timeout_ms;
   lc.max_retries = cmd.llm_retries;
+  lc.price_input_per_mtok = cmd.price_input_per_mtok;
+  lc.price_output_per_mtok = cmd.price_output_per_mtok;
   std::unique_ptr<LlmClient> llm;
   try {
     llm = make_llm_client(cmd.llm, lc);
@@ -353,26 +491,7 @@ int run_agent(const RunCommand& cmd_in) {
   auto compiler = backend->find_compiler(co);
   json manifest{
       {"command", "run"},
-      {"config",
-       {{"suite", suite.name},
-        {"suite_root", suite.root.string()},
-        {"backend", cmd.backend},
-        {"llm", cmd.llm},
-        {"base_url", cmd.base_url},
-        {"samples", cmd.samples},
-        {"turns", cmd.turns},
-        {"stop_on", cmd.stop_on},
-        {"exemplar", cmd.exemplar},
-        {"history", cmd.history},
-        {"profile", cmd.profile.empty() ? "default" : cmd.profile},
-        {"only", cmd.only},
-        {"max_tasks", cmd.max_tasks},
-        {"temperature", cmd.temperature},
-        {"token_budget", cmd.token_budget},
-        {"trials", cmd.trials},
-        {"bench", cmd.bench},
-        {"reps", cmd.reps},
-        {"device", device}}},
+      {"config", config_json(cmd, suite)},
       {"runner", hello_j.is_discarded() ? json(hello) : hello_j},
       {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
       {"seeds", {{"llm_seed", "sample index"}, {"check_seed", "random per attempt, in attempts.jsonl"}}},
@@ -422,7 +541,10 @@ int run_agent(const RunCommand& cmd_in) {
 
   // Recorded attempts (resume), grouped by episode.
   std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> recorded;
-  for (auto& r : run->load_attempts()) recorded[{r.task, r.sample}].push_back(r);
+  for (auto& r : run->load_attempts()) {
+    sh.tokens[r.task] += r.prompt_tokens + r.completion_tokens;
+    recorded[{r.task, r.sample}].push_back(r);
+  }
   for (auto& [k, v] : recorded)
     std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
   for (auto& r : run->load_attempts()) {
@@ -454,6 +576,7 @@ int run_agent(const RunCommand& cmd_in) {
       int next = 1;
       bool passed = false;
       for (const auto& r : recs) {
+        if (!is_model_outcome(r.outcome)) continue;  // llm_error: ask that turn again
         next = std::max(next, r.turn + 1);
         passed = passed || r.passed();
       }
@@ -480,9 +603,10 @@ int run_agent(const RunCommand& cmd_in) {
       for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       const double min =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() / 60.0;
-      std::fprintf(stderr, "%s[kforge run] episodes %d/%d  attempts %d  passes %d  %.1f attempts/min%s",
-                   tty ? "\r" : "", sh.episodes_done.load(), episodes, sh.attempts.load(), sh.passes.load(),
-                   min > 0 ? sh.attempts.load() / min : 0.0, tty ? "   " : "\n");
+      std::fprintf(
+          stderr, "%s[kforge run] episodes %d/%d  attempts %d  passes %d  llm errors %d  %.1f attempts/min%s",
+          tty ? "\r" : "", sh.episodes_done.load(), episodes, sh.attempts.load(), sh.passes.load(),
+          sh.llm_errors.load(), min > 0 ? sh.attempts.load() / min : 0.0, tty ? "   " : "\n");
       if (!tty) std::this_thread::sleep_for(std::chrono::seconds(5));
     }
     std::fprintf(stderr, "\n");
@@ -496,11 +620,25 @@ int run_agent(const RunCommand& cmd_in) {
   write_report(cmd.out);
   (void)export_library(cmd.out);
   if (cmd.print_report && fs::exists(cmd.out / "report.md")) std::cout << read_file(cmd.out / "report.md");
+  if (sh.budget_stops > 0)
+    std::cerr << "kforge run: " << sh.budget_stops.load() << " episode(s) ended at the task token budget ("
+              << cmd.task_token_budget << " tokens per task)\n";
+  if (sh.llm_down.load()) {
+    std::cerr << "kforge run: stopped after " << cmd.max_llm_failures
+              << " consecutive LLM failures (see llm_error in attempts.jsonl); fix the endpoint and "
+                 "continue with --resume "
+              << cmd.out.string() << "\n";
+    return 75;
+  }
   if (g_stop.load()) {
     std::cerr << "kforge run: interrupted; in-flight attempts recorded. Continue with --resume "
               << cmd.out.string() << "\n";
     return 130;
   }
+  if (sh.paused_episodes > 0)
+    std::cerr << "kforge run: " << sh.paused_episodes.load()
+              << " episode(s) paused at an llm_error; --resume " << cmd.out.string()
+              << " asks those turns again\n";
   return 0;
 }
 

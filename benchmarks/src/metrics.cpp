@@ -150,29 +150,35 @@ void add_phase(PhaseTime& p, double ms) {
 AttemptStats attempt_stats(const std::vector<const AttemptRecord*>& rs) {
   AttemptStats st;
   for (const AttemptRecord* r : rs) {
+    ++st.outcomes[std::string(to_string(r->outcome))][r->sub_kind];
+    st.prompt_tokens += r->prompt_tokens;
+    st.completion_tokens += r->completion_tokens;
+    if (std::isfinite(r->cost_usd)) st.cost_usd += r->cost_usd;
+    add_phase(st.llm, r->llm_ms);
+    add_phase(st.total, r->total_ms);
+    if (!is_model_outcome(r->outcome)) {
+      ++st.llm_errors;
+      continue;
+    }
     ++st.attempts;
     st.compiled += r->compiled();
     st.ran += r->outcome == Outcome::output_mismatch || r->outcome == Outcome::torch_fallback ||
               r->outcome == Outcome::pass;
     st.passed += r->passed();
     st.compile_cached += r->compile_cached;
-    ++st.outcomes[std::string(to_string(r->outcome))][r->sub_kind];
-    st.prompt_tokens += r->prompt_tokens;
-    st.completion_tokens += r->completion_tokens;
-    if (std::isfinite(r->cost_usd)) st.cost_usd += r->cost_usd;
-    add_phase(st.llm, r->llm_ms);
     add_phase(st.compile, r->compile_ms);
     add_phase(st.check, r->check_ms);
     add_phase(st.bench, r->bench_ms);
-    add_phase(st.total, r->total_ms);
   }
   return st;
 }
 
-/// Groups (deduplicated) records into problems and episodes.
+/// Groups (deduplicated) records into problems and episodes; llm_error records are left out
+/// (an episode of only llm_errors, and a problem of only such episodes, does not exist).
 std::vector<Problem> group(const std::vector<const AttemptRecord*>& rs) {
   std::map<ProblemKey, std::map<int, std::map<int, const AttemptRecord*>>> m;
-  for (const AttemptRecord* r : rs) m[problem_of(*r)][r->sample][r->turn] = r;
+  for (const AttemptRecord* r : rs)
+    if (is_model_outcome(r->outcome)) m[problem_of(*r)][r->sample][r->turn] = r;
   std::vector<Problem> out;
   for (auto& [key, samples] : m) {
     Problem p;
@@ -193,7 +199,8 @@ Slice make_slice(const std::string& value, const std::vector<const AttemptRecord
   Slice sl;
   sl.value = value;
   sl.stats = attempt_stats(rs);
-  for (const AttemptRecord* r : rs) sl.max_turn = std::max(sl.max_turn, r->turn);
+  for (const AttemptRecord* r : rs)
+    if (is_model_outcome(r->outcome)) sl.max_turn = std::max(sl.max_turn, r->turn);
   auto problems = group(rs);
   auto views = [&](auto&& fn) {
     std::vector<std::vector<EpisodeView>> out;
@@ -266,6 +273,7 @@ json stats_json(const AttemptStats& s) {
     outcomes[o] = {{"count", total}, {"sub_kinds", sj}};
   }
   return {{"attempts", s.attempts},
+          {"llm_errors", s.llm_errors},
           {"compiled", s.compiled},
           {"ran", s.ran},
           {"passed", s.passed},
@@ -299,7 +307,9 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
     auto [it, fresh] = last.try_emplace({r.backend, r.model, r.task, r.sample, r.turn}, i);
-    if (!fresh) {
+    if (!fresh && !is_model_outcome(records[it->second].outcome)) {
+      it->second = i;  // an llm_error turn asked again by --resume
+    } else if (!fresh) {
       s.warnings.push_back("duplicate record for task '" + r.task + "' sample " + std::to_string(r.sample) +
                            " turn " + std::to_string(r.turn) +
                            (r.backend.empty() ? std::string() : " backend " + r.backend) +
@@ -311,6 +321,11 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   rs.reserve(last.size());
   for (const auto& [key, i] : last) rs.push_back(&records[i]);
 
+  for (const AttemptRecord* r : rs) s.llm_errors += !is_model_outcome(r->outcome);
+  if (s.llm_errors > 0)
+    s.warnings.push_back(std::to_string(s.llm_errors) +
+                         " turn(s) ended in llm_error (the endpoint failed; not scored): `kforge run "
+                         "--resume RUN_DIR` asks them again");
   s.overall = make_slice("all", rs, config);
   s.max_turn = s.overall.max_turn;
   for (const auto& dim : cut_dimensions()) {
@@ -406,6 +421,7 @@ json to_json(const Summary& s) {
           {"overall", to_json(s.overall)},
           {"cuts", cuts},
           {"tasks", tasks},
+          {"llm_errors", s.llm_errors},
           {"warnings", s.warnings}};
 }
 

@@ -133,8 +133,10 @@ std::string render_report_md(const Summary& s, const std::string& title) {
   const Slice& all = s.overall;
   auto ks = present_ks(s, all.best);
   os << "# " << (title.empty() ? "kforge run report" : title) << "\n\n";
-  os << s.attempts << " attempts, " << all.best.tasks << " tasks, " << all.best.episodes
-     << " samples (episodes), up to " << s.max_turn << " turn" << (s.max_turn == 1 ? "" : "s") << ".";
+  os << all.stats.attempts << " attempts";
+  if (all.stats.llm_errors) os << " (and " << all.stats.llm_errors << " llm_error turns, not scored)";
+  os << ", " << all.best.tasks << " tasks, " << all.best.episodes << " samples (episodes), up to "
+     << s.max_turn << " turn" << (s.max_turn == 1 ? "" : "s") << ".";
   if (auto b = join_values(s, "backend"); !b.empty()) os << " Backend: " << b << ".";
   if (auto m = join_values(s, "model"); !m.empty()) os << " Model: " << m << ".";
   os << "\n";
@@ -184,14 +186,15 @@ std::string render_report_md(const Summary& s, const std::string& title) {
   os << "\n## Outcomes\n\n";
   {
     Table t(os, {"outcome", "sub-kind", "count", "share"});
+    const int records = st.attempts + st.llm_errors;
     for (const auto& [o, subs] : st.outcomes) {
       int total = 0;
       for (const auto& [sub, n] : subs) total += n;
-      t.row({o, "(all)", std::to_string(total), pct(st.attempts ? double(total) / st.attempts : 0)});
+      t.row({o, "(all)", std::to_string(total), pct(records ? double(total) / records : 0)});
       if (subs.size() > 1 || !subs.begin()->first.empty())
         for (const auto& [sub, n] : subs)
-          t.row({"", sub.empty() ? "(none)" : sub, std::to_string(n),
-                 pct(st.attempts ? double(n) / st.attempts : 0)});
+          t.row(
+              {"", sub.empty() ? "(none)" : sub, std::to_string(n), pct(records ? double(n) / records : 0)});
     }
   }
   os << "\nPer attempt: compile rate " << frac(st.compile_rate()) << ", call accuracy "
@@ -257,12 +260,12 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
                            const std::string& name_b) {
   std::ostringstream os;
   os << "# Compare: " << name_a << " vs " << name_b << "\n\n";
-  os << "A = " << name_a << ": " << a.attempts << " attempts, " << a.overall.best.tasks << " tasks, "
-     << a.overall.best.episodes << " samples, up to " << a.max_turn << (a.max_turn == 1 ? " turn" : " turns")
-     << ".\n"
-     << "B = " << name_b << ": " << b.attempts << " attempts, " << b.overall.best.tasks << " tasks, "
-     << b.overall.best.episodes << " samples, up to " << b.max_turn << (b.max_turn == 1 ? " turn" : " turns")
-     << ".\n";
+  os << "A = " << name_a << ": " << a.overall.stats.attempts << " attempts, " << a.overall.best.tasks
+     << " tasks, " << a.overall.best.episodes << " samples, up to " << a.max_turn
+     << (a.max_turn == 1 ? " turn" : " turns") << ".\n"
+     << "B = " << name_b << ": " << b.overall.stats.attempts << " attempts, " << b.overall.best.tasks
+     << " tasks, " << b.overall.best.episodes << " samples, up to " << b.max_turn
+     << (b.max_turn == 1 ? " turn" : " turns") << ".\n";
 
   std::set<int> ks_set;
   for (int k : a.config.ks) ks_set.insert(k);
@@ -299,8 +302,11 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
     t.row({"geomean speedup", speed(ab.geomean_speedup) + " (" + std::to_string(ab.speedup_tasks) + ")",
            speed(bb.geomean_speedup) + " (" + std::to_string(bb.speedup_tasks) + ")", ratio});
     const AttemptStats &sa = a.overall.stats, &sb = b.overall.stats;
-    t.row({"attempts (LLM calls)", std::to_string(sa.attempts), std::to_string(sb.attempts),
+    t.row({"attempts", std::to_string(sa.attempts), std::to_string(sb.attempts),
            fmt("%+.0f", double(sb.attempts) - sa.attempts)});
+    if (sa.llm_errors || sb.llm_errors)
+      t.row({"llm_error turns (not scored)", std::to_string(sa.llm_errors), std::to_string(sb.llm_errors),
+             fmt("%+.0f", double(sb.llm_errors) - sa.llm_errors)});
     auto tok = [](const AttemptStats& s) { return s.prompt_tokens + s.completion_tokens; };
     t.row({"tokens", std::to_string(tok(sa)), std::to_string(tok(sb)),
            fmt("%+.0f", double(tok(sb)) - double(tok(sa)))});

@@ -6,7 +6,8 @@
 namespace kforge {
 
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 8> kOutcomeNames{{
+constexpr std::array<std::pair<Outcome, std::string_view>, 9> kOutcomeNames{{
+    {Outcome::llm_error, "llm_error"},
     {Outcome::format_error, "format_error"},
     {Outcome::compile_error, "compile_error"},
     {Outcome::forbidden_api, "forbidden_api"},
@@ -17,6 +18,15 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 8> kOutcomeNames{{
     {Outcome::pass, "pass"},
 }};
 }  // namespace
+
+const std::array<Outcome, 9>& all_outcomes() {
+  static const std::array<Outcome, 9> all = [] {
+    std::array<Outcome, 9> a{};
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = kOutcomeNames[i].first;
+    return a;
+  }();
+  return all;
+}
 
 std::string_view to_string(Outcome o) {
   for (const auto& [v, n] : kOutcomeNames)
@@ -100,6 +110,9 @@ std::string_view to_string(RuntimeErrorKind k) {
 
 std::string_view describe(Outcome o) {
   switch (o) {
+    case Outcome::llm_error:
+      return "The model endpoint failed to answer (HTTP error, rate limit, timeout or malformed reply), so "
+             "there was no candidate to judge.";
     case Outcome::format_error:
       return "The reply could not be used: no code block with a kf_forward entry point was found.";
     case Outcome::compile_error:

@@ -8,8 +8,8 @@
 namespace kforge {
 
 bool AttemptRecord::compiled() const {
-  return outcome != Outcome::format_error && outcome != Outcome::compile_error &&
-         outcome != Outcome::forbidden_api;
+  return outcome != Outcome::llm_error && outcome != Outcome::format_error &&
+         outcome != Outcome::compile_error && outcome != Outcome::forbidden_api;
 }
 
 bool AttemptRecord::has_speedup() const {

@@ -57,12 +57,13 @@ pid_t spawn(const std::vector<std::string>& args, int out_fd) {
 
 class Server {
  public:
-  explicit Server(const fs::path& script) {
+  explicit Server(const fs::path& script, const fs::path& log = {}) {
     int fds[2];
     REQUIRE(pipe(fds) == 0);
-    pid_ = spawn({std::string(KFORGE_BUILD_DIR) + "/tests/kforge-scripted-llm", "--port", "0", "--script",
-                  script.string()},
-                 fds[1]);
+    std::vector<std::string> args{std::string(KFORGE_BUILD_DIR) + "/tests/kforge-scripted-llm", "--port", "0",
+                                  "--script", script.string()};
+    if (!log.empty()) args.insert(args.end(), {"--log", log.string()});
+    pid_ = spawn(args, fds[1]);
     close(fds[1]);
     std::string line;
     pollfd p{fds[0], POLLIN, 0};
@@ -177,34 +178,161 @@ TEST_CASE("kforge run repairs gelu_tanh over three turns with feedback in the pr
   fs::remove_all(out.parent_path());
 }
 
-TEST_CASE("kforge run records every LLM fault as a named outcome and loses no attempt", "[agent]") {
+TEST_CASE("kforge run: LLM faults are named outcomes, nothing is lost, --resume asks llm_error turns again",
+          "[agent]") {
   fs::path dir = temp_dir("faults");
-  const std::string t = "activation/gelu_tanh";
+  const std::string a = "activation/gelu_tanh", b = "activation/mish", c = "activation/swiglu",
+                    d = "activation/log_softmax_temperature";
   json script{{"default", {{"content", "no code here"}}},
               {"replies",
-               {{{"task", t}, {"turn", 1}, {"fault", "429"}, {"retry_after", 0}, {"times", 1}},
-                {{"task", t}, {"turn", 1}, {"content", "after one 429, still no code"}},
-                {{"task", t}, {"turn", 2}, {"fault", "500"}},
-                {{"task", t}, {"turn", 3}, {"fault", "slow"}, {"delay_ms", 3000}, {"content", "late"}},
-                {{"task", t}, {"turn", 4}, {"fault", "malformed"}},
-                {{"task", t}, {"turn", 5}, {"fault", "empty"}}}}};
+               {{{"task", a}, {"turn", 1}, {"fault", "429"}, {"retry_after", 0}, {"times", 1}},
+                {{"task", a}, {"turn", 1}, {"content", "after one 429, still no code"}},
+                {{"task", a}, {"turn", 2}, {"fault", "empty"}},
+                {{"task", b}, {"turn", 1}, {"fault", "500"}},
+                {{"task", c}, {"turn", 1}, {"fault", "slow"}, {"delay_ms", 3000}, {"content", "late"}},
+                {{"task", d}, {"turn", 1}, {"fault", "malformed"}}}}};
   std::ofstream(dir / "script.json") << script.dump(2);
+  fs::path out = dir / "run";
+  {
+    Server srv(dir / "script.json");
+    pid_t pid = spawn(run_args(srv.url(), out,
+                               {"--tasks", a + "," + b + "," + c + "," + d, "--turns", "3", "--samples", "2",
+                                "--stop-on", "never", "--llm-retries", "1", "--llm-timeout-ms", "400",
+                                "--llm-concurrency", "2", "--max-llm-failures", "0"}),
+                      -1);
+    REQUIRE(wait_exit(pid) == 0);
+  }
+  auto recs = kforge::load_attempts(out).records;
+  // a: 3 turns per sample (429 retried, then empty, then no code); b, c, d: each sample pauses
+  // at its turn-1 llm_error instead of spending turns on a failing endpoint.
+  REQUIRE(recs.size() == 2 * 3 + 3 * 2);
+  std::map<std::string, std::string> want_llm{{b, "http_error"}, {c, "timeout"}, {d, "malformed_reply"}};
+  for (const auto& r : recs) {
+    INFO(r.task << " turn " << r.turn << " " << r.llm_status);
+    CHECK(fs::exists(out / r.attempt_dir / "result.json"));
+    if (r.task == a) {
+      CHECK(r.outcome == kforge::Outcome::format_error);
+      CHECK(r.llm_status == (r.turn == 2 ? "empty_reply" : "ok"));
+      if (r.turn == 2) CHECK(r.sub_kind == "empty_reply");
+    } else {
+      CHECK(r.turn == 1);
+      CHECK(r.outcome == kforge::Outcome::llm_error);
+      CHECK(r.sub_kind == want_llm[r.task]);
+    }
+  }
+  // llm_error is recorded but not scored: only task a's 6 attempts count.
+  auto summary = json::parse(slurp(out / "summary.json"));
+  CHECK(summary["overall"]["attempts"]["attempts"] == 6);
+  CHECK(summary["overall"]["attempts"]["llm_errors"] == 6);
+  CHECK(summary["overall"]["best"]["tasks"] == 1);
+  CHECK(slurp(out / "report.md").find("llm_error") != std::string::npos);
+
+  // The endpoint recovers; a bare --resume (new URL only) restores samples, turns, profile,
+  // backend and the rest from manifest.json and asks the llm_error turns again.
+  std::ofstream(dir / "healed.json") << json{{"default", {{"content", "no code here"}}}}.dump();
+  Server healed(dir / "healed.json");
+  REQUIRE(wait_exit(spawn({std::string(KFORGE_BUILD_DIR) + "/agent/kforge", "run", "--resume", out.string(),
+                           "--base-url", healed.url(), "--no-print-report"},
+                          -1)) == 0);
+  auto all = kforge::load_attempts(out).records;
+  CHECK(all.size() == recs.size() + 3 * 2 * 3);  // b, c, d: turns 1-3 of both samples, appended
+  std::set<std::tuple<std::string, int, int>> keys;
+  for (const auto& r : all) keys.insert({r.task, r.sample, r.turn});
+  CHECK(keys.size() == 4 * 2 * 3);
+  summary = json::parse(slurp(out / "summary.json"));
+  CHECK(summary["overall"]["attempts"]["attempts"] == 4 * 2 * 3);
+  CHECK(summary["overall"]["attempts"]["llm_errors"] == 0);
+  CHECK(summary["overall"]["best"]["tasks"] == 4);
+  CHECK(summary["warnings"].empty());  // a re-asked llm_error turn is not a duplicate
+  fs::remove_all(dir);
+}
+
+TEST_CASE("kforge run stops after --max-llm-failures consecutive LLM failures (exit 75)", "[agent]") {
+  fs::path dir = temp_dir("llmdown");
+  std::ofstream(dir / "script.json") << json{{"replies", json::array({{{"fault", "500"}}})}}.dump();
   Server srv(dir / "script.json");
   fs::path out = dir / "run";
   pid_t pid = spawn(run_args(srv.url(), out,
-                             {"--only", t, "--turns", "5", "--samples", "2", "--stop-on", "never",
-                              "--llm-retries", "1", "--llm-timeout-ms", "400", "--llm-concurrency", "2"}),
+                             {"--only", "activation/", "--samples", "4", "--turns", "3", "--llm-retries", "0",
+                              "--llm-concurrency", "1", "--compile-jobs", "1", "--max-llm-failures", "3"}),
                     -1);
-  REQUIRE(wait_exit(pid) == 0);
+  REQUIRE(wait_exit(pid) == 75);
   auto recs = kforge::load_attempts(out).records;
-  REQUIRE(recs.size() == 2 * 5);  // samples * turns: nothing lost
+  CHECK(recs.size() >= 3);
+  CHECK(recs.size() < 4 * 4);  // far fewer than one call per episode
   for (const auto& r : recs) {
-    INFO(r.turn << " " << r.llm_status);
-    CHECK(r.outcome == kforge::Outcome::format_error);
-    const char* want[] = {"", "ok", "http_error", "timeout", "malformed_reply", "empty_reply"};
-    CHECK(r.llm_status == want[r.turn]);
-    CHECK(fs::exists(out / r.attempt_dir / "result.json"));
+    CHECK(r.outcome == kforge::Outcome::llm_error);
+    CHECK(r.turn == 1);
   }
+  CHECK(fs::exists(out / "report.md"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "kforge run sends per-sample temperature, top_p, max_tokens, seed; --task-token-budget bounds a task",
+    "[agent]") {
+  fs::path dir = temp_dir("params");
+  std::ofstream(dir / "script.json") << json{
+      {"default",
+       {{"content", "no code here"},
+        {"prompt_tokens", 100},
+        {"completion_tokens", 20}}}}.dump();
+  {
+    Server srv(dir / "script.json", dir / "requests.jsonl");
+    pid_t pid = spawn(run_args(srv.url(), dir / "run",
+                               {"--tasks",
+                                "activation/gelu_tanh",
+                                "--samples",
+                                "3",
+                                "--turns",
+                                "2",
+                                "--temperature",
+                                "0,0.7",
+                                "--top-p",
+                                "0.9",
+                                "--max-tokens",
+                                "2048",
+                                "--seed",
+                                "100",
+                                "--llm-concurrency",
+                                "1",
+                                "--price-in",
+                                "2",
+                                "--price-out",
+                                "10"}),
+                      -1);
+    REQUIRE(wait_exit(pid) == 0);
+  }
+  std::map<int, int> requests_per_sample;
+  std::istringstream log(slurp(dir / "requests.jsonl"));
+  for (std::string line; std::getline(log, line);) {
+    auto j = json::parse(line);
+    const int s = j["sample"].get<int>();
+    ++requests_per_sample[s];
+    CHECK(j["temperature"].get<double>() == Approx(s == 0 ? 0.0 : 0.7));
+    CHECK(j["top_p"].get<double>() == Approx(0.9));
+    CHECK(j["max_tokens"] == 2048);
+    CHECK(j["seed"] == 100 + s);
+  }
+  CHECK(requests_per_sample == std::map<int, int>{{0, 2}, {1, 2}, {2, 2}});
+  for (const auto& r : kforge::load_attempts(dir / "run").records) {
+    CHECK(r.temperature == Approx(r.sample == 0 ? 0.0 : 0.7));
+    CHECK(r.cost_usd == Approx((100 * 2.0 + 20 * 10.0) / 1e6));
+  }
+
+  // 120 tokens a call: a budget of 250 lets at most 3 calls start (the third starts at 240).
+  fs::path out = dir / "budget";
+  {
+    Server srv(dir / "script.json");
+    REQUIRE(wait_exit(spawn(
+                run_args(srv.url(), out,
+                         {"--tasks", "activation/gelu_tanh", "--samples", "3", "--turns", "2",
+                          "--llm-concurrency", "1", "--compile-jobs", "1", "--task-token-budget", "250"}),
+                -1)) == 0);
+  }
+  auto recs = kforge::load_attempts(out).records;
+  CHECK(recs.size() >= 3);
+  CHECK(recs.size() < 6);
   fs::remove_all(dir);
 }
 

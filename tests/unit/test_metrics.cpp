@@ -415,3 +415,39 @@ TEST_CASE("two backends: problems are scored apart, cut by backend, best one exp
   CHECK(idx[0]["file"] == "relu/kernel.cu");
   CHECK(read_file(run / "library/relu/kernel.cu") == "// cuda\n");
 }
+
+TEST_CASE("llm_error records are counted but not scored; a re-asked turn supersedes them silently",
+          "[metrics]") {
+  // Sample 0 passes at turn 1. Sample 1's turn 1 failed at the endpoint (llm_error), and
+  // nothing else of it was recorded: the task has one scored sample, not two.
+  std::vector<AttemptRecord> rs{att("gelu", 0, 1, Outcome::pass, 2.0), att("gelu", 1, 1, Outcome::llm_error)};
+  rs[1].sub_kind = "http_error";
+  Summary s = summarize(rs);
+  CHECK(s.llm_errors == 1);
+  CHECK(s.overall.stats.attempts == 1);
+  CHECK(s.overall.stats.llm_errors == 1);
+  CHECK(s.overall.stats.compiled == 1);
+  CHECK(s.overall.stats.outcomes["llm_error"]["http_error"] == 1);
+  CHECK(s.overall.best.episodes == 1);
+  CHECK(near(s.overall.best.pass_at_k.at(1), 1.0));
+  REQUIRE(s.tasks.size() == 1);
+  CHECK(s.tasks[0].samples == 1);
+  REQUIRE(s.warnings.size() == 1);
+  CHECK(s.warnings[0].find("--resume") != std::string::npos);
+  CHECK(render_report_md(s, "t").find("1 llm_error turns, not scored") != std::string::npos);
+
+  // --resume asked sample 1's turn 1 again and it failed to compile: now two scored samples.
+  rs.push_back(att("gelu", 1, 1, Outcome::compile_error));
+  s = summarize(rs);
+  CHECK(s.llm_errors == 0);
+  CHECK(s.warnings.empty());
+  CHECK(s.overall.best.episodes == 2);
+  CHECK(near(s.overall.best.pass_at_k.at(1), 0.5));
+  CHECK(s.overall.stats.outcomes.count("llm_error") == 0);
+
+  // A task with nothing but llm_errors is not scored at all.
+  s = summarize({att("mish", 0, 1, Outcome::llm_error), att("mish", 1, 1, Outcome::llm_error)});
+  CHECK(s.overall.best.tasks == 0);
+  CHECK(s.tasks.empty());
+  CHECK(s.llm_errors == 2);
+}

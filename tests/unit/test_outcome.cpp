@@ -6,9 +6,10 @@
 using namespace kforge;
 
 TEST_CASE("outcome names round-trip") {
-  for (auto o :
-       {Outcome::format_error, Outcome::compile_error, Outcome::forbidden_api, Outcome::runtime_error,
-        Outcome::timeout, Outcome::output_mismatch, Outcome::torch_fallback, Outcome::pass}) {
+  CHECK(all_outcomes().front() == Outcome::llm_error);
+  CHECK(all_outcomes().back() == Outcome::pass);
+  for (auto o : all_outcomes()) {
+    CHECK(is_model_outcome(o) == (o != Outcome::llm_error));
     auto back = outcome_from_string(to_string(o));
     REQUIRE(back.has_value());
     CHECK(*back == o);

@@ -5,11 +5,21 @@
 // single job at a time (its own strand of work). Concurrency bounds: LLM requests
 // (LlmConfig::max_concurrency), compile jobs (a semaphore), runner slots (backends::RunnerPool,
 // one RunnerClient per device; check+bench of one attempt holds the slot). Every attempt is
-// appended to attempts.jsonl as it finishes (RunDir::append, fsynced); an LLM failure after
-// retries is recorded as a format_error attempt with llm_status set. SIGINT/SIGTERM stop new
-// turns; in-flight attempts finish and are recorded. `--resume` skips recorded turns and
-// rebuilds the history from the attempt files.
+// appended to attempts.jsonl as it finishes (RunDir::append, fsynced).
+//
+// LLM failures: an empty reply is the model's format_error (sub-kind empty_reply). Any other
+// failure after the client's retries (HTTP error, 429, timeout, malformed body, transport) is
+// recorded as an llm_error attempt (not scored, see metrics.hpp) and pauses that episode: no
+// turn is spent on a failing endpoint. After `max_llm_failures` consecutive llm_errors the whole
+// run stops like SIGINT (exit 75). `--resume` asks every llm_error turn again.
+//
+// SIGINT/SIGTERM stop new turns; in-flight attempts finish and are recorded. `--resume RUN_DIR`
+// restores the recorded configuration (every option not given again on the command line),
+// skips recorded turns and rebuilds the history from the attempt files.
+#include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,21 +42,37 @@ struct RunCommand {
   std::string only;
   std::vector<std::string> tasks;  ///< exact task ids (empty: all)
   int max_tasks = 0;               ///< 0: all
-  double temperature = 0.0;
-  int token_budget = 6000;  ///< history section, tokens (~4 chars each)
+  /// Sampling temperature per sample: sample s uses temperatures[min(s, size-1)], e.g. {0, 0.8}
+  /// is greedy for sample 0 and 0.8 for the rest. Empty: 0.
+  std::vector<double> temperatures{0.0};
+  double top_p = 1.0;
+  int max_tokens = 4096;         ///< completion tokens per reply
+  std::string reasoning_effort;  ///< "" (off), low, medium, high, or an anthropic token budget
+  std::int64_t seed = 0;         ///< request seed = seed + sample (openai-compatible servers)
+  std::optional<double> price_input_per_mtok, price_output_per_mtok;  ///< USD per 1M tokens
+  int token_budget = 6000;             ///< history section of a prompt, tokens (~4 chars each)
+  std::int64_t task_token_budget = 0;  ///< LLM tokens (prompt + completion) per task; 0: none
+  int max_llm_failures = 10;           ///< consecutive llm_errors that stop the run; 0: never
   int llm_concurrency = 4;
   int compile_jobs = 0;  ///< 0: hardware concurrency
   int llm_timeout_ms = 300000;
   int llm_retries = 5;
-  int trials = 3;
+  int trials = 5;  ///< correctness trials (DESIGN.md §4 default)
   bool bench = true;
-  int reps = 20;
+  int reps = 100;      ///< timed repetitions at most (DESIGN.md §4: >= 100)
   std::string device;  ///< "" = cpu for cpu, cuda:0 for cuda
   bool print_report = true;
+  /// Options given on the command line (long names without dashes, e.g. "turns"). On
+  /// --resume, every recorded option not in this set is taken from manifest.json.
+  std::set<std::string> given;
 };
 
-/// Runs the agent loop. Returns 0 on success (also when interrupted after recording in-flight
-/// attempts: then 130), 2 for bad arguments, 3 when the runner cannot start.
+/// The temperature of sample `sample` (see RunCommand::temperatures).
+double sample_temperature(const RunCommand& cmd, int sample);
+
+/// Runs the agent loop. Returns 0 on success, 130 when interrupted (in-flight attempts are
+/// recorded), 75 when stopped by max_llm_failures consecutive llm_errors, 2 for bad arguments,
+/// 3 when the runner cannot start.
 int run_agent(const RunCommand& cmd);
 
 /// `kforge report RUN_DIR`: regenerates summary.json and report.md and prints report.md.

@@ -13,7 +13,10 @@
 //              backend and one model has one problem per task. Only problems that have at least
 //              one attempt are known; tasks never attempted are not counted.
 //   episode  — (problem, sample): its attempts ordered by turn. n = the problem's samples.
-//   Duplicate records of one (problem, sample, turn) keep the last one (with a warning).
+//   Duplicate records of one (problem, sample, turn) keep the last one (with a warning, except
+//   where the earlier one is an llm_error that `--resume` asked again).
+// llm_error records (the endpoint failed; no model output) are not model attempts: they appear
+// in the outcome histogram, token/time totals and AttemptStats::llm_errors, and nowhere else.
 // pass@k for a k is the mean of pass_at_k(n, c, k) over problems with n >= k; a k that no
 // problem reaches is left out of the map. Speedups count only for passing attempts with a
 // measured, finite, positive speedup; "best" means the passing attempt of highest speedup.
@@ -67,9 +70,10 @@ struct PhaseTime {
 
 /// Per-attempt counts: outcomes, rates, usage.
 struct AttemptStats {
-  int attempts = 0;
-  int compiled = 0;  ///< outcome not in {format_error, compile_error, forbidden_api}
-  int ran = 0;       ///< compiled and ran to completion: output_mismatch, torch_fallback or pass
+  int attempts = 0;    ///< model attempts (every outcome but llm_error)
+  int llm_errors = 0;  ///< llm_error records, not in `attempts`
+  int compiled = 0;    ///< outcome not in {format_error, compile_error, forbidden_api}
+  int ran = 0;         ///< compiled and ran to completion: output_mismatch, torch_fallback or pass
   int passed = 0;
   int compile_cached = 0;
   /// outcome name -> sub-kind ("" when none) -> count.
@@ -119,6 +123,7 @@ struct Summary {
   /// dimension ("category", "difficulty", "backend", "model") -> slices sorted by value.
   std::map<std::string, std::vector<Slice>> cuts;
   std::vector<TaskResult> tasks;  ///< sorted by (task, backend, model)
+  int llm_errors = 0;             ///< llm_error records left after deduplication (turns to ask again)
   std::vector<std::string> warnings;
 };
 

@@ -4,8 +4,14 @@
 // the cause (a compile_error's category, an output_mismatch's kind, a runtime_error's
 // CUDA error or signal). These are plain values: expected failures are never thrown.
 // All functions are pure and thread-safe.
+//
+// llm_error is kforge's addition to DESIGN.md §7: the model endpoint failed (after the
+// client's retries), so there is no model output to judge. It is recorded, so nothing is
+// lost, but it is not a model attempt: metrics do not score it and `kforge run --resume`
+// asks that turn again.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +21,7 @@ namespace kforge {
 /// The outcome of one attempt. The order is the order of the pipeline: an attempt that
 /// fails earlier never reaches a later stage.
 enum class Outcome {
+  llm_error,        ///< the LLM call failed after retries (HTTP, 429, timeout, malformed); not scored
   format_error,     ///< no code block, or no kf_forward entry point in the reply
   compile_error,    ///< the toolchain rejected the candidate (see CompileErrorKind)
   forbidden_api,    ///< the artifact references a forbidden symbol (torch, dlopen, fork, ...)
@@ -55,6 +62,14 @@ std::string_view to_string(RuntimeErrorKind k);
 
 /// Parses the names produced by to_string; std::nullopt for an unknown name.
 std::optional<Outcome> outcome_from_string(std::string_view s);
+
+/// Every outcome, in pipeline order (for tests and histograms).
+const std::array<Outcome, 9>& all_outcomes();
+
+/// True for outcomes that judge the model's output (every outcome but llm_error).
+constexpr bool is_model_outcome(Outcome o) {
+  return o != Outcome::llm_error;
+}
 
 /// A human sentence describing the outcome category, used in feedback prompts.
 std::string_view describe(Outcome o);
