@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -309,15 +310,15 @@ TEST_CASE(
     auto j = json::parse(line);
     const int s = j["sample"].get<int>();
     ++requests_per_sample[s];
-    CHECK(j["temperature"].get<double>() == Catch::Approx(s == 0 ? 0.0 : 0.7));
-    CHECK(j["top_p"].get<double>() == Catch::Approx(0.9));
+    CHECK(std::fabs((j["temperature"].get<double>()) - (s == 0 ? 0.0 : 0.7)) < 1e-9);
+    CHECK(std::fabs((j["top_p"].get<double>()) - (0.9)) < 1e-9);
     CHECK(j["max_tokens"] == 2048);
     CHECK(j["seed"] == 100 + s);
   }
   CHECK(requests_per_sample == std::map<int, int>{{0, 2}, {1, 2}, {2, 2}});
   for (const auto& r : kforge::load_attempts(dir / "run").records) {
-    CHECK(r.temperature == Catch::Approx(r.sample == 0 ? 0.0 : 0.7));
-    CHECK(r.cost_usd == Catch::Approx((100 * 2.0 + 20 * 10.0) / 1e6));
+    CHECK(std::fabs((r.temperature) - (r.sample == 0 ? 0.0 : 0.7)) < 1e-9);
+    CHECK(std::fabs((r.cost_usd) - ((100 * 2.0 + 20 * 10.0) / 1e6)) < 1e-9);
   }
 
   // 120 tokens a call: a budget of 250 lets at most 3 calls start (the third starts at 240).
