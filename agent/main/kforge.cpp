@@ -56,6 +56,7 @@ int cmd_suites(const std::string& suite_arg) {
   std::printf("\n%zu tasks;", s.tasks.size());
   for (const auto& [c, n] : cats) std::printf(" %s %d", c.c_str(), n);
   std::printf("\n");
+  for (const auto& n : s.notes) std::printf("note: %s\n", n.c_str());
   if (!s.skipped.empty()) {
     std::printf("%zu skipped:\n", s.skipped.size());
     for (const auto& e : s.skipped) std::printf("  %s\n", e.to_string().c_str());

@@ -201,18 +201,18 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
       rec.source_sha = sha256_hex(source);
       sh.run->write_attempt_file(task.id, sample, turn, src_name, source);
       const fs::path workdir = sh.run->attempt_path(task.id, sample, turn);
-      {
-        sh.compile_slots->acquire();  // compile bound; the result lands in the compile cache
-        try {
-          (void)backends::compile(*sh.backend, source, workdir / "build", sh.opt.compile);
-        } catch (...) {
-        }
-        sh.compile_slots->release();
-      }
       backends::Evaluation ev;
-      {
+      sh.compile_slots->acquire();  // compile bound; a failed compile never waits for the GPU slot
+      try {
+        ev = backends::compile_candidate(*sh.backend, source, workdir / "build", sh.opt);
+      } catch (...) {
+        sh.compile_slots->release();
+        throw;
+      }
+      sh.compile_slots->release();
+      if (ev.compile.ok()) {
         auto lease = sh.runners->acquire();  // check + bench of this attempt hold the slot
-        ev = backends::evaluate(*sh.backend, source, workdir / "build", *lease, ref, sh.opt);
+        backends::check_and_bench(ev, *lease, ref, sh.opt);
       }
       fill_record(rec, ev, lr.flops, lr.bytes);
       detail = ev.message;

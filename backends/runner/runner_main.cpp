@@ -11,8 +11,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -131,16 +134,53 @@ class Worker {
   }
 
  private:
-  Reference ref_;
-  std::vector<HeldTensor> params_;
-  std::vector<TensorSpec> in_specs_, out_specs_;
+  /// A loaded task: the reference model, its parameters and the tensor specs. The worker keeps
+  /// the most recently used few (KFORGE_RUNNER_TASKS, default 8; at most
+  /// KFORGE_RUNNER_TASK_MB MiB of parameters and buffers, default 8192), so an agent that
+  /// interleaves tasks does not rebuild a model for every candidate.
+  struct Loaded {
+    Reference ref;
+    std::vector<HeldTensor> params;
+    std::vector<TensorSpec> in_specs, out_specs;
+    json reply;  ///< the load reply, without load_ms
+    int64_t param_bytes = 0;
+    uint64_t last_use = 0;
+  };
+  std::map<std::string, std::unique_ptr<Loaded>> tasks_;  ///< key: task, device, seed, source, formulas
+  Loaded* cur_ = nullptr;                                 ///< the task check/bench use; null: none
+  uint64_t use_clock_ = 0;
   std::map<std::string, KfForward> candidates_;
   at::Device device_{at::kCPU};
   at::Tensor flush_;
-  bool ready_ = false;  ///< a task is fully loaded (specs known)
 
-  void require_task() const {
-    if (!ready_) throw std::runtime_error("no task loaded (send a successful `load` first)");
+  static long env_long(const char* name, long fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::max(1L, std::strtol(v, nullptr, 10)) : fallback;
+  }
+
+  Loaded& cur() {
+    if (!cur_) throw std::runtime_error("no task loaded (send a successful `load` first)");
+    return *cur_;
+  }
+  void require_task() { (void)cur(); }
+
+  /// Drops least recently used tasks other than `keep` until at most `max_tasks` are held and
+  /// their parameters fit in the byte cap.
+  void evict(std::size_t max_tasks, const Loaded* keep) {
+    const int64_t cap = env_long("KFORGE_RUNNER_TASK_MB", 8192) << 20;
+    for (;;) {
+      int64_t bytes = 0;
+      for (const auto& [k, t] : tasks_) bytes += t->param_bytes;
+      if (tasks_.size() <= max_tasks && bytes <= cap) return;
+      auto victim = tasks_.end();
+      for (auto it = tasks_.begin(); it != tasks_.end(); ++it)
+        if (it->second.get() != keep &&
+            (victim == tasks_.end() || it->second->last_use < victim->second->last_use))
+          victim = it;
+      if (victim == tasks_.end()) return;
+      if (victim->second.get() == cur_) cur_ = nullptr;
+      tasks_.erase(victim);
+    }
   }
 
   bool cuda() const { return device_.is_cuda(); }
@@ -204,35 +244,55 @@ class Worker {
   json load(const json& req) {
     auto t0 = Clock::now();
     std::string dev = req.value("device", "cpu");
-    ready_ = false;
+    const std::string task = req.at("task").get<std::string>(), source = req.at("source").get<std::string>();
+    const int64_t model_seed = req.value("model_seed", 42);
+    const std::string key = task + '\n' + dev + '\n' + std::to_string(model_seed) + '\n' +
+                            req.value("flops", std::string()) + '\n' + req.value("bytes", std::string()) +
+                            '\n' + source;
+    cur_ = nullptr;
     device_ = at::Device(dev);
-    params_.clear();
-    ref_.load(req.at("task").get<std::string>(), req.value("file", "<task>"),
-              req.at("source").get<std::string>(), dev, req.value("model_seed", 42));
-    params_ = ref_.parameters();
+    if (auto it = tasks_.find(key); it != tasks_.end()) {
+      cur_ = it->second.get();
+      cur_->last_use = ++use_clock_;
+      json j = cur_->reply;
+      j["load_ms"] = ms_since(t0);
+      j["cached"] = true;
+      return j;
+    }
+    evict(static_cast<std::size_t>(env_long("KFORGE_RUNNER_TASKS", 8)) - 1, nullptr);  // room for one more
+    auto t = std::make_unique<Loaded>();
+    t->ref.load(task, req.value("file", "<task>"), source, dev, model_seed);
+    t->params = t->ref.parameters();
+    for (const auto& h : t->params) t->param_bytes += h.t.numel() * static_cast<int64_t>(h.t.element_size());
     // One reference run on a probe input set gives the outputs' shapes and dtypes.
-    auto inputs = ref_.make_inputs(req.value("probe_seed", 7));
-    auto outs = ref_.run(inputs);
+    auto inputs = t->ref.make_inputs(req.value("probe_seed", 7));
+    auto outs = t->ref.run(inputs);
     sync();
-    in_specs_ = ref_.input_specs(inputs, params_);
-    out_specs_.clear();
+    t->in_specs = t->ref.input_specs(inputs, t->params);
     for (std::size_t i = 0; i < outs.size(); ++i)
-      out_specs_.push_back({outs.size() == 1 ? "out" : "out" + std::to_string(i), "output",
-                            outs[i].t.sizes().vec(), dtype_name(outs[i].t.scalar_type())});
+      t->out_specs.push_back({outs.size() == 1 ? "out" : "out" + std::to_string(i), "output",
+                              outs[i].t.sizes().vec(), dtype_name(outs[i].t.scalar_type())});
     int64_t in_bytes = 0;
     for (const auto& h : inputs) in_bytes += h.t.numel() * static_cast<int64_t>(h.t.element_size());
     if (cuda() && !flush_.defined()) {
       // Larger than the L2 of any current GPU (H100: 50 MB): written before each repetition.
       flush_ = at::empty({256LL << 20}, at::TensorOptions().dtype(at::kByte).device(device_));
     }
-    ready_ = true;
-    json j{{"ok", true},
-           {"inputs", specs_json(in_specs_)},
-           {"outputs", specs_json(out_specs_)},
-           {"input_bytes", in_bytes},
-           {"load_ms", ms_since(t0)}};
-    j["flops"] = ref_.formula(req.value("flops", std::string()));
-    j["bytes"] = ref_.formula(req.value("bytes", std::string()));
+    t->reply = {{"ok", true},
+                {"inputs", specs_json(t->in_specs)},
+                {"outputs", specs_json(t->out_specs)},
+                {"input_bytes", in_bytes}};
+    t->reply["flops"] = t->ref.formula(req.value("flops", std::string()));
+    t->reply["bytes"] = t->ref.formula(req.value("bytes", std::string()));
+    t->last_use = ++use_clock_;
+    Loaded* loaded = t.get();
+    tasks_[key] = std::move(t);
+    evict(tasks_.size(), loaded);  // the byte cap
+    cur_ = loaded;
+    json j = cur_->reply;
+    j["load_ms"] = ms_since(t0);
+    j["cached"] = false;
+    j["tasks_held"] = tasks_.size();
     return j;
   }
 
@@ -243,8 +303,8 @@ class Worker {
     json ms = json::array(), shapes = json::array();
     for (int i = 0; i < trials; ++i) {
       auto t0 = Clock::now();
-      auto inputs = ref_.make_inputs(seed + i);
-      auto outs = ref_.run(inputs);
+      auto inputs = cur().ref.make_inputs(seed + i);
+      auto outs = cur().ref.run(inputs);
       sync();
       ms.push_back(ms_since(t0));
       bool finite = true;
@@ -302,7 +362,7 @@ class Worker {
 
   std::vector<GuardedOutput> fresh_outputs() {
     std::vector<GuardedOutput> outs;
-    for (const auto& s : out_specs_) {
+    for (const auto& s : cur().out_specs) {
       outs.push_back(make_guarded_output(s.shape, scalar_type_of(s.dtype), device_));
     }
     return outs;
@@ -311,12 +371,29 @@ class Worker {
   std::vector<kf_tensor> kf_inputs(const std::vector<HeldTensor>& inputs) {
     std::vector<kf_tensor> v;
     for (const auto& h : inputs) v.push_back(to_kf(h.t));
-    for (const auto& h : params_) v.push_back(to_kf(h.t));
+    for (const auto& h : cur().params) v.push_back(to_kf(h.t));
     return v;
   }
 
+  /// Checks a candidate; afterwards the task's parameters and buffers are restored from copies,
+  /// so a kernel that wrote into them cannot change the reference for later candidates.
   json check(const json& req) {
-    require_task();
+    Loaded& task = cur();
+    std::vector<at::Tensor> param_copies;
+    for (const auto& p : task.params) param_copies.push_back(p.t.clone());
+    json r;
+    try {
+      r = check_candidate(req, task, param_copies);
+    } catch (...) {
+      for (std::size_t k = 0; k < task.params.size(); ++k) task.params[k].t.copy_(param_copies[k]);
+      throw;
+    }
+    if (!r.value("fatal", false))
+      for (std::size_t k = 0; k < task.params.size(); ++k) task.params[k].t.copy_(param_copies[k]);
+    return r;
+  }
+
+  json check_candidate(const json& req, Loaded& task, const std::vector<at::Tensor>& param_copies) {
     auto t0 = Clock::now();
     auto c = candidate(req.at("artifact").get<std::string>());
     if (auto* f = std::get_if<Failure>(&c)) return failure_json(*f);
@@ -327,12 +404,10 @@ class Worker {
         tol.by_dtype[k] = {v.at(0).get<double>(), v.at(1).get<double>()};
     int trials = req.value("trials", 5);
     int64_t seed = req.value("seed", 1000);
-    std::vector<at::Tensor> param_copies;
-    for (const auto& p : params_) param_copies.push_back(p.t.clone());
     json result{{"ok", true}, {"trials", trials}};
     double max_abs = 0, max_rel = 0;
     for (int i = 0; i < trials; ++i) {
-      auto inputs = ref_.make_inputs(seed + i);
+      auto inputs = task.ref.make_inputs(seed + i);
       std::vector<at::Tensor> input_copies;
       for (const auto& h : inputs) input_copies.push_back(h.t.clone());
       auto outs = fresh_outputs();
@@ -351,24 +426,24 @@ class Worker {
                   {"outcome", "runtime_error"},
                   {"sub_kind", "out_of_bounds_write"},
                   {"trials_passed", i},
-                  {"message", "the kernel wrote outside output " + out_specs_[k].name +
+                  {"message", "the kernel wrote outside output " + task.out_specs[k].name +
                                   " (a canary region next to it changed)"}};
-      for (std::size_t k = 0; k < inputs.size() + params_.size(); ++k) {
-        const at::Tensor& now = k < inputs.size() ? inputs[k].t : params_[k - inputs.size()].t;
+      for (std::size_t k = 0; k < inputs.size() + task.params.size(); ++k) {
+        const at::Tensor& now = k < inputs.size() ? inputs[k].t : task.params[k - inputs.size()].t;
         const at::Tensor& before = k < inputs.size() ? input_copies[k] : param_copies[k - inputs.size()];
         if (!now.view({-1})
                  .eq(before.view({-1}))
                  .logical_or(now.view({-1}).ne(now.view({-1})))
                  .all()
                  .item<bool>())
-          return {
-              {"ok", true},
-              {"outcome", "output_mismatch"},
-              {"sub_kind", "input_modified"},
-              {"trials_passed", i},
-              {"message", "the kernel modified its input '" + in_specs_[k].name + "'; inputs are read-only"}};
+          return {{"ok", true},
+                  {"outcome", "output_mismatch"},
+                  {"sub_kind", "input_modified"},
+                  {"trials_passed", i},
+                  {"message",
+                   "the kernel modified its input '" + task.in_specs[k].name + "'; inputs are read-only"}};
       }
-      auto expected = ref_.run(inputs);
+      auto expected = task.ref.run(inputs);
       if (expected.size() != outs.size())
         throw std::runtime_error("the reference returned a different number of outputs than at load");
       for (std::size_t k = 0; k < outs.size(); ++k) {
@@ -379,7 +454,7 @@ class Worker {
           result["outcome"] = "output_mismatch";
           result["sub_kind"] = cmp.sub_kind;
           result["message"] = "trial " + std::to_string(i + 1) + " of " + std::to_string(trials) +
-                              ", output '" + out_specs_[k].name + "': " + cmp.message;
+                              ", output '" + task.out_specs[k].name + "': " + cmp.message;
           result["trials_passed"] = i;
           result["max_abs_err"] = cmp.max_abs;
           result["max_rel_err"] = cmp.max_rel;
@@ -477,18 +552,18 @@ class Worker {
 
   json triton_bench(const json& req) {
     require_task();
-    auto inputs = ref_.make_inputs(req.value("seed", 2000));
-    return {{"ok", true}, {"ms", ref_.triton_do_bench(inputs)}};
+    auto inputs = cur().ref.make_inputs(req.value("seed", 2000));
+    return {{"ok", true}, {"ms", cur().ref.triton_do_bench(inputs)}};
   }
 
   json bench(const json& req) {
-    require_task();
+    Reference& ref = cur().ref;
     auto t0 = Clock::now();
     int warmup = req.value("warmup", 5), reps = req.value("reps", 100), min_reps = req.value("min_reps", 10);
     double budget = req.value("budget_ms", 5000.0);
     std::string baseline = req.value("baseline", "eager");
     bool want_candidate = req.contains("artifact");
-    auto inputs = ref_.make_inputs(req.value("seed", 2000));
+    auto inputs = ref.make_inputs(req.value("seed", 2000));
     json j{{"ok", true}};
     std::vector<std::string> flags;
     if (want_candidate) {
@@ -523,11 +598,11 @@ class Worker {
       j["candidate"]["host_median_ms"] = t.host.median;
       j["candidate_ms"] = cand_ms;
     }
-    auto r = time_fn([&] { ref_.run(inputs); }, warmup, reps, min_reps, budget);
+    auto r = time_fn([&] { ref.run(inputs); }, warmup, reps, min_reps, budget);
     j["reference"] = stats_json(r.device);
     j["reference_ms"] = r.device.median;
     if (baseline == "compile") {
-      auto rc = time_fn([&] { ref_.run(inputs, true); }, std::max(warmup, 3), reps, min_reps, budget);
+      auto rc = time_fn([&] { ref.run(inputs, true); }, std::max(warmup, 3), reps, min_reps, budget);
       j["reference_compile"] = stats_json(rc.device);
     }
     if (want_candidate && j["candidate_ms"].get<double>() > 0)

@@ -1,11 +1,12 @@
 #include "kforge/backends/evaluate.hpp"
 
 #include <random>
+#include <stdexcept>
 
 namespace kforge::backends {
 
-Evaluation evaluate(const Backend& backend, const std::string& source, const std::filesystem::path& workdir,
-                    RunnerClient& runner, const TaskRef& task, const EvalOptions& options) {
+Evaluation compile_candidate(const Backend& backend, const std::string& source,
+                             const std::filesystem::path& workdir, const EvalOptions& options) {
   Evaluation ev;
   ev.seed = options.seed;
   std::random_device rd;
@@ -19,15 +20,19 @@ Evaluation evaluate(const Backend& backend, const std::string& source, const std
     if (ev.compile.sub_kind) ev.sub_kind = std::string(to_string(*ev.compile.sub_kind));
     if (ev.compile.status == CompileStatus::toolchain_missing) ev.sub_kind = "toolchain_missing";
     ev.message = ev.compile.summary;
-    return ev;
   }
+  return ev;
+}
+
+void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, const EvalOptions& options) {
+  if (!ev.compile.ok()) throw std::logic_error("check_and_bench: the candidate did not compile");
   ev.check = runner.check(task, ev.compile.artifact, options.trials, ev.seed);
   ev.check_ms = ev.check->check_ms;
   ev.outcome = ev.check->outcome;
   ev.sub_kind = ev.check->sub_kind;
   ev.message = ev.check->message;
   if (ev.sub_kind == "reference_failed" || ev.sub_kind == "runner_failed") ev.infrastructure_error = true;
-  if (ev.outcome != Outcome::pass || !options.bench) return ev;
+  if (ev.outcome != Outcome::pass || !options.bench) return;
   ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
   ev.bench_ms = ev.bench->bench_ms;
   if (!ev.bench->ok) {
@@ -36,6 +41,12 @@ Evaluation evaluate(const Backend& backend, const std::string& source, const std
     ev.sub_kind = ev.bench->sub_kind;
     ev.message = "failed while being benchmarked: " + ev.bench->message;
   }
+}
+
+Evaluation evaluate(const Backend& backend, const std::string& source, const std::filesystem::path& workdir,
+                    RunnerClient& runner, const TaskRef& task, const EvalOptions& options) {
+  Evaluation ev = compile_candidate(backend, source, workdir, options);
+  if (ev.compile.ok()) check_and_bench(ev, runner, task, options);
   return ev;
 }
 

@@ -179,6 +179,7 @@ std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, Load
     for (const auto& s : r.body["outputs"]) lr.outputs.push_back(spec_of(s));
     lr.input_bytes = r.body.value("input_bytes", int64_t{0});
     lr.load_ms = r.body.value("load_ms", 0.0);
+    lr.cached = r.body.value("cached", false);
     lr.flops = r.body.value("flops", 0.0);
     lr.bytes = r.body.value("bytes", 0.0);
     loaded_key_ = key;

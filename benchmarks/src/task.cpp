@@ -19,6 +19,37 @@ const std::vector<std::string>& known_categories() {
   return k;
 }
 
+std::string category_of_folder(const std::string& folder) {
+  if (folder == "arch") return "full_architecture";
+  if (folder == "fuse") return "fusion";
+  return folder;
+}
+
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t i2 = i, j2 = j;
+      while (i2 < a.size() && a[i2] == '0') ++i2;  // leading zeros do not count
+      while (j2 < b.size() && b[j2] == '0') ++j2;
+      std::size_t ie = i2, je = j2;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      if (ie - i2 != je - j2) return ie - i2 < je - j2;
+      if (int c = a.compare(i2, ie - i2, b, j2, je - j2); c != 0) return c < 0;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;
+}
+
 Tolerance default_tolerance(const std::string& dtype) {
   if (dtype == "float32") return {1e-4, 1e-4};
   if (dtype == "float16" || dtype == "bfloat16") return {1e-2, 1e-2};
@@ -232,24 +263,28 @@ void load_kernelbench(Suite& s, const std::vector<fs::path>& level_dirs) {
 
 void load_multikernelbench(Suite& s, const fs::path& ref) {
   const auto& cats = known_categories();
-  for (const auto& d : fs::directory_iterator(ref)) {
-    if (!d.is_directory()) continue;
-    std::string cat = d.path().filename().string();
-    bool known = std::find(cats.begin(), cats.end(), cat) != cats.end();
-    for (const auto& f : fs::directory_iterator(d.path())) {
+  std::vector<fs::path> folders;
+  for (const auto& d : fs::directory_iterator(ref))
+    if (d.is_directory()) folders.push_back(d.path());
+  std::sort(folders.begin(), folders.end());
+  for (const auto& dir : folders) {
+    const std::string folder = dir.filename().string();
+    const std::string cat = category_of_folder(folder);
+    int loaded = 0;
+    for (const auto& f : fs::directory_iterator(dir)) {
       if (f.path().extension() != ".py") continue;
-      if (!known) {
-        s.skipped.push_back({f.path(), "category", "folder '" + cat + "' is not one of the 14 categories"});
-        continue;
-      }
-      auto r = parse_task_file(f.path(), cat + "/" + f.path().stem().string());
+      auto r = parse_task_file(f.path(), folder + "/" + f.path().stem().string());
       if (r.error) {
         s.skipped.push_back(*r.error);
         continue;
       }
       r.task->category = cat;
       s.tasks.push_back(std::move(*r.task));
+      ++loaded;
     }
+    if (loaded && std::find(cats.begin(), cats.end(), cat) == cats.end())
+      s.notes.push_back((dir).string() + ": folder '" + folder + "' is not one of the 14 categories; its " +
+                        std::to_string(loaded) + " task(s) keep the category '" + cat + "'");
   }
 }
 
@@ -262,14 +297,19 @@ Suite load_suite(const fs::path& dir) {
   s.name = s.root.filename().string();
   static const std::regex kLevel(R"(level\d+)");
   std::vector<fs::path> levels;
-  bool has_category_dirs = false;
+  bool has_category_dirs = false, has_py = false;
   const auto& cats = known_categories();
   for (const auto& e : fs::directory_iterator(s.root)) {
-    if (!e.is_directory()) continue;
+    if (!e.is_directory()) {
+      has_py = has_py || e.path().extension() == ".py";
+      continue;
+    }
     auto n = e.path().filename().string();
     if (std::regex_match(n, kLevel)) levels.push_back(e.path());
-    if (std::find(cats.begin(), cats.end(), n) != cats.end()) has_category_dirs = true;
+    if (std::find(cats.begin(), cats.end(), category_of_folder(n)) != cats.end()) has_category_dirs = true;
   }
+  // KernelBench's level<N>/ folder given itself: one level.
+  if (levels.empty() && has_py && std::regex_match(s.name, kLevel)) levels.push_back(s.root);
   std::sort(levels.begin(), levels.end());
   if (fs::exists(s.root / "suite.json")) {
     s.layout = "kforge";
@@ -288,7 +328,8 @@ Suite load_suite(const fs::path& dir) {
         dir.string() +
         ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders)");
   }
-  std::sort(s.tasks.begin(), s.tasks.end(), [](const Task& a, const Task& b) { return a.id < b.id; });
+  std::sort(s.tasks.begin(), s.tasks.end(),
+            [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
   return s;
 }
 

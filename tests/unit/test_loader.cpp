@@ -75,12 +75,43 @@ TEST_CASE("MultiKernelBench layout: category from the folder", "[loader]") {
   for (auto dir : {fixture("multikernelbench"), fixture("multikernelbench") / "reference"}) {
     Suite s = load_suite(dir);
     CHECK(s.layout == "multikernelbench");
-    REQUIRE(s.tasks.size() == 2);
+    REQUIRE(s.tasks.size() == 5);
+    CHECK(s.skipped.empty());
     REQUIRE(s.find("reduce/sum_dim") != nullptr);
     CHECK(s.find("reduce/sum_dim")->category == "reduce");
     CHECK(s.find("activation/relu")->category == "activation");
-    CHECK(has_error(s, "thing.py", "category"));
+    // MultiKernelBench's own folder names: arch/ and fuse/ (its dataset.py).
+    REQUIRE(s.find("arch/tiny_mlp") != nullptr);
+    CHECK(s.find("arch/tiny_mlp")->category == "full_architecture");
+    CHECK(s.find("fuse/add_relu")->category == "fusion");
+    // A folder outside the 14 keeps its tasks (under its own name) and says so.
+    REQUIRE(s.find("bogus/thing") != nullptr);
+    CHECK(s.find("bogus/thing")->category == "bogus");
+    REQUIRE(s.notes.size() == 1);
+    CHECK(s.notes[0].find("'bogus'") != std::string::npos);
   }
+}
+
+TEST_CASE("KernelBench: a level<N> folder given itself loads as one level", "[loader]") {
+  Suite s = load_suite(fixture("kernelbench") / "level1");
+  CHECK(s.layout == "kernelbench");
+  REQUIRE(s.tasks.size() == 2);
+  CHECK(s.tasks[0].id == "level1/1_Square_matrix_add");  // natural order: 1 before 19
+  CHECK(s.tasks[1].id == "level1/19_ReLU");
+  CHECK(s.tasks[1].difficulty == 1);
+  CHECK(has_error(s, "3_Broken.py", "get_inputs"));
+}
+
+TEST_CASE("natural_less orders digit runs as numbers", "[loader]") {
+  CHECK(natural_less("level1/2_a", "level1/10_a"));
+  CHECK_FALSE(natural_less("level1/10_a", "level1/2_a"));
+  CHECK(natural_less("level1/100_HingeLoss", "level2/1_x"));
+  CHECK(natural_less("a", "b"));
+  CHECK_FALSE(natural_less("a", "a"));
+  CHECK(natural_less("x/007", "x/8"));
+  CHECK(category_of_folder("arch") == "full_architecture");
+  CHECK(category_of_folder("fuse") == "fusion");
+  CHECK(category_of_folder("attention") == "attention");
 }
 
 TEST_CASE("a directory that is no suite is an error naming it", "[loader]") {

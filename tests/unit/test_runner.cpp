@@ -125,6 +125,69 @@ TEST_CASE("adversarial cpu kernels get their expected outcomes", "[runner]") {
   run_adversarial("cpu", "cpu");
 }
 
+TEST_CASE("the worker keeps recent tasks loaded; a kernel cannot corrupt a task's parameters", "[runner]") {
+  fs::path fx = fs::path(KFORGE_TESTS_DIR) / "fixtures/multikernelbench/reference";
+  auto mlp = parse_task_file(fx / "arch/tiny_mlp.py", "arch/tiny_mlp");
+  auto add = parse_task_file(fx / "fuse/add_relu.py", "fuse/add_relu");
+  REQUIRE(mlp.task);
+  REQUIRE(add.task);
+  auto mlp_ref = agent::task_ref(*mlp.task, ""), add_ref = agent::task_ref(*add.task, "");
+  backends::RunnerClient runner(runner_config("cpu"));
+  auto first = runner.load(mlp_ref);
+  REQUIRE(first.ok);
+  CHECK_FALSE(first.cached);
+  REQUIRE(first.inputs.size() == 3);  // x, fc.weight, fc.bias
+  CHECK(runner.load(add_ref).ok);
+  auto again = runner.load(mlp_ref);  // switching back selects the held model
+  CHECK(again.ok);
+  CHECK(again.cached);
+
+  // out = relu(x W^T + b). The first kernel is right but zeroes W afterwards; the second
+  // ignores W. Were W left zeroed, the reference would become relu(b) and the second pass.
+  const std::string head = R"(#include "kforge/kernel_abi.h"
+#include <cstdint>
+extern "C" int kf_forward(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
+  (void)stream;
+  if (n_in != 3 || n_out != 1) return 1;
+  const float* x = static_cast<const float*>(in[0].data);
+  float* w = static_cast<float*>(in[1].data);
+  const float* b = static_cast<const float*>(in[2].data);
+  float* y = static_cast<float*>(out[0].data);
+  const int64_t B = in[0].sizes[0], D = in[0].sizes[1];
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t o = 0; o < D; ++o) {
+      float acc = b[o];
+)";
+  const std::string zeroes_w =
+      head + R"(      for (int64_t k = 0; k < D; ++k) acc += x[i * D + k] * w[o * D + k];
+      y[i * D + o] = acc > 0 ? acc : 0;
+    }
+  for (int64_t k = 0; k < D * D; ++k) w[k] = 0;
+  return 0;
+}
+)";
+  const std::string ignores_w = head + R"(      y[i * D + o] = acc > 0 ? acc : 0;
+    }
+  return 0;
+}
+)";
+  const backends::Backend& cpu = backends::get_backend("cpu");
+  backends::EvalOptions opt;
+  opt.bench = false;
+  opt.trials = 2;
+  opt.compile.cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
+  fs::path work = scratch("param-restore");
+  auto ev = backends::evaluate(cpu, zeroes_w, work / "zeroes_w", runner, mlp_ref, opt);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::output_mismatch);
+  CHECK(ev.sub_kind == "input_modified");
+  ev = backends::evaluate(cpu, ignores_w, work / "ignores_w", runner, mlp_ref, opt);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::output_mismatch);
+  CHECK(ev.sub_kind == "values");
+  CHECK(runner.workers_started() == 1);
+}
+
 TEST_CASE("every cuda exemplar passes at the default profile", "[.gpu]") {
   run_exemplars("cuda", "cuda:0", "");
 }

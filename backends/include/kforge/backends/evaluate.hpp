@@ -39,8 +39,20 @@ struct Evaluation {
   bool infrastructure_error = false;  ///< toolchain missing / runner broken: not the candidate's fault
 };
 
-/// Compiles `source` for `backend` in `workdir`, checks and benchmarks it against `task`
-/// in `runner`. Shapes: whatever the task's profile makes them; times in ms.
+/// The first stage alone: compiles `source` in `workdir` (sandboxed, cached). Needs no runner,
+/// so a pipeline can compile without holding a GPU slot. On failure the Evaluation is final
+/// (compile_error / forbidden_api / timeout); on success `compile.ok()` and the outcome is unset
+/// until check_and_bench(). Draws the check seed when options.seed < 0.
+Evaluation compile_candidate(const Backend& backend, const std::string& source,
+                             const std::filesystem::path& workdir, const EvalOptions& options);
+
+/// The second stage: checks the compiled candidate of `ev` against `task` in `runner` and, when
+/// it passes and options.bench, times candidate and reference side by side. Requires
+/// ev.compile.ok(); throws std::logic_error otherwise.
+void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, const EvalOptions& options);
+
+/// Both stages: compiles `source` for `backend` in `workdir`, checks and benchmarks it against
+/// `task` in `runner`. Shapes: whatever the task's profile makes them; times in ms.
 Evaluation evaluate(const Backend& backend, const std::string& source, const std::filesystem::path& workdir,
                     RunnerClient& runner, const TaskRef& task, const EvalOptions& options);
 

@@ -12,12 +12,16 @@
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
 //   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[])
 //   {"cmd":"load","task","file","source","device","model_seed","flops","bytes"} ->
-//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms"}; spec = {name, kind
-//        (input|parameter|buffer|output), shape, dtype}
+//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms","cached"}; spec =
+//        {name, kind (input|parameter|buffer|output), shape, dtype}. The worker keeps the most
+//        recently used tasks loaded (KFORGE_RUNNER_TASKS, default 8, at most KFORGE_RUNNER_TASK_MB
+//        MiB of parameters, default 8192): loading one of them again only selects it
+//        ("cached": true). check and bench use the task of the last successful load.
 //   {"cmd":"reference","trials","seed"} -> {"ms":[...]} (runs the reference only)
 //   {"cmd":"check","artifact","trials","seed","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
-//         "mismatch_fraction","worst_index","expected","actual","check_ms","fatal"}
+//         "mismatch_fraction","worst_index","expected","actual","check_ms","fatal"}; the
+//        task's parameters and buffers are restored afterwards (a kernel cannot corrupt them)
 //   {"cmd":"bench","artifact"?,"reps","min_reps","warmup","budget_ms","baseline","seed"} ->
 //        {"candidate":stats,"reference":stats,"reference_compile"?:stats,"candidate_ms",
 //         "reference_ms","speedup","flags":[...],"bench_ms"}; stats = {median_ms,p10_ms,p90_ms,
@@ -82,6 +86,7 @@ struct LoadResult {
   int64_t input_bytes = 0;
   double flops = 0, bytes = 0;  ///< per call, from the task's formulas (0: none given)
   double load_ms = 0;
+  bool cached = false;  ///< the worker still held the task: selected, not rebuilt
 };
 
 struct CheckResult {

@@ -24,6 +24,15 @@ namespace kforge {
 /// The 14 categories of MultiKernelBench, in its order.
 const std::vector<std::string>& known_categories();
 
+/// The category a MultiKernelBench `reference/<folder>/` stands for: MultiKernelBench's own
+/// folder names `arch` and `fuse` (its dataset.py) are full_architecture and fusion; a known
+/// category maps to itself; any other folder name is returned unchanged (a category outside
+/// the 14, such as `attention`).
+std::string category_of_folder(const std::string& folder);
+
+/// Natural order of task ids: digit runs compare as numbers, so "level1/2_x" < "level1/10_y".
+bool natural_less(const std::string& a, const std::string& b);
+
 /// Absolute and relative tolerance for one dtype: |a - e| <= atol + rtol * |e|.
 struct Tolerance {
   double atol = 0;
@@ -43,7 +52,7 @@ struct ModuleConstant {
 
 struct Task {
   std::string id;              ///< unique within its suite, e.g. "level1/19_ReLU", "activation/gelu"
-  std::string category;        ///< one of known_categories(), or "" when the layout gives none
+  std::string category;        ///< usually one of known_categories(); "" when the layout gives none
   int difficulty = 0;          ///< 1..5; 0 when unknown
   std::filesystem::path file;  ///< absolute path of the .py file
   std::string source;          ///< the Python source, unmodified
@@ -73,14 +82,17 @@ struct Suite {
   std::filesystem::path root;
   std::string layout;  ///< "kforge", "kernelbench" or "multikernelbench"
   std::string description;
-  std::vector<Task> tasks;  ///< sorted by id
+  std::vector<Task> tasks;  ///< sorted by id (natural_less)
   std::vector<LoadError> skipped;
+  std::vector<std::string> notes;  ///< things worth knowing that skipped nothing
 
   const Task* find(const std::string& id) const;
 };
 
-/// Loads a suite from a directory, detecting its layout. Throws std::runtime_error only
-/// when the directory does not exist or matches no layout; per-task problems go to skipped.
+/// Loads a suite from a directory, detecting its layout: a kforge suite (suite.json), a
+/// KernelBench root (level<N>/ folders) or one level<N> folder itself, a MultiKernelBench root
+/// (reference/) or its reference/ folder. Throws std::runtime_error only when the directory
+/// does not exist or matches no layout; per-task problems go to skipped.
 Suite load_suite(const std::filesystem::path& dir);
 
 /// Parses one KernelBench-format task file. Returns the error instead when the file lacks
