@@ -1,6 +1,7 @@
 #include "kforge/benchmarks/task.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -23,6 +24,30 @@ std::string category_of_folder(const std::string& folder) {
   if (folder == "arch") return "full_architecture";
   if (folder == "fuse") return "fusion";
   return folder;
+}
+
+std::string kernelbench_category(int level, const std::string& file_stem) {
+  if (level == 2) return "fusion";
+  if (level >= 3) return "full_architecture";
+  std::string n = file_stem;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto has = [&](std::initializer_list<const char*> words) {
+    for (const char* w : words)
+      if (n.find(w) != std::string::npos) return true;
+    return false;
+  };
+  // Order matters: "HingeLoss" before anything else, "conv_transposed" before "transposed".
+  if (has({"loss"})) return "loss";
+  if (has({"conv"})) return "convolution";
+  if (has({"pool"})) return "pooling";
+  if (has({"norm"})) return "normalization";
+  if (has({"matmul", "matrix_multiplication", "matrix_vector", "matrix_scalar", "gemm", "gemv"}))
+    return "matmul";
+  if (has({"reduction", "argmax", "argmin"})) return "reduce";
+  if (has({"cumsum", "cumprod"})) return "math";
+  if (has({"relu", "sigmoid", "tanh", "softmax", "swish", "gelu", "selu", "elu", "softplus", "softsign"}))
+    return "activation";
+  return "";
 }
 
 bool natural_less(const std::string& a, const std::string& b) {
@@ -256,6 +281,7 @@ void load_kernelbench(Suite& s, const std::vector<fs::path>& level_dirs) {
         continue;
       }
       r.task->difficulty = std::clamp(level, 1, 5);
+      r.task->category = kernelbench_category(level, f.path().stem().string());
       s.tasks.push_back(std::move(*r.task));
     }
   }
@@ -317,6 +343,11 @@ Suite load_suite(const fs::path& dir) {
   } else if (!levels.empty()) {
     s.layout = "kernelbench";
     load_kernelbench(s, levels);
+    const auto named =
+        std::count_if(s.tasks.begin(), s.tasks.end(), [](const Task& t) { return !t.category.empty(); });
+    s.notes.push_back("KernelBench names no categories: inferred for " + std::to_string(named) + " of " +
+                      std::to_string(s.tasks.size()) +
+                      " tasks (level 2: fusion, level 3+: full_architecture, level 1: from the file name)");
   } else if (fs::is_directory(s.root / "reference")) {
     s.layout = "multikernelbench";
     load_multikernelbench(s, s.root / "reference");

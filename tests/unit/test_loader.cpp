@@ -102,6 +102,27 @@ TEST_CASE("KernelBench: a level<N> folder given itself loads as one level", "[lo
   CHECK(has_error(s, "3_Broken.py", "get_inputs"));
 }
 
+TEST_CASE("KernelBench categories are inferred from level and name", "[loader]") {
+  CHECK(kernelbench_category(1, "19_ReLU") == "activation");
+  CHECK(kernelbench_category(1, "100_HingeLoss") == "loss");
+  CHECK(kernelbench_category(1, "57_conv_transposed_2D__square_input__square_kernel") == "convolution");
+  CHECK(kernelbench_category(1, "41_Max_Pooling_1D") == "pooling");
+  CHECK(kernelbench_category(1, "36_RMSNorm_") == "normalization");
+  CHECK(kernelbench_category(1, "1_Square_matrix_multiplication_") == "matmul");
+  CHECK(kernelbench_category(1, "4_Matrix_vector_multiplication_") == "matmul");
+  CHECK(kernelbench_category(1, "47_Sum_reduction_over_a_dimension") == "reduce");
+  CHECK(kernelbench_category(1, "51_Argmax_over_a_dimension") == "reduce");
+  CHECK(kernelbench_category(1, "89_cumsum") == "math");
+  CHECK(kernelbench_category(1, "97_ScaledDotProductAttention") == "");
+  CHECK(kernelbench_category(2, "5_Tanh_Sigmoid") == "fusion");
+  CHECK(kernelbench_category(3, "1_MLP") == "full_architecture");
+  Suite s = load_suite(fixture("kernelbench"));
+  CHECK(s.find("level1/19_ReLU")->category == "activation");
+  CHECK(s.find("level2/5_Tanh_Sigmoid")->category == "fusion");
+  REQUIRE_FALSE(s.notes.empty());
+  CHECK(s.notes[0].find("inferred") != std::string::npos);
+}
+
 TEST_CASE("natural_less orders digit runs as numbers", "[loader]") {
   CHECK(natural_less("level1/2_a", "level1/10_a"));
   CHECK_FALSE(natural_less("level1/10_a", "level1/2_a"));

@@ -30,6 +30,12 @@ const std::vector<std::string>& known_categories();
 /// the 14, such as `attention`).
 std::string category_of_folder(const std::string& folder);
 
+/// The category of a KernelBench task, inferred (KernelBench names none): level 2 is fusion,
+/// levels 3 and 4 full_architecture; a level-1 file by keywords of its name, the way
+/// MultiKernelBench sorted these operators ("19_ReLU" -> activation, "54_conv_standard_3D..." ->
+/// convolution, "89_cumsum" -> math). "" when no rule matches (e.g. ScaledDotProductAttention).
+std::string kernelbench_category(int level, const std::string& file_stem);
+
 /// Natural order of task ids: digit runs compare as numbers, so "level1/2_x" < "level1/10_y".
 bool natural_less(const std::string& a, const std::string& b);
 
