@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
         if (o->count() == 0 || o->get_lnames().empty()) continue;
         std::string name = o->get_lnames().front();
         std::replace(name.begin(), name.end(), '-', '_');
-        rn.given.insert(name == "no_bench" ? "bench" : name);
+        rn.given.insert(name.rfind("no_", 0) == 0 ? name.substr(3) : name);  // --no-bench: "bench"
       }
       return agent::run_agent(rn);
     }

@@ -498,10 +498,19 @@ int run_agent(const RunCommand& cmd_in) {
       {"started_at", utc_now()}};
   std::optional<RunDir> run;
   try {
-    if (resuming || fs::exists(cmd.out / "manifest.json"))
+    if (resuming || fs::exists(cmd.out / "manifest.json")) {
       run.emplace(RunDir::open_for_resume(cmd.out));
-    else
+      // The manifest keeps the configuration in effect (a resume may change options) and a
+      // log of the resumes with the options each gave.
+      json m = run->manifest();
+      m["config"] = manifest["config"];
+      m["runner"] = manifest["runner"];
+      if (!m.contains("resumes") || !m["resumes"].is_array()) m["resumes"] = json::array();
+      m["resumes"].push_back({{"at", utc_now()}, {"given", cmd.given}});
+      run->update_manifest(m);
+    } else {
       run.emplace(RunDir::create(cmd.out, manifest));
+    }
   } catch (const std::exception& e) {
     std::cerr << "kforge run: " << cmd.out.string() << ": " << e.what() << "\n";
     return 2;

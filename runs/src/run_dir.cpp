@@ -275,6 +275,17 @@ const json& RunDir::manifest() const {
   return impl_->manifest;
 }
 
+void RunDir::update_manifest(const json& manifest) {
+  if (!manifest.is_object())
+    throw std::invalid_argument("run manifest must be a JSON object, got " +
+                                std::string(manifest.type_name()));
+  json m = manifest;
+  for (const char* k : {"schema_version", "created_at"})
+    if (impl_->manifest.contains(k)) m[k] = impl_->manifest[k];
+  write_file(impl_->dir / kManifestFile, m.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  impl_->manifest = std::move(m);
+}
+
 void RunDir::append(const AttemptRecord& r) {
   if (r.task.empty()) throw std::invalid_argument("attempt record has no task id");
   if (r.sample < 0) throw std::invalid_argument("attempt record: sample < 0");

@@ -245,6 +245,20 @@ TEST_CASE("kforge run: LLM faults are named outcomes, nothing is lost, --resume 
   CHECK(summary["overall"]["attempts"]["llm_errors"] == 0);
   CHECK(summary["overall"]["best"]["tasks"] == 4);
   CHECK(summary["warnings"].empty());  // a re-asked llm_error turn is not a duplicate
+  auto manifest = json::parse(slurp(out / "manifest.json"));
+  CHECK(manifest["config"]["base_url"] == healed.url());  // the configuration in effect
+  CHECK(manifest["config"]["turns"] == 3);
+  REQUIRE(manifest["resumes"].size() == 1);
+  CHECK(manifest["resumes"][0]["given"] == json({"base_url", "print_report", "resume"}));
+
+  // A resume may extend the run: one more turn for every sample, and the manifest says so.
+  REQUIRE(wait_exit(spawn({std::string(KFORGE_BUILD_DIR) + "/agent/kforge", "run", "--resume", out.string(),
+                           "--base-url", healed.url(), "--turns", "4", "--no-print-report"},
+                          -1)) == 0);
+  CHECK(kforge::load_attempts(out).records.size() == all.size() + 4 * 2);
+  manifest = json::parse(slurp(out / "manifest.json"));
+  CHECK(manifest["config"]["turns"] == 4);
+  CHECK(manifest["resumes"].size() == 2);
   fs::remove_all(dir);
 }
 

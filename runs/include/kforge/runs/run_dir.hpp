@@ -76,6 +76,11 @@ class RunDir {
   const std::filesystem::path& path() const;
   const nlohmann::json& manifest() const;
 
+  /// Replaces manifest.json (atomically: temp file + rename), keeping its schema_version and
+  /// created_at; a resumed run records its effective configuration this way. Throws
+  /// std::invalid_argument when `manifest` is not an object, std::runtime_error on I/O errors.
+  void update_manifest(const nlohmann::json& manifest);
+
   /// Appends one record as one line of attempts.jsonl, flushed and fsynced before returning.
   /// Throws std::invalid_argument for a record without task, with sample < 0 or turn < 1;
   /// std::runtime_error when the write or fsync fails.
