@@ -60,7 +60,8 @@ struct Shared {
   std::vector<retrieval::Exemplar> library;
   std::map<std::string, backends::LoadResult> loads;
   std::atomic<int> attempts{0}, passes{0}, episodes_done{0};
-  std::atomic<int> llm_errors{0}, consecutive_llm_errors{0}, paused_episodes{0}, budget_stops{0};
+  std::atomic<int> llm_errors{0}, consecutive_llm_errors{0},
+      budget_stops{0};                         // an llm_error pauses its episode
   std::atomic<bool> llm_down{false};           // max_llm_failures reached: no new turns
   std::map<std::string, std::int64_t> tokens;  // task -> LLM tokens spent (under mu)
 };
@@ -251,7 +252,6 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     sh.attempts++;
     if (llm_failed) {
       sh.llm_errors++;
-      sh.paused_episodes++;
       const int n = ++sh.consecutive_llm_errors;
       if (cmd.max_llm_failures > 0 && n >= cmd.max_llm_failures && !sh.llm_down.exchange(true))
         spdlog::error("{} consecutive LLM failures (last: {}); stopping the run", n, rec.message);
@@ -548,20 +548,19 @@ int run_agent(const RunCommand& cmd_in) {
   sh.opt.bench_options.min_reps = std::min(cmd.reps, 10);
   sh.opt.compile = co;
 
-  // Recorded attempts (resume), grouped by episode.
+  // Recorded attempts (resume): grouped by episode, tokens per task, passing kernels for the
+  // library strategy.
   std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> recorded;
   for (auto& r : run->load_attempts()) {
     sh.tokens[r.task] += r.prompt_tokens + r.completion_tokens;
-    recorded[{r.task, r.sample}].push_back(r);
-  }
-  for (auto& [k, v] : recorded)
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
-  for (auto& r : run->load_attempts()) {
     if (r.passed()) {
       fs::path f = run->path() / r.attempt_dir / backend->source_file_name();
       if (fs::exists(f)) sh.library.push_back({r.task, r.category, refs_by_id[r.task], read_file(f)});
     }
+    recorded[{r.task, r.sample}].push_back(std::move(r));
   }
+  for (auto& [k, v] : recorded)
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -644,10 +643,9 @@ int run_agent(const RunCommand& cmd_in) {
               << cmd.out.string() << "\n";
     return 130;
   }
-  if (sh.paused_episodes > 0)
-    std::cerr << "kforge run: " << sh.paused_episodes.load()
-              << " episode(s) paused at an llm_error; --resume " << cmd.out.string()
-              << " asks those turns again\n";
+  if (sh.llm_errors > 0)
+    std::cerr << "kforge run: " << sh.llm_errors.load() << " episode(s) paused at an llm_error; --resume "
+              << cmd.out.string() << " asks those turns again\n";
   return 0;
 }
 

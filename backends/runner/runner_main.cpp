@@ -254,10 +254,7 @@ class Worker {
     if (auto it = tasks_.find(key); it != tasks_.end()) {
       cur_ = it->second.get();
       cur_->last_use = ++use_clock_;
-      json j = cur_->reply;
-      j["load_ms"] = ms_since(t0);
-      j["cached"] = true;
-      return j;
+      return load_reply(t0, true);
     }
     evict(static_cast<std::size_t>(env_long("KFORGE_RUNNER_TASKS", 8)) - 1, nullptr);  // room for one more
     auto t = std::make_unique<Loaded>();
@@ -289,9 +286,14 @@ class Worker {
     tasks_[key] = std::move(t);
     evict(tasks_.size(), loaded);  // the byte cap
     cur_ = loaded;
+    return load_reply(t0, false);
+  }
+
+  /// The reply to `load` for the current task.
+  json load_reply(Clock::time_point t0, bool cached) const {
     json j = cur_->reply;
     j["load_ms"] = ms_since(t0);
-    j["cached"] = false;
+    j["cached"] = cached;
     j["tasks_held"] = tasks_.size();
     return j;
   }
@@ -381,15 +383,17 @@ class Worker {
     Loaded& task = cur();
     std::vector<at::Tensor> param_copies;
     for (const auto& p : task.params) param_copies.push_back(p.t.clone());
+    auto restore = [&] {
+      for (std::size_t k = 0; k < task.params.size(); ++k) task.params[k].t.copy_(param_copies[k]);
+    };
     json r;
     try {
       r = check_candidate(req, task, param_copies);
     } catch (...) {
-      for (std::size_t k = 0; k < task.params.size(); ++k) task.params[k].t.copy_(param_copies[k]);
+      restore();
       throw;
     }
-    if (!r.value("fatal", false))
-      for (std::size_t k = 0; k < task.params.size(); ++k) task.params[k].t.copy_(param_copies[k]);
+    if (!r.value("fatal", false)) restore();  // a poisoned CUDA context ends the worker anyway
     return r;
   }
 

@@ -321,12 +321,12 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   rs.reserve(last.size());
   for (const auto& [key, i] : last) rs.push_back(&records[i]);
 
-  for (const AttemptRecord* r : rs) s.llm_errors += !is_model_outcome(r->outcome);
+  s.overall = make_slice("all", rs, config);
+  s.llm_errors = s.overall.stats.llm_errors;
   if (s.llm_errors > 0)
     s.warnings.push_back(std::to_string(s.llm_errors) +
                          " turn(s) ended in llm_error (the endpoint failed; not scored): `kforge run "
                          "--resume RUN_DIR` asks them again");
-  s.overall = make_slice("all", rs, config);
   s.max_turn = s.overall.max_turn;
   for (const auto& dim : cut_dimensions()) {
     std::map<std::string, std::vector<const AttemptRecord*>> parts;

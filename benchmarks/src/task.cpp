@@ -20,6 +20,13 @@ const std::vector<std::string>& known_categories() {
   return k;
 }
 
+namespace {
+bool is_known_category(const std::string& c) {
+  const auto& cats = known_categories();
+  return std::find(cats.begin(), cats.end(), c) != cats.end();
+}
+}  // namespace
+
 std::string category_of_folder(const std::string& folder) {
   if (folder == "arch") return "full_architecture";
   if (folder == "fuse") return "fusion";
@@ -194,8 +201,7 @@ std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_
   int diff = e["difficulty"].get<int>();
   if (diff < 1 || diff > 5) return err("difficulty", "must be 1..5, got " + std::to_string(diff));
   std::string cat = e["category"].get<std::string>();
-  const auto& cats = known_categories();
-  if (std::find(cats.begin(), cats.end(), cat) == cats.end())
+  if (!is_known_category(cat))
     return err("category", "unknown category '" + cat + "' (expected one of the 14 of MultiKernelBench)");
   fs::path file = root / e["file"].get<std::string>();
   auto parsed = parse_task_file(file, e["id"].get<std::string>());
@@ -288,7 +294,6 @@ void load_kernelbench(Suite& s, const std::vector<fs::path>& level_dirs) {
 }
 
 void load_multikernelbench(Suite& s, const fs::path& ref) {
-  const auto& cats = known_categories();
   std::vector<fs::path> folders;
   for (const auto& d : fs::directory_iterator(ref))
     if (d.is_directory()) folders.push_back(d.path());
@@ -308,7 +313,7 @@ void load_multikernelbench(Suite& s, const fs::path& ref) {
       s.tasks.push_back(std::move(*r.task));
       ++loaded;
     }
-    if (loaded && std::find(cats.begin(), cats.end(), cat) == cats.end())
+    if (loaded && !is_known_category(cat))
       s.notes.push_back((dir).string() + ": folder '" + folder + "' is not one of the 14 categories; its " +
                         std::to_string(loaded) + " task(s) keep the category '" + cat + "'");
   }
@@ -324,7 +329,6 @@ Suite load_suite(const fs::path& dir) {
   static const std::regex kLevel(R"(level\d+)");
   std::vector<fs::path> levels;
   bool has_category_dirs = false, has_py = false;
-  const auto& cats = known_categories();
   for (const auto& e : fs::directory_iterator(s.root)) {
     if (!e.is_directory()) {
       has_py = has_py || e.path().extension() == ".py";
@@ -332,7 +336,7 @@ Suite load_suite(const fs::path& dir) {
     }
     auto n = e.path().filename().string();
     if (std::regex_match(n, kLevel)) levels.push_back(e.path());
-    if (std::find(cats.begin(), cats.end(), category_of_folder(n)) != cats.end()) has_category_dirs = true;
+    if (is_known_category(category_of_folder(n))) has_category_dirs = true;
   }
   // KernelBench's level<N>/ folder given itself: one level.
   if (levels.empty() && has_py && std::regex_match(s.name, kLevel)) levels.push_back(s.root);

@@ -180,10 +180,19 @@ RunDir::RunDir(RunDir&&) noexcept = default;
 RunDir& RunDir::operator=(RunDir&&) noexcept = default;
 RunDir::~RunDir() = default;
 
-RunDir RunDir::create(const fs::path& dir_in, const json& manifest) {
+namespace {
+void require_object(const json& manifest) {
   if (!manifest.is_object())
     throw std::invalid_argument("run manifest must be a JSON object, got " +
                                 std::string(manifest.type_name()));
+}
+void write_manifest(const fs::path& dir, const json& manifest) {
+  write_file(dir / kManifestFile, manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+}  // namespace
+
+RunDir RunDir::create(const fs::path& dir_in, const json& manifest) {
+  require_object(manifest);
   fs::path dir = fs::absolute(dir_in);
   std::error_code ec;
   if (fs::exists(dir, ec)) {
@@ -207,7 +216,7 @@ RunDir RunDir::create(const fs::path& dir_in, const json& manifest) {
   impl->manifest = manifest;
   if (!impl->manifest.contains("schema_version")) impl->manifest["schema_version"] = kRunSchemaVersion;
   if (!impl->manifest.contains("created_at")) impl->manifest["created_at"] = iso8601_utc_now();
-  write_file(dir / kManifestFile, impl->manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_manifest(dir, impl->manifest);
   impl->attempts = open_attempts_for_append(dir);
   fs::create_directories(dir / "attempts");
   fsync_dir(dir);
@@ -276,13 +285,11 @@ const json& RunDir::manifest() const {
 }
 
 void RunDir::update_manifest(const json& manifest) {
-  if (!manifest.is_object())
-    throw std::invalid_argument("run manifest must be a JSON object, got " +
-                                std::string(manifest.type_name()));
+  require_object(manifest);
   json m = manifest;
   for (const char* k : {"schema_version", "created_at"})
     if (impl_->manifest.contains(k)) m[k] = impl_->manifest[k];
-  write_file(impl_->dir / kManifestFile, m.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_manifest(impl_->dir, m);
   impl_->manifest = std::move(m);
 }
 
