@@ -6,8 +6,9 @@
 namespace kforge {
 
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 9> kOutcomeNames{{
+constexpr std::array<std::pair<Outcome, std::string_view>, 10> kOutcomeNames{{
     {Outcome::llm_error, "llm_error"},
+    {Outcome::infra_error, "infra_error"},
     {Outcome::format_error, "format_error"},
     {Outcome::compile_error, "compile_error"},
     {Outcome::forbidden_api, "forbidden_api"},
@@ -19,9 +20,9 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 9> kOutcomeNames{{
 }};
 }  // namespace
 
-const std::array<Outcome, 9>& all_outcomes() {
-  static const std::array<Outcome, 9> all = [] {
-    std::array<Outcome, 9> a{};
+const std::array<Outcome, 10>& all_outcomes() {
+  static const std::array<Outcome, 10> all = [] {
+    std::array<Outcome, 10> a{};
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = kOutcomeNames[i].first;
     return a;
   }();
@@ -74,6 +75,8 @@ std::string_view to_string(MismatchKind k) {
       return "unwritten";
     case MismatchKind::input_modified:
       return "input_modified";
+    case MismatchKind::bench_only:
+      return "bench_only";
   }
   return "values";
 }
@@ -92,6 +95,8 @@ std::string_view to_string(RuntimeErrorKind k) {
       return "segfault";
     case RuntimeErrorKind::out_of_bounds_write:
       return "out_of_bounds_write";
+    case RuntimeErrorKind::sandbox:
+      return "sandbox";
     case RuntimeErrorKind::nonzero_return:
       return "nonzero_return";
     case RuntimeErrorKind::signal:
@@ -113,6 +118,9 @@ std::string_view describe(Outcome o) {
     case Outcome::llm_error:
       return "The model endpoint failed to answer (HTTP error, rate limit, timeout or malformed reply), so "
              "there was no candidate to judge.";
+    case Outcome::infra_error:
+      return "kforge itself failed (toolchain, judge worker or reference), so the candidate could not be "
+             "judged; this is not the model's failure.";
     case Outcome::format_error:
       return "The reply could not be used: no code block with a kf_forward entry point was found.";
     case Outcome::compile_error:

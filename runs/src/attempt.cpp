@@ -8,7 +8,7 @@
 namespace kforge {
 
 bool AttemptRecord::compiled() const {
-  return outcome != Outcome::llm_error && outcome != Outcome::format_error &&
+  return is_model_outcome(outcome) && outcome != Outcome::format_error &&
          outcome != Outcome::compile_error && outcome != Outcome::forbidden_api;
 }
 

@@ -9,6 +9,10 @@
 // client's retries), so there is no model output to judge. It is recorded, so nothing is
 // lost, but it is not a model attempt: metrics do not score it and `kforge run --resume`
 // asks that turn again.
+//
+// infra_error (DESIGN.md §7) is kforge's own failure: the toolchain is missing, the judge
+// worker failed, or the task's reference cannot load or run. Like llm_error it is recorded,
+// never scored, and asked again on `--resume`.
 #pragma once
 
 #include <array>
@@ -22,6 +26,7 @@ namespace kforge {
 /// fails earlier never reaches a later stage.
 enum class Outcome {
   llm_error,        ///< the LLM call failed after retries (HTTP, 429, timeout, malformed); not scored
+  infra_error,      ///< kforge's machinery failed (toolchain, judge, reference); not scored
   format_error,     ///< no code block, or no kf_forward entry point in the reply
   compile_error,    ///< the toolchain rejected the candidate (see CompileErrorKind)
   forbidden_api,    ///< the artifact references a forbidden symbol (torch, dlopen, fork, ...)
@@ -36,7 +41,15 @@ enum class Outcome {
 enum class CompileErrorKind { syntax, undeclared, type_mismatch, no_member, missing_include, link, other };
 
 /// Sub-kinds of output_mismatch (DESIGN.md §4, §7).
-enum class MismatchKind { shape, dtype, values, nan_inf, unwritten, input_modified };
+enum class MismatchKind {
+  shape,
+  dtype,
+  values,
+  nan_inf,
+  unwritten,
+  input_modified,
+  bench_only,  ///< correct in the check, wrong on a repetition the judge verified during the bench
+};
 
 /// Sub-kinds of runtime_error. CUDA error names map onto these; the exact name is kept
 /// in the attempt's message.
@@ -47,6 +60,7 @@ enum class RuntimeErrorKind {
   out_of_memory,
   segfault,
   out_of_bounds_write,  ///< a canary region next to an output changed
+  sandbox,              ///< the candidate host was stopped by its confinement (seccomp, rlimit)
   nonzero_return,       ///< kf_forward returned non-zero
   signal,               ///< another fatal signal (SIGABRT, SIGFPE, SIGILL, ...)
   exit,                 ///< the process exited (e.g. the candidate called exit())
@@ -64,11 +78,11 @@ std::string_view to_string(RuntimeErrorKind k);
 std::optional<Outcome> outcome_from_string(std::string_view s);
 
 /// Every outcome, in pipeline order (for tests and histograms).
-const std::array<Outcome, 9>& all_outcomes();
+const std::array<Outcome, 10>& all_outcomes();
 
-/// True for outcomes that judge the model's output (every outcome but llm_error).
+/// True for outcomes that judge the model's output (every outcome but llm_error and infra_error).
 constexpr bool is_model_outcome(Outcome o) {
-  return o != Outcome::llm_error;
+  return o != Outcome::llm_error && o != Outcome::infra_error;
 }
 
 /// A human sentence describing the outcome category, used in feedback prompts.
