@@ -106,6 +106,14 @@ bool guards_intact(const GuardedOutput& g);
 at::Tensor poison_mask(const at::Tensor& t);
 Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
 
+/// A task loaded in the judge: the reference model, its pristine parameters and buffers (the
+/// judge's own; candidates only ever see copies) and the tensor specs of the C ABI.
+struct LoadedTask {
+  Reference ref;
+  std::vector<HeldTensor> params;
+  std::vector<TensorSpec> in_specs, out_specs;  ///< in_specs: inputs, then parameters and buffers
+};
+
 /// Timing statistics over repetitions, in milliseconds (timing.cpp).
 struct Stats {
   double median = 0, p10 = 0, p90 = 0, mean = 0, cv = 0, min = 0;

@@ -246,3 +246,12 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
 }
 
 }  // namespace kforge::runner
+
+namespace kforge::runner {
+
+void poison_fill(at::Tensor& t) {
+  auto [itype, pattern] = poison_of(t.scalar_type());
+  t.view(itype).fill_(pattern);
+}
+
+}  // namespace kforge::runner

@@ -15,8 +15,9 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
   ev.compile_ms = static_cast<double>(ev.compile.wall.count());
   if (!ev.compile.ok()) {
     auto o = ev.compile.outcome();
+    // No outcome: the toolchain itself is missing or broken, kforge's failure (infra_error).
     ev.infrastructure_error = !o.has_value();
-    ev.outcome = o.value_or(Outcome::compile_error);
+    ev.outcome = o.value_or(Outcome::infra_error);
     if (ev.compile.sub_kind) ev.sub_kind = std::string(to_string(*ev.compile.sub_kind));
     if (ev.compile.status == CompileStatus::toolchain_missing) ev.sub_kind = "toolchain_missing";
     ev.message = ev.compile.summary;
@@ -31,12 +32,14 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   ev.outcome = ev.check->outcome;
   ev.sub_kind = ev.check->sub_kind;
   ev.message = ev.check->message;
-  if (ev.sub_kind == "reference_failed" || ev.sub_kind == "runner_failed") ev.infrastructure_error = true;
+  ev.infrastructure_error = ev.outcome == Outcome::infra_error;
   if (ev.outcome != Outcome::pass || !options.bench) return;
   ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
   ev.bench_ms = ev.bench->bench_ms;
   if (!ev.bench->ok) {
-    // A candidate that passed the check but fails while timed (e.g. hangs on the big loop).
+    // A candidate that passed the check but fails while timed (a hang, a wrong answer on a timed
+    // repetition: bench_only), or the judge failed (infra_error).
+    ev.infrastructure_error = ev.bench->outcome == Outcome::infra_error;
     ev.outcome = ev.bench->outcome;
     ev.sub_kind = ev.bench->sub_kind;
     ev.message = "failed while being benchmarked: " + ev.bench->message;

@@ -81,7 +81,7 @@ bool RunnerClient::ensure_started(std::string* error) {
   return true;
 }
 
-RunnerClient::Reply RunnerClient::request(const std::string& line, std::chrono::milliseconds timeout) {
+RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milliseconds timeout) {
   Reply r;
   std::string err;
   if (!ensure_started(&err)) {
@@ -89,19 +89,25 @@ RunnerClient::Reply RunnerClient::request(const std::string& line, std::chrono::
     r.message = err;
     return r;
   }
+  // Every request carries a fresh id and its reply must echo it: a stale or stray line on the
+  // protocol stream is never taken for the answer.
+  const std::string id = std::to_string(workers_started_) + "." + std::to_string(++request_seq_);
+  req["id"] = id;
   auto t0 = Clock::now();
-  if (child_->write_line(line)) {
+  if (child_->write_line(req.dump())) {
     if (auto out = child_->read_line(timeout)) {
       try {
         r.body = json::parse(*out);
-        return r;
+        if (r.body.value("id", std::string()) == id) return r;
+        r.message =
+            "kforge-runner answered request " + id + " with id '" + r.body.value("id", std::string()) + "'";
       } catch (const std::exception& e) {
-        r.kind = Reply::died;
-        r.sub_kind = "protocol";
         r.message = std::string("unreadable reply from kforge-runner: ") + e.what();
-        kill_worker();
-        return r;
       }
+      r.kind = Reply::died;
+      r.sub_kind = "protocol";
+      kill_worker();
+      return r;
     }
   }
   if (Clock::now() - t0 >= timeout) {
@@ -152,8 +158,22 @@ Outcome outcome_of(const json& j) {
 }
 }  // namespace
 
+std::string RunnerClient::reply_kind_name(const Reply& r) {
+  switch (r.kind) {
+    case Reply::timed_out:
+      return "judge_timeout";
+    case Reply::died:
+      return r.sub_kind == "protocol" ? "judge_protocol" : "judge_died";
+    case Reply::failed_to_start:
+      return "runner_failed";
+    case Reply::ok:
+      break;
+  }
+  return "runner";
+}
+
 std::string RunnerClient::hello() {
-  Reply r = request(R"({"cmd":"hello"})", cfg_.start_timeout);
+  Reply r = request(json{{"cmd", "hello"}}, cfg_.start_timeout);
   return r.kind == Reply::ok ? r.body.dump() : "";
 }
 
@@ -167,7 +187,7 @@ std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, Load
   json req{
       {"cmd", "load"},         {"task", task.id},  {"file", task.file.string()}, {"source", task.source},
       {"device", cfg_.device}, {"model_seed", 42}, {"flops", task.flops_expr},   {"bytes", task.bytes_expr}};
-  Reply r = request(req.dump(), cfg_.load_timeout);
+  Reply r = request(req, cfg_.load_timeout);
   LoadResult lr;
   if (r.kind != Reply::ok) {
     lr.error = r.message;
@@ -204,15 +224,28 @@ json tolerances_json(const TaskRef& t) {
 }
 }  // namespace
 
+namespace {
+/// A failure of the judge itself (not the candidate's): infra_error, never scored.
+void judge_failed(Outcome* o, std::string* sub_kind, std::string* message, const std::string& kind,
+                  const std::string& text) {
+  *o = Outcome::infra_error;
+  *sub_kind = kind;
+  *message = text;
+}
+/// The judge's own deadline for a request: inside the client's, so that a slow candidate is
+/// the judge's verdict (timeout), never the client's (infra_error).
+int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
+  return std::max<int64_t>(2000,
+                           client_timeout.count() - std::max<int64_t>(5000, client_timeout.count() / 6));
+}
+}  // namespace
+
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
                                 int64_t seed) {
   CheckResult c;
   c.trials = trials;
   if (auto err = ensure_loaded(task, nullptr)) {
-    // The reference itself failed: not the candidate's fault, but the attempt cannot pass.
-    c.outcome = Outcome::runtime_error;
-    c.sub_kind = "reference_failed";
-    c.message = *err;
+    judge_failed(&c.outcome, &c.sub_kind, &c.message, "reference_failed", *err);
     return c;
   }
   ++candidates_on_worker_;
@@ -220,35 +253,20 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
            {"artifact", std::filesystem::absolute(artifact).string()},
            {"trials", trials},
            {"seed", seed},
+           {"deadline_ms", judge_deadline_ms(cfg_.check_timeout)},
            {"tolerances", tolerances_json(task)}};
   auto t0 = Clock::now();
-  Reply r = request(req.dump(), cfg_.check_timeout);
+  Reply r = request(req, cfg_.check_timeout);
   c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  switch (r.kind) {
-    case Reply::timed_out:
-      c.outcome = Outcome::timeout;
-      c.message = "the check " + r.message;
-      c.worker_replaced = true;
-      return c;
-    case Reply::died:
-      c.outcome = Outcome::runtime_error;
-      c.sub_kind = r.sub_kind;
-      c.message = r.message;
-      c.worker_replaced = true;
-      return c;
-    case Reply::failed_to_start:
-      c.outcome = Outcome::runtime_error;
-      c.sub_kind = "runner_failed";
-      c.message = r.message;
-      return c;
-    case Reply::ok:
-      break;
+  if (r.kind != Reply::ok) {
+    c.worker_replaced = r.kind != Reply::failed_to_start;
+    judge_failed(&c.outcome, &c.sub_kind, &c.message, reply_kind_name(r), r.message);
+    return c;
   }
   const json& b = r.body;
   if (!b.value("ok", false)) {
-    c.outcome = Outcome::runtime_error;
-    c.sub_kind = b.value("error", std::string("runner"));
-    c.message = b.value("message", std::string());
+    judge_failed(&c.outcome, &c.sub_kind, &c.message, b.value("error", std::string("runner")),
+                 b.value("message", std::string()));
     return c;
   }
   c.outcome = outcome_of(b);
@@ -258,12 +276,6 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   c.max_abs_err = b.value("max_abs_err", 0.0);
   c.max_rel_err = b.value("max_rel_err", 0.0);
   c.mismatch_fraction = b.value("mismatch_fraction", 0.0);
-  if (b.value("fatal", false)) {
-    c.worker_replaced = true;
-    child_->wait();
-    child_.reset();
-    loaded_key_.clear();
-  }
   return c;
 }
 
@@ -271,8 +283,7 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
                                 const BenchOptions& o) {
   BenchResult b;
   if (auto err = ensure_loaded(task, nullptr)) {
-    b.message = *err;
-    b.sub_kind = "reference_failed";
+    judge_failed(&b.outcome, &b.sub_kind, &b.message, "reference_failed", *err);
     return b;
   }
   json req{{"cmd", "bench"},
@@ -281,35 +292,24 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
            {"warmup", o.warmup},
            {"budget_ms", o.budget_ms},
            {"seed", o.seed},
+           {"deadline_ms", judge_deadline_ms(cfg_.bench_timeout)},
            {"baseline", o.compile_baseline ? "compile" : "eager"}};
   if (!artifact.empty()) req["artifact"] = std::filesystem::absolute(artifact).string();
-  Reply r = request(req.dump(), cfg_.bench_timeout);
-  if (r.kind == Reply::timed_out) {
-    b.outcome = Outcome::timeout;
-    b.message = "the benchmark " + r.message;
-    return b;
-  }
+  Reply r = request(req, cfg_.bench_timeout);
   if (r.kind != Reply::ok) {
-    b.outcome = Outcome::runtime_error;
-    b.sub_kind = r.sub_kind;
-    b.message = r.message;
+    judge_failed(&b.outcome, &b.sub_kind, &b.message, reply_kind_name(r), r.message);
     return b;
   }
   const json& j = r.body;
   if (!j.value("ok", false)) {
-    b.sub_kind = j.value("error", std::string("runner"));
-    b.message = j.value("message", std::string());
+    judge_failed(&b.outcome, &b.sub_kind, &b.message, j.value("error", std::string("runner")),
+                 j.value("message", std::string()));
     return b;
   }
   if (j.contains("outcome")) {  // the candidate failed while being timed
     b.outcome = outcome_of(j);
     b.sub_kind = j.value("sub_kind", std::string());
     b.message = j.value("message", std::string());
-    if (j.value("fatal", false)) {
-      child_->wait();
-      child_.reset();
-      loaded_key_.clear();
-    }
     return b;
   }
   b.ok = true;
@@ -320,6 +320,11 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
   b.candidate_ms = j.value("candidate_ms", 0.0);
   b.reference_ms = j.value("reference_ms", 0.0);
   b.speedup = j.value("speedup", 0.0);
+  if (j.contains("speedup_ci") && j["speedup_ci"].size() == 2) {
+    b.speedup_ci_low = j["speedup_ci"][0].get<double>();
+    b.speedup_ci_high = j["speedup_ci"][1].get<double>();
+  }
+  b.sets = j.value("sets", 0);
   b.flags = j.value("flags", std::vector<std::string>{});
   b.bench_ms = j.value("bench_ms", 0.0);
   return b;
@@ -327,16 +332,14 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
 
 double RunnerClient::triton_do_bench(const TaskRef& task, int64_t seed) {
   if (ensure_loaded(task, nullptr)) return -1;
-  json req{{"cmd", "triton_bench"}, {"seed", seed}};
-  Reply r = request(req.dump(), cfg_.bench_timeout);
+  Reply r = request(json{{"cmd", "triton_bench"}, {"seed", seed}}, cfg_.bench_timeout);
   if (r.kind != Reply::ok || !r.body.value("ok", false)) return -1;
   return r.body.value("ms", -1.0);
 }
 
 std::string RunnerClient::reference_only(const TaskRef& task, int trials, int64_t seed) {
   if (auto err = ensure_loaded(task, nullptr)) return *err;
-  json req{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}};
-  Reply r = request(req.dump(), cfg_.check_timeout);
+  Reply r = request(json{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}}, cfg_.check_timeout);
   if (r.kind != Reply::ok) return r.message;
   if (!r.body.value("ok", false)) return r.body.value("message", std::string("reference failed"));
   return "";

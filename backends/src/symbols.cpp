@@ -62,13 +62,20 @@ std::optional<std::string> c_name_rule(std::string_view n, const SymbolPolicy& p
     return "python";
   if (n.substr(0, 3) == "_Py") return "python";
   // Dynamic loading.
-  if (in(n, {"dlopen", "dlsym", "dlmopen", "dlvsym", "__libc_dlopen_mode", "__libc_dlsym", "__libc_dlvsym"}))
+  if (in(n, {"dlopen", "dlsym", "dlmopen", "dlvsym", "__libc_dlopen_mode", "__libc_dlsym", "__libc_dlvsym",
+             "dl_iterate_phdr", "dladdr", "dladdr1", "dlinfo", "_dl_sym", "_dl_open"}))
     return "dynamic_loading";
   // Processes.
-  if (in(n, {"fork",   "vfork",    "_Fork",   "__libc_fork", "clone",  "clone3",     "__clone",
-             "execve", "execveat", "fexecve", "system",      "popen",  "kill",       "killpg",
-             "tgkill", "tkill",    "ptrace",  "syscall",     "daemon", "pidfd_open", "pidfd_send_signal"}) ||
-      has_prefix_in(n, {"execv", "execl", "posix_spawn"}))
+  if (in(n, {"fork", "vfork", "_Fork", "__libc_fork", "clone", "clone3", "__clone", "execve", "execveat",
+             "fexecve", "system", "popen", "kill", "killpg", "tgkill", "tkill", "ptrace", "syscall", "daemon",
+             "pidfd_open", "pidfd_send_signal",
+             // glibc's aliases and the rest of the family (a first filter only: the candidate host's
+             // seccomp policy is what stops process creation).
+             "__fork", "__vfork", "__libc_vfork", "__clone2", "__clone3", "__libc_system", "_IO_popen",
+             "_IO_proc_open", "forkpty", "openpty", "login_tty", "rexec", "rexec_af", "rcmd", "rcmd_af",
+             "rresvport", "ruserok", "process_vm_readv", "process_vm_writev", "__syscall", "sigqueue",
+             "pthread_kill", "prctl", "unshare", "setns", "personality"}) ||
+      has_prefix_in(n, {"execv", "execl", "posix_spawn", "__execv", "__execl", "__posix_spawn"}))
     return "process";
   // Sockets and name resolution.
   if (in(n, {"socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "getaddrinfo",

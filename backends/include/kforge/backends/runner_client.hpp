@@ -41,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "kforge/common/outcome.hpp"
 
 namespace kforge::sandbox {
@@ -122,7 +124,9 @@ struct BenchResult {
   double candidate_ms = 0;  ///< the candidate's time used for speedup (see flags)
   double reference_ms = 0;
   double speedup = 0;              ///< reference_ms / candidate_ms
-  std::vector<std::string> flags;  ///< e.g. "work_outside_stream"
+  double speedup_ci_low = 0, speedup_ci_high = 0;  ///< 95% percentile-bootstrap interval over batches
+  int sets = 0;                    ///< input/output sets the timed calls rotated through
+  std::vector<std::string> flags;
   double bench_ms = 0;
 };
 
@@ -151,7 +155,9 @@ class RunnerClient {
 
  private:
   struct Reply;
-  Reply request(const std::string& line, std::chrono::milliseconds timeout);
+  Reply request(nlohmann::json req, std::chrono::milliseconds timeout);
+  /// The infra_error sub-kind for a request that got no reply (judge_timeout, judge_died, ...).
+  static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);
   void kill_worker();
   std::optional<std::string> ensure_loaded(const TaskRef& task, LoadResult* out);
@@ -162,6 +168,7 @@ class RunnerClient {
   LoadResult loaded_;
   int candidates_on_worker_ = 0;
   int workers_started_ = 0;
+  uint64_t request_seq_ = 0;
 };
 
 /// A fixed set of RunnerClients, one per slot (benchmarking is exclusive per GPU: one slot

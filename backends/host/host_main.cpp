@@ -1,0 +1,299 @@
+// kforge-host: the candidate host (DESIGN.md §6). One process per candidate, started by the
+// judge (kforge-runner) for one check or one bench and never reused. It links no Python, no
+// LibTorch and no vendor library: there is nothing of the judge's to call into. It maps the
+// tensors the judge shares with it, confines itself (kforge/sandbox/confine.hpp), loads the
+// candidate's artifact, calls kf_forward when told to and answers on its own channel.
+//
+// Nothing it says is trusted: the judge reads the outputs itself, times the calls with its
+// own clock from outside this process, and checks everything on data it kept private. The
+// replies only say "I think I am done", and how a call failed when it did.
+//
+// File descriptors at start: 0 /dev/null, 1 and 2 a capped log, 3 the channel (a socket),
+// further ones the shared host-memory arenas named by `arena` lines. Everything else is
+// closed before anything is read.
+//
+// Channel protocol (one line each way, fields separated by spaces; replies in order):
+//   arena <i> <bytes> dev <cudaIpcMemHandle hex>     -> ok | err <kind> <text>
+//   arena <i> <bytes> host <fd> ro|rw                 -> ok | err ...
+//   tensor <id> <arena> <offset bytes> <kf_dtype> <ndim> <size>...   (contiguous)  -> ok
+//   set <k> <n_in> <tensor id>... <n_out> <tensor id>...                          -> ok
+//   ping                                              -> pong
+//   load                                              -> ok | err load|entry_point|confine <text>
+//   run <seq> <set> [<set> ...]   calls kf_forward on each set back to back, then waits for the
+//                                 device        -> done <seq> <rc> <cuda error name or ->
+//   quit                                              -> (exits 0)
+// A seccomp violation writes "violation <syscall nr>" and exits with kViolationExit.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kforge/kernel_abi.h"
+#include "kforge/sandbox/confine.hpp"
+
+#ifdef KFORGE_HOST_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+constexpr int kChannel = 3;
+
+void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  std::size_t left = s.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n <= 0) std::_Exit(2);
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void reply(const std::string& s) {
+  write_all(kChannel, s + "\n");
+}
+
+void on_sigsys(int, siginfo_t* si, void*) {
+  char buf[48];
+  int n = std::snprintf(buf, sizeof buf, "violation %d\n", si->si_syscall);
+  if (n > 0) (void)!::write(kChannel, buf, static_cast<std::size_t>(n));
+  ::_exit(kforge::sandbox::kViolationExit);
+}
+
+/// Reads one line from the channel (blocking); false at end of stream.
+bool read_line(std::string* line) {
+  static std::string buf;
+  for (;;) {
+    if (auto nl = buf.find('\n'); nl != std::string::npos) {
+      *line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      return true;
+    }
+    char tmp[4096];
+    ssize_t n = ::read(kChannel, tmp, sizeof tmp);
+    if (n <= 0) return false;
+    buf.append(tmp, static_cast<std::size_t>(n));
+  }
+}
+
+int elem_size(int dtype) {
+  switch (dtype) {
+    case KF_FLOAT32:
+    case KF_INT32:
+      return 4;
+    case KF_FLOAT16:
+    case KF_BFLOAT16:
+    case KF_INT16:
+      return 2;
+    case KF_FLOAT64:
+    case KF_INT64:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+using KfForward = int (*)(const kf_tensor*, int, kf_tensor*, int, void*);
+
+struct Arena {
+  char* base = nullptr;
+  int64_t bytes = 0;
+  int device = -1;  ///< -1: host memory
+};
+
+class Host {
+ public:
+  Host(std::string artifact, int device) : artifact_(std::move(artifact)), device_(device) {}
+
+  /// Before anything arrives: the device context, so that the driver's own files and threads
+  /// exist before the process is confined.
+  std::string init() {
+#ifdef KFORGE_HOST_CUDA
+    if (device_ >= 0) {
+      if (cudaSetDevice(device_) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
+        return std::string("cuda init: ") + cudaGetErrorString(cudaGetLastError());
+      if (cudaStreamCreate(&stream_) != cudaSuccess) return "cudaStreamCreate failed";
+    }
+#else
+    if (device_ >= 0) return "this kforge-host was built without CUDA";
+#endif
+    return "";
+  }
+
+  std::string handle(const std::string& line) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    if (cmd == "arena") return arena(in);
+    if (cmd == "tensor") return tensor(in);
+    if (cmd == "set") return set(in);
+    if (cmd == "ping") return "pong";
+    if (cmd == "load") return load();
+    if (cmd == "run") return run(in);
+    return "err protocol unknown command " + cmd;
+  }
+
+ private:
+  std::string arena(std::istringstream& in) {
+    int i = -1;
+    Arena a;
+    std::string where;
+    in >> i >> a.bytes >> where;
+    if (where == "host") {
+      int fd = -1;
+      std::string mode;
+      in >> fd >> mode;
+      int prot = mode == "rw" ? PROT_READ | PROT_WRITE : PROT_READ;
+      void* p = ::mmap(nullptr, static_cast<std::size_t>(a.bytes), prot, MAP_SHARED, fd, 0);
+      if (p == MAP_FAILED) return std::string("err setup mmap: ") + std::strerror(errno);
+      ::close(fd);  // the mapping stays; the descriptor is not needed any more
+      a.base = static_cast<char*>(p);
+    } else {
+#ifdef KFORGE_HOST_CUDA
+      std::string hex;
+      in >> hex;
+      cudaIpcMemHandle_t h{};
+      if (hex.size() != 2 * sizeof h.reserved) return "err setup bad ipc handle";
+      for (std::size_t k = 0; k < sizeof h.reserved; ++k)
+        h.reserved[k] = static_cast<char>(std::stoi(hex.substr(2 * k, 2), nullptr, 16));
+      void* p = nullptr;
+      cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+      if (e != cudaSuccess) return std::string("err setup cudaIpcOpenMemHandle: ") + cudaGetErrorString(e);
+      a.base = static_cast<char*>(p);
+      a.device = device_;
+#else
+      return "err setup no CUDA in this host";
+#endif
+    }
+    arenas_[i] = a;
+    return "ok";
+  }
+
+  std::string tensor(std::istringstream& in) {
+    int id = -1, arena = -1;
+    int64_t offset = 0;
+    kf_tensor t{};
+    in >> id >> arena >> offset >> t.dtype >> t.ndim;
+    if (!arenas_.count(arena) || t.ndim < 0 || t.ndim > KF_MAX_DIMS) return "err setup bad tensor line";
+    int64_t numel = 1;
+    for (int d = 0; d < t.ndim; ++d) {
+      in >> t.sizes[d];
+      numel *= t.sizes[d];
+    }
+    int64_t stride = 1;
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      t.strides[d] = stride;
+      stride *= t.sizes[d];
+    }
+    const Arena& a = arenas_[arena];
+    if (offset < 0 || offset + numel * elem_size(t.dtype) > a.bytes)
+      return "err setup tensor outside its arena";
+    t.data = a.base + offset;
+    t.device = a.device;
+    tensors_[id] = t;
+    return "ok";
+  }
+
+  std::string set(std::istringstream& in) {
+    int k = -1, n = 0;
+    in >> k >> n;
+    Set s;
+    for (int i = 0, id = 0; i < n && in >> id; ++i) s.in.push_back(tensors_.at(id));
+    in >> n;
+    for (int i = 0, id = 0; i < n && in >> id; ++i) s.out.push_back(tensors_.at(id));
+    sets_[k] = std::move(s);
+    return "ok";
+  }
+
+  std::string load() {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    ::sigaction(SIGSYS, &sa, nullptr);
+    const bool no_seccomp = std::getenv("KFORGE_HOST_NO_SECCOMP") != nullptr;  // tests of other layers
+    kforge::sandbox::ConfinePolicy policy;
+    policy.seccomp = !no_seccomp;
+    if (std::string e = kforge::sandbox::confine_self(policy); !e.empty()) return "err confine " + e;
+    void* h = ::dlopen(artifact_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) return std::string("err load cannot load the artifact: ") + ::dlerror();
+    fn_ = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));
+    if (!fn_) return "err entry_point the artifact exports no kf_forward";
+    return "ok";
+  }
+
+  std::string run(std::istringstream& in) {
+    std::string seq;
+    in >> seq;
+    int rc = 0, k = 0;
+    const char* cuda_error = "-";
+    while (rc == 0 && in >> k) {
+      auto it = sets_.find(k);
+      if (it == sets_.end() || !fn_) return "err protocol no such set or nothing loaded";
+      Set& s = it->second;
+      rc = fn_(s.in.data(), static_cast<int>(s.in.size()), s.out.data(), static_cast<int>(s.out.size()),
+               stream_);
+#ifdef KFORGE_HOST_CUDA
+      if (device_ >= 0)
+        if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+          cuda_error = cudaGetErrorName(e);
+          break;
+        }
+#endif
+    }
+#ifdef KFORGE_HOST_CUDA
+    if (device_ >= 0 && std::strcmp(cuda_error, "-") == 0)
+      if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) cuda_error = cudaGetErrorName(e);
+#endif
+    return "done " + seq + " " + std::to_string(rc) + " " + cuda_error;
+  }
+
+  struct Set {
+    std::vector<kf_tensor> in, out;
+  };
+  std::string artifact_;
+  int device_;
+  std::map<int, Arena> arenas_;
+  std::map<int, kf_tensor> tensors_;
+  std::map<int, Set> sets_;
+  KfForward fn_ = nullptr;
+#ifdef KFORGE_HOST_CUDA
+  cudaStream_t stream_ = nullptr;
+#else
+  void* stream_ = nullptr;
+#endif
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // usage: kforge-host <artifact> <device: -1 cpu, N cuda ordinal> <first fd to close>
+  if (argc != 4) return 2;
+  // Nothing but what the judge gave: close every descriptor above the arenas it passed.
+  ::close_range(static_cast<unsigned>(std::atoi(argv[3])), ~0U, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (::getppid() == 1) return 2;  // the judge is already gone
+  Host host(argv[1], std::atoi(argv[2]));
+  if (std::string e = host.init(); !e.empty()) {
+    reply("err init " + e);
+    return 3;
+  }
+  reply("ready");
+  std::string line;
+  while (read_line(&line)) {
+    if (line == "quit") break;
+    reply(host.handle(line));
+  }
+  return 0;
+}

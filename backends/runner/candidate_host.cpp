@@ -1,0 +1,254 @@
+// The judge's handle on one candidate host process (candidate_host.hpp).
+#include "candidate_host.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "kforge/sandbox/confine.hpp"
+
+extern char** environ;
+
+namespace kforge::runner {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+/// The host's environment: an allow-list (no LD_PRELOAD, no credentials, no Python paths).
+std::vector<std::string> host_env() {
+  std::vector<std::string> env{"CUDA_CACHE_DISABLE=1", "HOME=/nonexistent", "LANG=C"};
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING",
+                           "OMP_NUM_THREADS", "KFORGE_HOST_NO_SECCOMP"})
+    if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
+  return env;
+}
+
+std::string signal_text(int sig) {
+  return std::to_string(sig) + " (" + strsignal(sig) + ")";
+}
+}  // namespace
+
+std::unique_ptr<CandidateHost> CandidateHost::start(const std::string& host_exe, const std::string& artifact,
+                                                    int device, const std::vector<int>& fds,
+                                                    std::string* error) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    *error = std::string("socketpair: ") + std::strerror(errno);
+    return nullptr;
+  }
+  std::unique_ptr<CandidateHost> h(new CandidateHost());
+  h->channel_ = sv[0];
+  h->log_fd_ = ::memfd_create("kforge-host-log", MFD_CLOEXEC);
+  // Sources far above the targets, so that no dup2 maps a descriptor onto itself (which would
+  // keep its close-on-exec flag).
+  std::vector<int> src;
+  for (int fd : std::vector<int>{sv[1], h->log_fd_}) src.push_back(::fcntl(fd, F_DUPFD_CLOEXEC, 512));
+  for (int fd : fds) src.push_back(::fcntl(fd, F_DUPFD_CLOEXEC, 512));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, src[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, src[1], 2);
+  posix_spawn_file_actions_adddup2(&fa, src[0], 3);
+  for (std::size_t i = 2; i < src.size(); ++i)
+    posix_spawn_file_actions_adddup2(&fa, src[i], static_cast<int>(4 + i - 2));
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setsigdefault(&at, &all);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> args{host_exe, artifact, std::to_string(device), std::to_string(4 + fds.size())};
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  auto env = host_env();
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int rc = ::posix_spawn(&h->pid_, host_exe.c_str(), &fa, &at, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  for (int fd : src) ::close(fd);
+  ::close(sv[1]);
+  if (rc != 0) {
+    h->pid_ = -1;
+    *error = "cannot start " + host_exe + ": " + std::strerror(rc);
+    return nullptr;
+  }
+  HostFailure f;
+  auto ready = h->read_line(std::chrono::milliseconds(60'000), &f);
+  if (!ready || *ready != "ready") {
+    *error = "kforge-host did not start: " + (ready ? *ready : f.message) + "\n" + h->log_tail();
+    return nullptr;
+  }
+  return h;
+}
+
+CandidateHost::~CandidateHost() {
+  kill();
+  if (channel_ >= 0) ::close(channel_);
+  if (log_fd_ >= 0) ::close(log_fd_);
+}
+
+void CandidateHost::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int st = 0;
+  while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+void CandidateHost::freeze() {
+  if (pid_ <= 0 || frozen_) return;
+  ::kill(pid_, SIGSTOP);
+  int st = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid_, &st, WUNTRACED)) < 0 && errno == EINTR) {
+  }
+  frozen_ = r == pid_ && WIFSTOPPED(st);
+  if (r == pid_ && !WIFSTOPPED(st)) pid_ = -1;  // it died meanwhile; the next request reports EOF
+}
+
+void CandidateHost::resume() {
+  if (pid_ > 0 && frozen_) ::kill(pid_, SIGCONT);
+  frozen_ = false;
+}
+
+HostFailure CandidateHost::reap(const std::string& context) {
+  HostFailure f{"runtime_error", "exit", ""};
+  int st = 0;
+  if (pid_ > 0) {
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+  if (!violation_.empty()) {
+    f = {"forbidden_api", "sandbox",
+         "the candidate made a forbidden system call (" + violation_ +
+             "): kernels may not start processes, open files for writing, use sockets or reach "
+             "other processes"};
+  } else if (WIFSIGNALED(st)) {
+    int sig = WTERMSIG(st);
+    f.sub_kind = sig == SIGSEGV || sig == SIGBUS ? "segfault" : sig == SIGXFSZ ? "sandbox" : "signal";
+    if (sig == SIGSYS)
+      f = {"forbidden_api", "sandbox", "the candidate made a forbidden system call"};
+    else
+      f.message =
+          "the candidate was killed by signal " + signal_text(sig) + " " + context +
+          (sig == SIGSEGV ? " (inputs and parameters are mapped read-only: writing to one faults too)" : "");
+  } else if (WIFEXITED(st)) {
+    f.message = "the candidate's process exited with status " + std::to_string(WEXITSTATUS(st)) + " " +
+                context + " (did the kernel call exit()?)";
+  }
+  std::string tail = log_tail();
+  if (!tail.empty()) f.message += "\nthe candidate's output (tail):\n" + tail;
+  return f;
+}
+
+std::optional<std::string> CandidateHost::read_line(std::chrono::milliseconds timeout, HostFailure* failure) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+      std::string line = buf_.substr(0, nl);
+      buf_.erase(0, nl + 1);
+      if (line.rfind("violation ", 0) == 0) {
+        violation_ = sandbox::syscall_name(std::atoi(line.c_str() + 10));
+        continue;
+      }
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      kill();
+      *failure = {"timeout", "",
+                  "the candidate did not answer within " + std::to_string(timeout.count()) + " ms"};
+      return std::nullopt;
+    }
+    pollfd p{channel_, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;
+    char tmp[4096];
+    ssize_t r = ::read(channel_, tmp, sizeof tmp);
+    if (r > 0) {
+      buf_.append(tmp, static_cast<std::size_t>(r));
+      if (buf_.size() > (1u << 20)) buf_.erase(0, buf_.size() - (1u << 20));  // a flood is not a reply
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    *failure = reap("while it was being called");
+    return std::nullopt;
+  }
+}
+
+std::optional<std::string> CandidateHost::request(const std::string& line, std::chrono::milliseconds timeout,
+                                                  HostFailure* failure, const std::string& expect) {
+  if (pid_ <= 0) {
+    *failure = reap("before it was called");
+    return std::nullopt;
+  }
+  std::string s = line + "\n";
+  if (::send(channel_, s.data(), s.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(s.size())) {
+    *failure = reap("before it was called");
+    return std::nullopt;
+  }
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto r = read_line(std::max(left, std::chrono::milliseconds(0)), failure);
+    if (!r || r->rfind(expect, 0) == 0) return r;
+  }
+}
+
+bool CandidateHost::pipeline(const std::vector<std::string>& lines, std::chrono::milliseconds timeout,
+                             std::string* bad, HostFailure* failure) {
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  const char* p = all.data();
+  std::size_t left = all.size();
+  while (left > 0) {
+    ssize_t n = ::send(channel_, p, left, MSG_NOSIGNAL);
+    if (n <= 0) {
+      *failure = reap("during set-up");
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+    // Drain replies meanwhile so that neither side blocks on a full socket buffer.
+    char tmp[4096];
+    ssize_t r;
+    while ((r = ::recv(channel_, tmp, sizeof tmp, MSG_DONTWAIT)) > 0)
+      buf_.append(tmp, static_cast<std::size_t>(r));
+  }
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto r = read_line(timeout, failure);
+    if (!r) return false;
+    if (*r != "ok" && bad->empty()) *bad = *r;
+  }
+  return true;
+}
+
+std::string CandidateHost::log_tail(std::size_t max_bytes) const {
+  if (log_fd_ < 0) return "";
+  off_t size = ::lseek(log_fd_, 0, SEEK_END);
+  if (size <= 0) return "";
+  off_t from = size > static_cast<off_t>(max_bytes) ? size - static_cast<off_t>(max_bytes) : 0;
+  std::string s(static_cast<std::size_t>(size - from), '\0');
+  ssize_t n = ::pread(log_fd_, s.data(), s.size(), from);
+  s.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return s;
+}
+
+}  // namespace kforge::runner

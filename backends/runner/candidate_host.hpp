@@ -1,0 +1,72 @@
+// backends/runner/candidate_host.hpp — the judge's handle on one kforge-host process
+// (internal to kforge-runner; DESIGN.md §6).
+//
+// CandidateHost starts backends/host/kforge-host for one artifact with nothing but its
+// channel (a socketpair), a capped log (a memfd on stdout/stderr) and the Exchange's host
+// memory; speaks its line protocol with timeouts; freezes it (SIGSTOP) while the judge reads
+// shared memory, so a thread the candidate left running cannot finish late unseen; and turns
+// its death into an attempt failure. The destructor kills and reaps it, so when a
+// CandidateHost is gone nothing of the candidate runs any more (its CUDA context is destroyed
+// with the process). Single-threaded, owned by the runner's Worker.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::runner {
+
+/// A failure of the candidate, as an attempt outcome.
+struct HostFailure {
+  std::string outcome;  ///< "runtime_error", "timeout", "forbidden_api", "format_error"
+  std::string sub_kind;
+  std::string message;
+};
+
+class CandidateHost {
+ public:
+  /// Starts `host_exe` for `artifact` on `device` (-1: cpu; else the CUDA ordinal) with the
+  /// descriptors `fds` (numbered 4, 5, ... in the host). Returns null with *error set when the
+  /// process cannot be started (the judge's failure, not the candidate's).
+  static std::unique_ptr<CandidateHost> start(const std::string& host_exe, const std::string& artifact,
+                                              int device, const std::vector<int>& fds, std::string* error);
+  ~CandidateHost();
+  CandidateHost(const CandidateHost&) = delete;
+  CandidateHost& operator=(const CandidateHost&) = delete;
+
+  /// Sends one line and waits for the reply line (the first that starts with `expect`: lines
+  /// the candidate wrote on the channel itself are skipped). On death or timeout the host is
+  /// reaped and *failure says how (a timeout kills it first).
+  std::optional<std::string> request(const std::string& line, std::chrono::milliseconds timeout,
+                                     HostFailure* failure, const std::string& expect = "");
+  /// Sends many lines and reads as many replies; the first reply that is not "ok" is returned
+  /// in *bad (setup of the exchange). False on death/timeout.
+  bool pipeline(const std::vector<std::string>& lines, std::chrono::milliseconds timeout, std::string* bad,
+                HostFailure* failure);
+  /// SIGSTOP and wait until every thread is stopped; resume() continues it.
+  void freeze();
+  void resume();
+  /// Kills (SIGKILL) and reaps the process; idempotent.
+  void kill();
+  bool alive() const { return pid_ > 0; }
+  /// The last bytes the candidate wrote to stdout/stderr.
+  std::string log_tail(std::size_t max_bytes = 2000) const;
+
+ private:
+  CandidateHost() = default;
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout, HostFailure* failure);
+  HostFailure reap(const std::string& context);
+
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  int log_fd_ = -1;
+  bool frozen_ = false;
+  std::string buf_;
+  std::string violation_;  ///< from a "violation <nr>" line
+};
+
+}  // namespace kforge::runner

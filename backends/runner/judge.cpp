@@ -1,0 +1,413 @@
+// The judge's check and bench of one candidate (judge.hpp).
+#include "judge.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "candidate_host.hpp"
+#include "exchange.hpp"
+
+#ifdef KFORGE_RUNNER_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace kforge::runner {
+
+using json = nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Ms = std::chrono::milliseconds;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void sync_device(const at::Device& d) {
+#ifdef KFORGE_RUNNER_CUDA
+  if (d.is_cuda()) cudaDeviceSynchronize();
+#endif
+}
+
+/// The judge's deadline for one request (inside the client's own, so that a slow candidate is
+/// judged a timeout here rather than costing the judge).
+struct Deadline {
+  Clock::time_point end;
+  explicit Deadline(int64_t ms) : end(Clock::now() + Ms(ms)) {}
+  Ms left() const { return std::max(Ms(1), std::chrono::duration_cast<Ms>(end - Clock::now())); }
+};
+
+json failure(const std::string& outcome, const std::string& sub_kind, const std::string& message) {
+  return {{"ok", true}, {"outcome", outcome}, {"sub_kind", sub_kind}, {"message", message}};
+}
+json failure(const HostFailure& f) {
+  return failure(f.outcome, f.sub_kind, f.message);
+}
+
+/// CUDA error names (as the host reports them) to runtime_error sub-kinds.
+std::string cuda_sub_kind(const std::string& name) {
+  if (name == "cudaErrorIllegalAddress") return "illegal_memory_access";
+  if (name == "cudaErrorMisalignedAddress") return "misaligned_address";
+  if (name == "cudaErrorInvalidConfiguration" || name == "cudaErrorLaunchOutOfResources" ||
+      name == "cudaErrorInvalidValue")
+    return "invalid_launch";
+  if (name == "cudaErrorMemoryAllocation") return "out_of_memory";
+  return "cuda_error";
+}
+
+/// Bit-for-bit equality: a NaN where a number was, or a different NaN, is a change.
+bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
+  return a.reshape({-1}).view(at::kByte).eq(b.reshape({-1}).view(at::kByte)).all().item<bool>();
+}
+
+std::vector<bool> host_resident(const std::vector<HeldTensor>& inputs,
+                                const std::vector<HeldTensor>& params) {
+  std::vector<bool> v;
+  for (const auto& h : inputs) v.push_back(!h.t.is_cuda());
+  for (const auto& h : params) v.push_back(!h.t.is_cuda());
+  return v;
+}
+
+Tolerances tolerances_of(const json& req) {
+  Tolerances tol;
+  if (req.contains("tolerances"))
+    for (auto& [k, v] : req["tolerances"].items())
+      tol.by_dtype[k] = {v.at(0).get<double>(), v.at(1).get<double>()};
+  return tol;
+}
+
+/// One candidate host over one exchange, loaded and ready to be called.
+struct Session {
+  std::unique_ptr<Exchange> ex;
+  std::unique_ptr<CandidateHost> host;
+  double round_trip_ms = 0;  ///< measured before the candidate was loaded
+  int seq = 0;
+};
+
+/// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
+/// candidate is loaded yet, so it cannot inflate it) and loads the artifact. A reply in *out
+/// when the candidate failed to load; throws on the judge's own failures.
+std::optional<json> open_session(const JudgeContext& ctx, const std::string& artifact, Session& s,
+                                 const Deadline& dl) {
+  std::string err;
+  s.host = CandidateHost::start(ctx.host_exe, artifact, ctx.device.is_cuda() ? ctx.device.index() : -1,
+                                s.ex->host_fds(), &err);
+  if (!s.host) throw std::runtime_error(err);
+  HostFailure f;
+  std::string bad;
+  if (!s.host->pipeline(s.ex->host_lines(4), dl.left(), &bad, &f))
+    throw std::runtime_error("kforge-host failed during set-up: " + f.message);
+  if (!bad.empty()) throw std::runtime_error("kforge-host set-up: " + bad);
+  std::vector<double> rt;
+  for (int i = 0; i < 9; ++i) {
+    auto t0 = Clock::now();
+    if (!s.host->request("ping", dl.left(), &f, "pong"))
+      throw std::runtime_error("kforge-host: " + f.message);
+    rt.push_back(ms_since(t0));
+  }
+  std::nth_element(rt.begin(), rt.begin() + 4, rt.end());
+  s.round_trip_ms = rt[4];
+  auto r = s.host->request("load", dl.left(), &f);
+  if (!r) return failure(f);
+  if (*r == "ok") return std::nullopt;
+  if (r->rfind("err entry_point", 0) == 0) return failure("format_error", "entry_point", r->substr(16));
+  if (r->rfind("err load", 0) == 0) return failure("runtime_error", "load", r->substr(9));
+  throw std::runtime_error("kforge-host could not confine itself: " + *r);
+}
+
+/// Calls the candidate on the given sets, back to back; nullopt when every call returned 0
+/// and the device reported no error.
+std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Deadline& dl) {
+  const std::string seq = std::to_string(++s.seq);
+  std::string line = "run " + seq;
+  for (int k : sets) line += " " + std::to_string(k);
+  HostFailure f;
+  auto r = s.host->request(line, dl.left(), &f, "done " + seq + " ");
+  if (!r) return failure(f);
+  std::istringstream in(*r);
+  std::string done, sq, cuda_error;
+  int rc = 0;
+  in >> done >> sq >> rc >> cuda_error;
+  if (!cuda_error.empty() && cuda_error != "-")
+    return failure("runtime_error", cuda_sub_kind(cuda_error), cuda_error + " after the candidate's kernel");
+  if (rc != 0) return failure("runtime_error", "nonzero_return", "kf_forward returned " + std::to_string(rc));
+  return std::nullopt;
+}
+
+void copy_inputs(Exchange& ex, int k, const std::vector<HeldTensor>& inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) ex.in(k, i).copy_(inputs[i].t);
+}
+void copy_params(Exchange& ex, const LoadedTask& task, std::size_t n_inputs) {
+  for (std::size_t p = 0; p < task.params.size(); ++p) ex.in(0, n_inputs + p).copy_(task.params[p].t);
+}
+
+/// After a call (host frozen): canaries, then inputs and parameters bit for bit.
+std::optional<json> check_untouched(const Exchange& ex, const LoadedTask& task,
+                                    const std::vector<HeldTensor>& inputs) {
+  if (!ex.canaries_intact())
+    return failure("runtime_error", "out_of_bounds_write",
+                   "the kernel wrote outside its outputs (canary bytes changed)");
+  for (std::size_t k = 0; k < ex.n_in(); ++k) {
+    const at::Tensor& pristine = k < inputs.size() ? inputs[k].t : task.params[k - inputs.size()].t;
+    if (!bitwise_equal(ex.in(0, k), pristine))
+      return failure("output_mismatch", "input_modified",
+                     "the kernel modified its input '" + task.in_specs[k].name + "'; inputs are read-only");
+  }
+  return std::nullopt;
+}
+
+json mismatch_reply(const Comparison& cmp, const std::string& sub_kind, const std::string& where) {
+  json r = failure("output_mismatch", sub_kind, where + ": " + cmp.message);
+  r["max_abs_err"] = cmp.max_abs;
+  r["max_rel_err"] = cmp.max_rel;
+  r["mismatch_fraction"] =
+      static_cast<double>(cmp.mismatched) / static_cast<double>(std::max<int64_t>(1, cmp.numel));
+  r["worst_index"] = cmp.worst_index;
+  r["expected"] = cmp.expected;
+  r["actual"] = cmp.actual;
+  return r;
+}
+
+}  // namespace
+
+json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req) {
+  const auto t0 = Clock::now();
+  const Tolerances tol = tolerances_of(req);
+  const int trials = req.value("trials", 5);
+  const int64_t seed = req.value("seed", 1000);
+  const Deadline dl(req.value("deadline_ms", 50'000));
+  auto inputs = task.ref.make_inputs(seed);
+  Session s;
+  s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
+                                    task.out_specs, 1);
+  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl)) return *r;
+  json result{{"ok", true}, {"trials", trials}};
+  double max_abs = 0, max_rel = 0;
+  for (int i = 0; i < trials; ++i) {
+    s.host->freeze();  // the reference runs while nothing of the candidate can
+    if (i > 0) inputs = task.ref.make_inputs(seed + i);
+    auto expected = task.ref.run(inputs);
+    copy_inputs(*s.ex, 0, inputs);
+    copy_params(*s.ex, task, inputs.size());
+    s.ex->poison(0);
+    sync_device(ctx.device);
+    s.host->resume();
+    auto failed = run_sets(s, {0}, dl);
+    s.host->freeze();  // a thread left running cannot finish while the judge looks
+    sync_device(ctx.device);
+    if (!failed) failed = check_untouched(*s.ex, task, inputs);
+    for (std::size_t k = 0; !failed && k < s.ex->n_out(); ++k) {
+      Comparison cmp = compare(s.ex->out(0, k), expected.at(k).t, tol);
+      max_abs = std::max(max_abs, cmp.max_abs);
+      max_rel = std::max(max_rel, cmp.max_rel);
+      if (!cmp.ok)
+        failed = mismatch_reply(cmp, cmp.sub_kind,
+                                "trial " + std::to_string(i + 1) + " of " + std::to_string(trials) +
+                                    ", output '" + task.out_specs[k].name + "'");
+    }
+    if (failed) {
+      (*failed)["trials_passed"] = i;
+      (*failed)["check_ms"] = ms_since(t0);
+      return *failed;
+    }
+  }
+  result["outcome"] = "pass";
+  result["trials_passed"] = trials;
+  result["max_abs_err"] = max_abs;
+  result["max_rel_err"] = max_rel;
+  result["mismatch_fraction"] = 0.0;
+  result["check_ms"] = ms_since(t0);
+  return result;
+}
+
+namespace {
+
+int64_t bytes_of(const std::vector<TensorSpec>& specs, bool params) {
+  int64_t b = 0;
+  for (const auto& s : specs) {
+    if ((s.kind == "parameter" || s.kind == "buffer") != params) continue;
+    int64_t n = 1;
+    for (auto d : s.shape) n *= d;
+    b += n * static_cast<int64_t>(c10::elementSize(scalar_type_of(s.dtype)));
+  }
+  return b;
+}
+
+/// How many input/output sets the bench rotates through: enough bytes that the last level
+/// cache cannot hold them (twice the L2; 64 MiB on the CPU), at least 2 and at most 64, and
+/// few enough that the exchange, the judge's copies and the reference fit in free memory.
+int choose_sets(const JudgeContext& ctx, const LoadedTask& task) {
+  const int64_t per_set =
+      std::max<int64_t>(1, bytes_of(task.in_specs, false) + bytes_of(task.out_specs, false));
+  const int64_t target = ctx.l2_bytes > 0 ? 2 * ctx.l2_bytes : (64LL << 20);
+  int k = static_cast<int>(std::clamp<int64_t>((target + per_set - 1) / per_set, 2, 64));
+#ifdef KFORGE_RUNNER_CUDA
+  if (ctx.device.is_cuda()) {
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    const auto budget = static_cast<int64_t>(0.7 * static_cast<double>(free_b));
+    while (k > 1 && (k * per_set * 2 + 3 * per_set) > budget) --k;  // exchange + the judge's sets
+  }
+#endif
+  return k;
+}
+
+std::pair<double, double> bootstrap_speedup_ci(const std::vector<double>& ref,
+                                               const std::vector<double>& cand) {
+  if (ref.empty() || cand.empty()) return {0, 0};
+  std::mt19937_64 rng(12345);
+  auto median_of = [&](const std::vector<double>& v) {
+    std::vector<double> r(v.size());
+    std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
+    for (auto& x : r) x = v[pick(rng)];
+    std::nth_element(r.begin(), r.begin() + static_cast<long>(r.size() / 2), r.end());
+    return r[r.size() / 2];
+  };
+  std::vector<double> ratios;
+  for (int i = 0; i < 2000; ++i) ratios.push_back(median_of(ref) / std::max(1e-9, median_of(cand)));
+  std::sort(ratios.begin(), ratios.end());
+  return {ratios[50], ratios[1949]};  // 2.5% and 97.5% (percentile bootstrap, Efron 1979)
+}
+
+/// Statistics over batches (one sample per batch: the mean time of its K calls).
+json stats_json(const Stats& s, int sets) {
+  return {{"median_ms", s.median}, {"p10_ms", s.p10}, {"p90_ms", s.p90},       {"mean_ms", s.mean},
+          {"min_ms", s.min},       {"cv", s.cv},      {"reps", s.reps * sets}, {"batches", s.reps}};
+}
+
+/// How long to time: at least `reps` calls and kMinBatches batches (each batch is one sample),
+/// unless the budget is spent after min_reps calls.
+struct BenchPlan {
+  static constexpr int kMinBatches = 10;
+  int warmup = 5, reps = 100, min_reps = 10;
+  double budget_ms = 5000;
+  bool more(int batches, int calls, Clock::time_point t0) const {
+    if (calls >= min_reps && batches >= 3 && ms_since(t0) > budget_ms) return false;
+    return batches < kMinBatches || calls < reps;
+  }
+};
+
+/// Times the candidate: per batch, fresh inputs in every set, one set chosen in secret for
+/// verification, K calls in a shuffled order timed by the judge's clock. Fills *per_rep_ms.
+std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Session& s,
+                                   const BenchPlan& plan, const Tolerances& tol, const Deadline& dl,
+                                   std::vector<double>* per_rep_ms, int* verified) {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  const int K = s.ex->sets();
+  std::vector<int> order(K);
+  for (int k = 0; k < K; ++k) order[k] = k;
+  const auto t0 = Clock::now();
+  int calls = 0, timed = 0;
+  for (int batch = 0; batch == 0 || plan.more(timed, calls, t0); ++batch) {
+    const int v = std::uniform_int_distribution<int>(0, K - 1)(rng);
+    std::vector<HeldTensor> expected;
+    std::vector<HeldTensor> v_inputs;
+    for (int k = 0; k < K; ++k) {
+      auto inputs = task.ref.make_inputs(static_cast<int64_t>(rng() >> 33));
+      copy_inputs(*s.ex, k, inputs);
+      if (k == v) {
+        expected = task.ref.run(inputs);
+        v_inputs = std::move(inputs);
+      }
+      s.ex->poison(k);
+    }
+    std::shuffle(order.begin(), order.end(), rng);
+    sync_device(ctx.device);
+    s.host->resume();
+    const auto b0 = Clock::now();
+    auto failed = run_sets(s, order, dl);
+    const double wall = ms_since(b0);
+    s.host->freeze();
+    if (failed) return failed;
+    sync_device(ctx.device);
+    for (std::size_t j = 0; j < s.ex->n_out(); ++j) {
+      Comparison cmp = compare(s.ex->out(v, j), expected.at(j).t, tol);
+      if (!cmp.ok)
+        return mismatch_reply(
+            cmp, "bench_only",
+            "correct in the check but wrong on a timed repetition (output '" + task.out_specs[j].name + "')");
+    }
+    ++*verified;
+    if (batch == 0 && plan.warmup > 0) continue;  // the first batch warms up (module loading, clocks)
+    per_rep_ms->push_back(std::max(0.0, wall - s.round_trip_ms) / K);
+    calls += K;
+    ++timed;
+  }
+  return std::nullopt;
+}
+
+/// Times a function of the reference the same way: batches over K judge-private input sets.
+std::vector<double> time_reference(const JudgeContext& ctx, LoadedTask& task, int K, const BenchPlan& plan,
+                                   bool compiled) {
+  std::vector<std::vector<HeldTensor>> sets;
+  std::random_device rd;
+  for (int k = 0; k < K; ++k) sets.push_back(task.ref.make_inputs(static_cast<int64_t>(rd() >> 1)));
+  std::vector<double> per_rep;
+  const auto t0 = Clock::now();
+  int calls = 0;
+  for (int batch = 0; batch == 0 || plan.more(static_cast<int>(per_rep.size()), calls, t0); ++batch) {
+    sync_device(ctx.device);
+    const auto b0 = Clock::now();
+    for (const auto& in : sets) task.ref.run(in, compiled);
+    sync_device(ctx.device);
+    const double wall = ms_since(b0);
+    if (batch == 0) continue;  // warm-up
+    per_rep.push_back(wall / K);
+    calls += K;
+  }
+  return per_rep;
+}
+
+}  // namespace
+
+json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req) {
+  const auto t0 = Clock::now();
+  BenchPlan plan{req.value("warmup", 5), req.value("reps", 100), req.value("min_reps", 10),
+                 req.value("budget_ms", 5000.0)};
+  const Deadline dl(req.value("deadline_ms", 150'000));
+  const int K = choose_sets(ctx, task);
+  json j{{"ok", true}, {"sets", K}, {"timing", "judge_clock"}};
+  std::vector<double> cand;
+  if (req.contains("artifact")) {
+    auto probe = task.ref.make_inputs(req.value("seed", 2000));
+    Session s;
+    s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),
+                                      task.out_specs, K);
+    probe.clear();
+    if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl)) return *r;
+    copy_params(*s.ex, task, task.in_specs.size() - task.params.size());
+    int verified = 0;
+    s.host->freeze();
+    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified);
+    s.host.reset();  // killed and reaped: its context is gone before the reference is timed
+    s.ex.reset();
+    if (failed) return *failed;
+    Stats cs = stats_of(cand);
+    j["candidate"] = stats_json(cs, K);
+    j["candidate_ms"] = cs.median;
+    j["verified_batches"] = verified;
+  }
+  auto ref = time_reference(ctx, task, K, plan, false);
+  Stats rs = stats_of(ref);
+  j["reference"] = stats_json(rs, K);
+  j["reference_ms"] = rs.median;
+  if (req.value("baseline", std::string("eager")) == "compile")
+    j["reference_compile"] = stats_json(stats_of(time_reference(ctx, task, K, plan, true)), K);
+  if (!cand.empty() && j["candidate_ms"].get<double>() > 0) {
+    j["speedup"] = rs.median / j["candidate_ms"].get<double>();
+    auto [lo, hi] = bootstrap_speedup_ci(ref, cand);
+    j["speedup_ci"] = {lo, hi};
+  }
+  j["flags"] = json::array();
+  j["bench_ms"] = ms_since(t0);
+  return j;
+}
+
+}  // namespace kforge::runner

@@ -1,0 +1,47 @@
+// kforge/sandbox/confine.hpp — confinement of the calling process: the candidate host's
+// side of the trust boundary (DESIGN.md §6).
+//
+// confine_self() is called once by a process that is about to run untrusted code, after it
+// has opened everything it legitimately needs (its channel, the shared tensors, the GPU
+// device nodes) and before it loads the candidate. It is irreversible for the process and
+// every thread it starts afterwards: no new privileges, all capabilities dropped (so being
+// root gains nothing: no ptrace of other processes, no /proc/<pid>/mem of a non-dumpable
+// judge), rlimits, and a seccomp-bpf filter built with libseccomp. Thread-safety: call it
+// from the main thread while the process runs no untrusted code; the filter applies to all
+// threads (SECCOMP_FILTER_FLAG_TSYNC).
+//
+// The filter is a deny-list aimed at the threat model (an adversarial kernel that wants to
+// be credited without earning it), not at every syscall: the CUDA driver's own needs
+// (ioctl, mmap, threads, read-only opens) stay open, while everything that reaches outside
+// the host is stopped — new processes and exec, sockets, ptrace and cross-process memory,
+// signals to other processes, any open for writing or creating, file-system changes,
+// System V / POSIX IPC that could carry state to a later candidate, io_uring (which
+// bypasses seccomp), namespaces, BPF and perf. A stopped call raises SIGSYS in the caller
+// (SECCOMP_RET_TRAP); the host's handler reports the syscall number on its channel and
+// exits with kViolationExit.
+#pragma once
+
+#include <string>
+
+namespace kforge::sandbox {
+
+/// Exit status of a candidate host that hit the seccomp filter.
+inline constexpr int kViolationExit = 101;
+
+struct ConfinePolicy {
+  long max_file_bytes = 1L << 20;  ///< RLIMIT_FSIZE: caps the host's log (its only writable file)
+  long max_open_files = 1024;      ///< RLIMIT_NOFILE
+  bool seccomp = true;             ///< false only for tests of the other layers
+};
+
+/// Confines the calling process (see the header comment). Returns "" on success, else what
+/// failed ("seccomp_load: Invalid argument"); the caller must then not run the candidate.
+std::string confine_self(const ConfinePolicy& policy);
+
+/// The name of a syscall number on this architecture ("execve"), or "syscall <nr>".
+std::string syscall_name(int nr);
+
+/// Whether this build has libseccomp (false: confine_self fails with a clear message).
+bool seccomp_available();
+
+}  // namespace kforge::sandbox

@@ -1,0 +1,173 @@
+#include "kforge/sandbox/confine.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+
+#ifdef KFORGE_HAVE_SECCOMP
+#include <seccomp.h>
+#endif
+
+namespace kforge::sandbox {
+
+namespace {
+
+std::string errno_text(const char* what, int err) {
+  return std::string(what) + ": " + std::strerror(err);
+}
+
+/// Drops every capability (bounding, ambient, effective, permitted, inheritable): a root
+/// host keeps uid 0 but loses CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN, ...
+std::string drop_capabilities() {
+  int last = 63;
+  if (std::ifstream f("/proc/sys/kernel/cap_last_cap"); f) f >> last;
+  for (int c = 0; c <= last; ++c) ::prctl(PR_CAPBSET_DROP, c, 0, 0, 0);  // EPERM without CAP_SETPCAP: fine
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct hdr{};
+  hdr.version = _LINUX_CAPABILITY_VERSION_3;
+  hdr.pid = 0;
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capset, &hdr, data) != 0) return errno_text("capset", errno);
+  return "";
+}
+
+std::string set_limits(const ConfinePolicy& p) {
+  struct Lim {
+    int res;
+    rlim_t v;
+    const char* name;
+  };
+  for (const Lim& l : {Lim{RLIMIT_FSIZE, static_cast<rlim_t>(p.max_file_bytes), "RLIMIT_FSIZE"},
+                       Lim{RLIMIT_CORE, 0, "RLIMIT_CORE"},
+                       Lim{RLIMIT_NOFILE, static_cast<rlim_t>(p.max_open_files), "RLIMIT_NOFILE"}}) {
+    rlimit cur{};
+    ::getrlimit(l.res, &cur);
+    rlimit r{std::min(l.v, cur.rlim_max), std::min(l.v, cur.rlim_max)};
+    if (::setrlimit(l.res, &r) != 0) return errno_text(l.name, errno);
+  }
+  return "";
+}
+
+#ifdef KFORGE_HAVE_SECCOMP
+// Syscalls the host never needs once the candidate is loaded, grouped by what they would
+// reach. Names the running kernel's libseccomp does not know are skipped.
+constexpr const char* kTrapped[] = {
+    // new processes and programs (clone without CLONE_THREAD is handled below)
+    "fork", "vfork", "execve", "execveat",
+    // network and local sockets
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    // other processes' memory and signals
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_open", "pidfd_getfd",
+    "pidfd_send_signal", "kill", "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "move_pages",
+    "migrate_pages", "process_madvise", "process_mrelease",
+    // the file system (opens are handled below)
+    "creat", "link", "linkat", "symlink", "symlinkat", "unlink", "unlinkat", "rename", "renameat",
+    "renameat2", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat", "chmod", "fchmod", "fchmodat", "fchmodat2",
+    "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate", "fallocate", "utime", "utimes",
+    "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+    "fremovexattr", "name_to_handle_at", "open_by_handle_at", "fanotify_init", "mount", "umount2",
+    "pivot_root", "chroot", "fsopen", "fsmount", "fsconfig", "move_mount", "open_tree", "fspick",
+    "mount_setattr", "swapon", "swapoff", "quotactl", "acct",
+    // state that outlives the process (a later candidate could read it)
+    "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop",
+    "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+    "keyctl", "add_key", "request_key",
+    // the kernel and the machine
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
+    "unshare", "setns", "personality", "init_module", "finit_module", "delete_module", "kexec_load",
+    "kexec_file_load", "reboot", "sethostname", "setdomainname", "settimeofday", "clock_settime",
+    "clock_adjtime", "adjtimex", "syslog", "vhangup", "iopl", "ioperm"};
+
+std::string seccomp_error(const char* what, int rc) {
+  return std::string(what) + ": " + std::strerror(-rc);
+}
+
+std::string install_filter() {
+  scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
+  if (!ctx) return "seccomp_init failed";
+  struct Guard {
+    scmp_filter_ctx c;
+    ~Guard() { ::seccomp_release(c); }
+  } guard{ctx};
+  int rc = ::seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+  if (rc < 0) return seccomp_error("seccomp_attr_set(TSYNC)", rc);
+  const uint32_t trap = SCMP_ACT_TRAP;
+  for (const char* name : kTrapped) {
+    int nr = ::seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) continue;
+    if ((rc = ::seccomp_rule_add(ctx, trap, nr, 0)) < 0 && rc != -EDOM) return seccomp_error(name, rc);
+  }
+  // Threads yes, processes no: clone must carry CLONE_THREAD; clone3 (whose flags sit in
+  // memory a filter cannot read) answers ENOSYS, so glibc falls back to clone.
+  if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0))) <
+      0)
+    return seccomp_error("clone", rc);
+  if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
+    return seccomp_error("clone3", rc);
+  // Opens: read-only only. openat2's flags are in memory too: ENOSYS (glibc never needs it).
+  for (int bit : {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC}) {
+    const auto b = static_cast<scmp_datum_t>(bit);
+    if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, b, b))) < 0)
+      return seccomp_error("openat", rc);
+    if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, b, b))) < 0)
+      return seccomp_error("open", rc);
+  }
+  if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0)) < 0)
+    return seccomp_error("openat2", rc);
+  // Signals to itself only (raise, abort, pthread_kill use tgkill with its own pid).
+  const auto self = static_cast<scmp_datum_t>(::getpid());
+  if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_NE, self))) < 0)
+    return seccomp_error("tgkill", rc);
+  // Limits of itself only (glibc's setrlimit is prlimit64(0, ...)).
+  if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_NE, 0))) < 0)
+    return seccomp_error("prlimit64", rc);
+  if ((rc = ::seccomp_load(ctx)) < 0) return seccomp_error("seccomp_load", rc);
+  return "";
+}
+#endif
+
+}  // namespace
+
+bool seccomp_available() {
+#ifdef KFORGE_HAVE_SECCOMP
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string confine_self(const ConfinePolicy& policy) {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno_text("PR_SET_NO_NEW_PRIVS", errno);
+  if (std::string e = set_limits(policy); !e.empty()) return e;
+  if (std::string e = drop_capabilities(); !e.empty()) return e;
+  if (!policy.seccomp) return "";
+#ifdef KFORGE_HAVE_SECCOMP
+  return install_filter();
+#else
+  return "this build has no libseccomp: the candidate host cannot be confined";
+#endif
+}
+
+std::string syscall_name(int nr) {
+#ifdef KFORGE_HAVE_SECCOMP
+  if (char* n = ::seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr)) {
+    std::string s(n);
+    std::free(n);
+    return s;
+  }
+#endif
+  return "syscall " + std::to_string(nr);
+}
+
+}  // namespace kforge::sandbox
