@@ -84,6 +84,25 @@ std::string tail(const std::string& s, std::size_t n) {
 
 }  // namespace
 
+/// The post-build checks of an artifact (the symbol check), for a fresh build and for every
+/// cache hit alike: sets r's status, and r.artifact when it passes.
+void check_artifact(CompileResult& r, const fs::path& artifact, const SymbolPolicy& policy) {
+  std::error_code ec;
+  const auto report = check_symbols(artifact, policy);
+  if (!report.tools_ok) {
+    r.status = CompileStatus::toolchain_missing;
+    r.summary = "The symbol check could not run: " + report.error;
+  } else if (!report.forbidden.empty()) {
+    r.status = CompileStatus::forbidden_api;
+    r.forbidden = report.forbidden;
+    r.summary = forbidden_summary(r.forbidden);
+    fs::remove(artifact, ec);  // nobody may load it
+  } else {
+    r.status = CompileStatus::ok;
+    r.artifact = artifact;
+  }
+}
+
 CompileResult compile(const Backend& backend, const std::string& source, const fs::path& workdir,
                       const CompileOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -128,12 +147,13 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
     key.target_arch = backend.target_arch(options);
     r.cache_key = key.hash();
     if (auto entry = cache->lookup(r.cache_key)) {
-      r.status = CompileStatus::ok;
       r.cached = true;
       r.log = entry->log;
       fs::copy_file(entry->artifact, artifact, fs::copy_options::overwrite_existing, ec);
-      r.artifact = ec ? entry->artifact : artifact;
+      if (ec)
+        throw std::runtime_error(artifact.string() + ": cannot copy from the compile cache: " + ec.message());
       r.diagnostics = parse_diagnostics(r.log, source, src_name);
+      check_artifact(r, artifact, policy);  // a hit passes the same checks as a fresh build
       return finish();
     }
   }
@@ -197,22 +217,8 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
     return finish();
   }
 
-  const auto report = check_symbols(artifact, policy);
-  if (!report.tools_ok) {
-    r.status = CompileStatus::toolchain_missing;
-    r.summary = "The symbol check could not run: " + report.error;
-    return finish();
-  }
-  if (!report.forbidden.empty()) {
-    r.status = CompileStatus::forbidden_api;
-    r.forbidden = report.forbidden;
-    r.summary = forbidden_summary(r.forbidden);
-    fs::remove(artifact, ec);  // nobody may load it
-    return finish();
-  }
-
-  r.status = CompileStatus::ok;
-  r.artifact = artifact;
+  check_artifact(r, artifact, policy);
+  if (r.status != CompileStatus::ok) return finish();
   if (cache) {
     // A failed store costs only a later rebuild; the compile itself succeeded.
     std::string err;

@@ -39,7 +39,7 @@ std::string CompileKey::hash() const {
   auto sorted = sources;
   std::sort(sorted.begin(), sorted.end());
   Hasher h;
-  h.update("kforge-compile-cache-v1");
+  h.update("kforge-compile-cache-v2");
   h.update(std::to_string(sorted.size()));
   for (const auto& [name, contents] : sorted) h.update(name).update(contents);
   h.update(std::to_string(flags.size()));
@@ -65,6 +65,15 @@ std::optional<CacheEntry> CompileCache::lookup(const std::string& key) const {
   if (!fs::is_regular_file(entry / "artifact", ec)) return std::nullopt;
   CacheEntry e;
   e.artifact = entry / "artifact";
+  // A hit is served only when the artifact still hashes to what was stored with it: a file
+  // planted or altered in the cache directory is a miss (and is removed, so that the fresh
+  // build can publish its entry).
+  std::ifstream h(entry / "sha256");
+  std::string stored;
+  if (!(h >> stored) || stored != sha256_hex(read_file(e.artifact))) {
+    fs::remove_all(entry, ec);
+    return std::nullopt;
+  }
   std::ifstream in(entry / "log", std::ios::binary);
   if (in) e.log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   return e;
@@ -93,6 +102,14 @@ bool CompileCache::store(const std::string& key, const fs::path& artifact, const
   if (ec) {
     cleanup();
     return fail(artifact.string() + ": " + ec.message());
+  }
+  {
+    std::ofstream sum(tmp / "sha256", std::ios::trunc);
+    sum << sha256_hex(read_file(tmp / "artifact")) << "\n";
+    if (!sum) {
+      cleanup();
+      return fail((tmp / "sha256").string() + ": write failed");
+    }
   }
   {
     std::ofstream out(tmp / "log", std::ios::binary | std::ios::trunc);

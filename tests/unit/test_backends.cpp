@@ -7,6 +7,7 @@
 #include "kforge/backends/diagnostics.hpp"
 #include "kforge/backends/symbols.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
 // The kernel ABI header candidates include (not on the tests' include path).
@@ -719,4 +720,44 @@ TEST_CASE("adversarial kernels get their compile-time outcomes", "[backends]") {
       CHECK(fs::exists(r.artifact));
     }
   }
+}
+
+TEST_CASE("a compile-cache hit passes the symbol check again: a planted artifact is refused", "[backends]") {
+  const Backend& cpu = get_backend("cpu");
+  TempDir cache_dir, w1, w2, w3;
+  CompileOptions o;
+  o.cache_dir = cache_dir.path;
+  const auto honest = compile(cpu, kCleanCpu, w1.path, o);
+  REQUIRE(honest.status == CompileStatus::ok);
+  // A forbidden artifact (it calls system()), built without the cache...
+  const std::string sig =
+      "extern \"C\" int kf_forward(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* s) {\n";
+  CompileOptions plain;
+  const auto bad = compile(
+      cpu,
+      "#include \"kforge/kernel_abi.h\"\n#include <cstdlib>\n" + sig + "  return std::system(\"true\");\n}\n",
+      w2.path, plain);
+  REQUIRE(bad.status == CompileStatus::forbidden_api);
+  // ...is planted under the honest source's key, with a matching hash (whoever can write the
+  // cache can write both). The hit is still refused: the symbol check runs on every hit.
+  const fs::path entry = cache_dir.path / honest.cache_key;
+  REQUIRE(fs::exists(entry / "artifact"));
+  sandbox::CompileCache cache(cache_dir.path);
+  fs::remove_all(entry);
+  const fs::path planted = w3.path / "planted.so";
+  {
+    // Rebuild the forbidden object by hand (compile() deletes refused artifacts).
+    auto argv = cpu.compile_argv("k.cpp", "planted.so", plain);
+    write_file(w3.path / "k.cpp", "#include \"kforge/kernel_abi.h\"\n#include <cstdlib>\n" + sig +
+                                      "  return std::system(\"true\");\n}\n");
+    sandbox::Spec spec;
+    spec.argv = argv;
+    spec.cwd = w3.path;
+    REQUIRE(sandbox::run(spec).ok());
+  }
+  REQUIRE(cache.store(honest.cache_key, planted, "log"));
+  const auto again = compile(cpu, kCleanCpu, w1.path, o);
+  CHECK(again.cached);
+  CHECK(again.status == CompileStatus::forbidden_api);
+  CHECK(again.artifact.empty());
 }

@@ -236,3 +236,23 @@ TEST_CASE("compiler_version runs the compiler once and remembers", "[cache]") {
 
   CHECK(compiler_version("kforge-no-such-compiler").empty());
 }
+
+TEST_CASE("compile cache: a planted or altered artifact is never served", "[cache]") {
+  auto root = fresh_dir("planted");
+  CompileCache cache(root / "cache");
+  const std::string key = base_key().hash();
+  std::ofstream(root / "kernel.so", std::ios::binary) << std::string("honest artifact");
+  REQUIRE(cache.store(key, root / "kernel.so", "log"));
+  REQUIRE(cache.lookup(key).has_value());
+  // Someone with write access to the cache swaps the artifact: a miss, and the entry is gone.
+  std::ofstream(root / "cache" / key / "artifact", std::ios::binary | std::ios::trunc) << "planted";
+  CHECK_FALSE(cache.lookup(key).has_value());
+  CHECK_FALSE(std::filesystem::exists(root / "cache" / key));
+  // An entry without its hash (written by hand, or by an older kforge) is a miss as well.
+  std::filesystem::create_directories(root / "cache" / key);
+  std::ofstream(root / "cache" / key / "artifact", std::ios::binary) << "planted";
+  CHECK_FALSE(cache.lookup(key).has_value());
+  // The honest store works again afterwards.
+  REQUIRE(cache.store(key, root / "kernel.so", "log"));
+  CHECK(cache.lookup(key).has_value());
+}

@@ -49,6 +49,9 @@ class CompileCache {
   const std::filesystem::path& dir() const { return dir_; }
 
   /// The stored entry for `key` (a CompileKey::hash()), or nullopt on a miss or a malformed key.
+  /// An entry whose artifact no longer matches the SHA-256 stored with it is a miss (and is
+  /// deleted). The caller still re-runs its post-build checks on a hit (backends::compile runs
+  /// the symbol check on every hit).
   std::optional<CacheEntry> lookup(const std::string& key) const;
 
   /// Copies `artifact` into the cache under `key` together with `log`. Returns true when the
