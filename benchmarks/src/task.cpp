@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kforge/common/util.hpp"
+#include "tritonbench.hpp"
 
 namespace fs = std::filesystem;
 
@@ -55,6 +56,18 @@ std::string kernelbench_category(int level, const std::string& file_stem) {
   if (has({"relu", "sigmoid", "tanh", "softmax", "swish", "gelu", "selu", "elu", "softplus", "softsign"}))
     return "activation";
   return "";
+}
+
+const char* to_string(TaskFormat f) {
+  switch (f) {
+    case TaskFormat::kernelbench:
+      return "kernelbench";
+    case TaskFormat::tritonbench_t:
+      return "tritonbench_t";
+    case TaskFormat::tritonbench_g:
+      return "tritonbench_g";
+  }
+  return "kernelbench";
 }
 
 bool natural_less(const std::string& a, const std::string& b) {
@@ -341,9 +354,13 @@ Suite load_suite(const fs::path& dir) {
   // KernelBench's level<N>/ folder given itself: one level.
   if (levels.empty() && has_py && std::regex_match(s.name, kLevel)) levels.push_back(s.root);
   std::sort(levels.begin(), levels.end());
+  std::vector<TritonBenchChannel> tb_channels;
   if (fs::exists(s.root / "suite.json")) {
     s.layout = "kforge";
     load_kforge(s);
+  } else if (detect_tritonbench(s.root, tb_channels)) {
+    s.layout = "tritonbench";
+    load_tritonbench(s, tb_channels);
   } else if (!levels.empty()) {
     s.layout = "kernelbench";
     load_kernelbench(s, levels);
@@ -361,7 +378,8 @@ Suite load_suite(const fs::path& dir) {
   } else {
     throw std::runtime_error(
         dir.string() +
-        ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders)");
+        ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders, no "
+        "TritonBench data/TritonBench_{T,G}_v1/)");
   }
   std::sort(s.tasks.begin(), s.tasks.end(),
             [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });

@@ -7,7 +7,12 @@
 //                 FLOP/byte formulas, shape profiles);
 //   kernelbench — level<N>/<id>_<Name>.py, task id "level<N>/<id>_<Name>", difficulty N;
 //   multikernelbench — reference/<category>/<op>.py (or the reference/ folder itself),
-//                 task id "<category>/<op>", category from the folder name.
+//                 task id "<category>/<op>", category from the folder name;
+//   tritonbench — a TritonBench checkout (data/TritonBench_{T,G}_v1/, or data/ or one of those
+//                 folders given itself): task ids "T/<stem>" and "G/<stem>", each file split at
+//                 its separator line of 146 '#' into the reference (source) and the test block
+//                 (test_source); difficulty from data/TritonBench_T_v1.jsonl and
+//                 data/TritonBench_G_v1.json.
 // Loading is pure file parsing (no Python): it runs in the CLI. A broken task file or
 // manifest entry is recorded in Suite::skipped with the file and field; the rest loads.
 // Values are plain data; functions are thread-safe.
@@ -56,7 +61,21 @@ struct ModuleConstant {
   int line = 0;      ///< 1-based line number in the file
 };
 
+/// What a task file is, and so what a candidate must provide.
+enum class TaskFormat {
+  kernelbench,    ///< class Model, get_inputs(), get_init_inputs(); the candidate provides kf_forward
+  tritonbench_t,  ///< TritonBench-T: a PyTorch reference function; the candidate defines the same function
+  tritonbench_g,  ///< TritonBench-G: a gold Triton implementation is the reference; the candidate defines
+                  ///< the names its test block uses
+};
+/// "kernelbench", "tritonbench_t", "tritonbench_g".
+const char* to_string(TaskFormat f);
+
+/// TritonBench's separator between an implementation and its test block: a line of 146 '#'.
+const std::string& tritonbench_separator();
+
 struct Task {
+  TaskFormat format = TaskFormat::kernelbench;
   std::string id;              ///< unique within its suite, e.g. "level1/19_ReLU", "activation/gelu"
   std::string category;        ///< usually one of known_categories(); "" when the layout gives none
   int difficulty = 0;          ///< 1..5; 0 when unknown
@@ -70,6 +89,12 @@ struct Task {
   std::string flops;  ///< Python expression over the constants giving FLOP per call; "" if none
   std::string bytes;  ///< Python expression giving the minimum bytes moved per call; "" if none
   std::string description;
+  /// TritonBench: the names the candidate must define. T: the reference function (the file's
+  /// stem, or the one function the test block calls); G: every top-level name of the gold
+  /// implementation that the test block uses. Empty for kernelbench tasks.
+  std::vector<std::string> entries;
+  std::string test_source;    ///< TritonBench: the test block after the separator, unmodified
+  std::string test_function;  ///< TritonBench: the test block's top-level `def test_*()`
 
   /// The tolerance this task uses for a dtype (task override, else "*" override, else default).
   Tolerance tolerance_for(const std::string& dtype) const;
@@ -86,7 +111,7 @@ struct LoadError {
 struct Suite {
   std::string name;
   std::filesystem::path root;
-  std::string layout;  ///< "kforge", "kernelbench" or "multikernelbench"
+  std::string layout;  ///< "kforge", "kernelbench", "multikernelbench" or "tritonbench"
   std::string description;
   std::vector<Task> tasks;  ///< sorted by id (natural_less)
   std::vector<LoadError> skipped;
@@ -97,8 +122,9 @@ struct Suite {
 
 /// Loads a suite from a directory, detecting its layout: a kforge suite (suite.json), a
 /// KernelBench root (level<N>/ folders) or one level<N> folder itself, a MultiKernelBench root
-/// (reference/) or its reference/ folder. Throws std::runtime_error only when the directory
-/// does not exist or matches no layout; per-task problems go to skipped.
+/// (reference/) or its reference/ folder, a TritonBench checkout (data/TritonBench_T_v1/,
+/// data/TritonBench_G_v1/), its data/ folder or one channel folder. Throws std::runtime_error only when the
+/// directory does not exist or matches no layout; per-task problems go to skipped.
 Suite load_suite(const std::filesystem::path& dir);
 
 /// Parses one KernelBench-format task file. Returns the error instead when the file lacks
@@ -108,6 +134,15 @@ struct TaskFileResult {
   std::optional<LoadError> error;
 };
 TaskFileResult parse_task_file(const std::filesystem::path& file, const std::string& id);
+
+/// Parses one TritonBench file of a channel (format tritonbench_t or tritonbench_g): splits it
+/// at the separator, finds the entries and the test function. Returns the error instead when
+/// the file cannot be read, has no separator or more than one, its test block defines no
+/// `test_*` function, the entry cannot be told (T), the test block redefines the entry and
+/// would override the candidate (T files before TritonBench's leakage fix 46c3b97), or the
+/// test block uses no name of the implementation (G). Difficulty and category are left unset.
+TaskFileResult parse_tritonbench_file(const std::filesystem::path& file, const std::string& id,
+                                      TaskFormat format);
 
 /// The source with a profile's overrides applied: each overridden top-level assignment
 /// `NAME = ...` is replaced by `NAME = <override>` on the same line, so constants derived

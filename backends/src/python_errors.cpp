@@ -1,0 +1,339 @@
+#include "kforge/backends/python_errors.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include "kforge/common/util.hpp"
+
+namespace kforge::backends {
+
+std::string_view to_string(PythonErrorGroup g) {
+  switch (g) {
+    case PythonErrorGroup::syntax:
+      return "Syntax";
+    case PythonErrorGroup::attr_type:
+      return "Attr&Type";
+    case PythonErrorGroup::name_ref:
+      return "Name&Ref";
+    case PythonErrorGroup::run_logic:
+      return "Run&Logic";
+    case PythonErrorGroup::other:
+      return "Other";
+  }
+  return "Other";
+}
+
+std::string PythonErrorVerdict::sub_kind() const {
+  if (compile_kind) return std::string(to_string(*compile_kind));
+  if (runtime_kind) return std::string(to_string(*runtime_kind));
+  if (mismatch_kind) return std::string(to_string(*mismatch_kind));
+  return "";
+}
+
+namespace {
+
+const char* const kTracebackHeader = "Traceback (most recent call last):";
+
+bool is_chain_line(const std::string& l) {
+  return starts_with(l, "The above exception was the direct cause of the following exception:") ||
+         starts_with(l, "During handling of the above exception, another exception occurred:");
+}
+
+// `Type: message` or a bare `Type` at column 0.
+bool exception_line(const std::string& l, std::string& type, std::string& message) {
+  static const std::regex kExc(R"(^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:: ?(.*))?$)");
+  std::smatch m;
+  if (!std::regex_match(l, m, kExc)) return false;
+  type = m[1].str();
+  message = m[2].str();
+  return true;
+}
+
+bool looks_like_exception_type(const std::string& t) {
+  static const std::regex kName(
+      R"((?:^|\.)[A-Za-z_]*(?:Error|Exception|Exit|Interrupt|Failure|Construct|OutOfResources)$)");
+  return std::regex_search(t, kName);
+}
+
+// One traceback block: frames, then the exception line and its continuation lines.
+struct Block {
+  std::vector<TracebackFrame> frames;
+  std::string type, message;
+  bool has_exception = false;
+};
+
+Block parse_block(const std::vector<std::string>& lines, std::size_t from, std::size_t to) {
+  static const std::regex kFrame(R"re(^\s+File "([^"]*)", line (\d+)(?:, in (.*))?\s*$)re");
+  Block b;
+  std::size_t i = from;
+  for (; i < to; ++i) {
+    const std::string& l = lines[i];
+    std::smatch m;
+    if (std::regex_match(l, m, kFrame)) {
+      b.frames.push_back({m[1].str(), std::stoi(m[2].str()), m[3].str(), ""});
+      continue;
+    }
+    if (!l.empty() && (l[0] == ' ' || l[0] == '\t')) {
+      // The echoed source line (the first indented line after a frame), carets, or notes.
+      std::string t = trim(l);
+      bool caret = !t.empty() && t.find_first_not_of("^~ ") == std::string::npos;
+      if (!b.frames.empty() && b.frames.back().source_line.empty() && !caret &&
+          !starts_with(t, "[Previous line"))
+        b.frames.back().source_line = t;
+      continue;
+    }
+    if (l.empty()) continue;
+    break;
+  }
+  if (i < to && exception_line(lines[i], b.type, b.message)) {
+    b.has_exception = true;
+    for (std::size_t j = i + 1; j < to; ++j) b.message += "\n" + lines[j];
+    while (!b.message.empty() && (b.message.back() == '\n' || b.message.back() == ' ')) b.message.pop_back();
+  }
+  return b;
+}
+
+std::string short_name(std::string_view type) {
+  auto dot = type.rfind('.');
+  return std::string(dot == std::string_view::npos ? type : type.substr(dot + 1));
+}
+
+std::string base_name(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string first_line(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string rstrip(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+struct Mapping {
+  Outcome outcome;
+  std::optional<CompileErrorKind> compile;
+  std::optional<RuntimeErrorKind> runtime;
+  PythonErrorGroup group;
+};
+
+// The table of appendix D plus kforge's outcomes; std::nullopt for a type it does not name.
+std::optional<Mapping> mapping_of(const std::string& t) {
+  using G = PythonErrorGroup;
+  using C = CompileErrorKind;
+  using R = RuntimeErrorKind;
+  const auto ce = [](C k, G g) { return Mapping{Outcome::compile_error, k, std::nullopt, g}; };
+  const auto re = [](R k, G g) { return Mapping{Outcome::runtime_error, std::nullopt, k, g}; };
+  if (t == "SyntaxError" || t == "IndentationError" || t == "TabError") return ce(C::syntax, G::syntax);
+  if (t == "NameError" || t == "UnboundLocalError") return ce(C::undeclared, G::name_ref);
+  if (t == "AttributeError") return ce(C::no_member, G::attr_type);
+  if (t == "TypeError") return ce(C::type_mismatch, G::attr_type);
+  if (t == "ImportError" || t == "ModuleNotFoundError") return ce(C::missing_include, G::name_ref);
+  if (t == "NotImplementedError") return re(R::python_exception, G::attr_type);
+  if (t == "KeyError" || t == "IndexError") return re(R::python_exception, G::name_ref);
+  if (t == "ValueError" || t == "ZeroDivisionError" || t == "RecursionError" || t == "AssertionError")
+    return re(R::python_exception, G::run_logic);
+  if (t == "RuntimeError" || t == "AcceleratorError") return re(R::python_exception, G::run_logic);
+  if (t == "OutOfMemoryError") return re(R::out_of_memory, G::run_logic);  // torch(.cuda).OutOfMemoryError
+  if (t == "MemoryError") return re(R::out_of_memory, G::other);
+  if (t == "OutOfResources") return re(R::invalid_launch, G::run_logic);  // triton: shared memory, registers
+  if (t == "ResultsError") return Mapping{Outcome::output_mismatch, std::nullopt, std::nullopt, G::run_logic};
+  if (t == "SystemExit") return re(R::exit, G::other);
+  if (t == "KeyboardInterrupt") return re(R::signal, G::other);
+  if (t == "PermissionError") return re(R::sandbox, G::other);  // the confinement refused a file or call
+  return std::nullopt;
+}
+
+bool is_compilation_error(const std::string& t) {
+  return t == "CompilationError" || t == "CompileTimeAssertionFailure" || t == "UnsupportedLanguageConstruct";
+}
+
+// A RuntimeError's message names the CUDA failure.
+RuntimeErrorKind runtime_kind_of_message(const std::string& message, RuntimeErrorKind otherwise) {
+  const std::string m = lower(message);
+  if (m.find("illegal memory access") != std::string::npos) return RuntimeErrorKind::illegal_memory_access;
+  if (m.find("misaligned address") != std::string::npos) return RuntimeErrorKind::misaligned_address;
+  if (m.find("out of memory") != std::string::npos) return RuntimeErrorKind::out_of_memory;
+  if (m.find("invalid configuration argument") != std::string::npos ||
+      m.find("too many resources requested for launch") != std::string::npos ||
+      m.find("out of resource") != std::string::npos)
+    return RuntimeErrorKind::invalid_launch;
+  if (m.find("cuda error") != std::string::npos || m.find("device-side assert") != std::string::npos ||
+      m.find("cuda driver error") != std::string::npos)
+    return RuntimeErrorKind::cuda_error;
+  return otherwise;
+}
+
+// A CompilationError's message: "at L:C:\n<up to 12 lines of the function>\n<caret>\n<cause>".
+struct CompilationDetail {
+  std::vector<std::string> excerpt;  // the function's lines up to the offending one
+  std::string inner_type, inner_message;
+};
+
+CompilationDetail parse_compilation_message(const std::string& message) {
+  CompilationDetail d;
+  auto lines = split_lines(message);
+  std::size_t caret = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string t = trim(lines[i]);
+    if (!t.empty() && t.find_first_not_of('^') == std::string::npos && i > 0) {
+      caret = i;
+      break;
+    }
+  }
+  static const std::regex kAt(R"(^at \d+:\d+:\s*$)");
+  std::size_t first = (!lines.empty() && std::regex_match(lines[0], kAt)) ? 1 : 0;
+  if (caret < lines.size())
+    d.excerpt.assign(lines.begin() + static_cast<std::ptrdiff_t>(first),
+                     lines.begin() + static_cast<std::ptrdiff_t>(caret));
+  std::string rest;
+  for (std::size_t i = (caret < lines.size() ? caret + 1 : first); i < lines.size(); ++i)
+    if (!trim(lines[i]).empty()) rest += (rest.empty() ? "" : "\n") + lines[i];
+  static const std::regex kRepr(R"re(^([A-Za-z_][A-Za-z0-9_.]*)\((['"])([\s\S]*)\2\)$)re");
+  std::smatch m;
+  if (std::regex_match(rest, m, kRepr)) {
+    d.inner_type = short_name(m[1].str());
+    d.inner_message = m[3].str();
+  } else {
+    d.inner_message = rest;
+  }
+  return d;
+}
+
+// 1-based line of the excerpt's last line in `source`, matching the excerpt as a contiguous
+// block (Triton dedents a nested function's source, so lines are compared without indent).
+int locate_excerpt(const std::vector<std::string>& excerpt, std::string_view source) {
+  if (excerpt.empty() || source.empty()) return 0;
+  const auto src = split_lines(source);
+  if (src.size() < excerpt.size()) return 0;
+  for (std::size_t s = 0; s + excerpt.size() <= src.size(); ++s) {
+    bool ok = true;
+    for (std::size_t k = 0; k < excerpt.size() && ok; ++k) ok = trim(src[s + k]) == trim(excerpt[k]);
+    if (ok) return static_cast<int>(s + excerpt.size());
+  }
+  return 0;
+}
+
+std::string source_line_at(std::string_view source, int line) {
+  if (line <= 0 || source.empty()) return "";
+  auto lines = split_lines(source);
+  return line <= static_cast<int>(lines.size()) ? trim(lines[static_cast<std::size_t>(line - 1)]) : "";
+}
+
+}  // namespace
+
+std::optional<PythonException> parse_traceback(std::string_view text) {
+  const auto lines = split_lines(text);
+  std::vector<std::size_t> headers;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (rstrip(lines[i]) == kTracebackHeader) headers.push_back(i);
+  PythonException e;
+  if (headers.empty()) {
+    // No traceback: the last `SomeError: message` line at column 0.
+    for (std::size_t i = lines.size(); i-- > 0;) {
+      std::string type, message;
+      if (exception_line(rstrip(lines[i]), type, message) && looks_like_exception_type(type)) {
+        e.type = type;
+        e.message = message;
+        for (std::size_t j = i + 1; j < lines.size(); ++j) e.message += "\n" + lines[j];
+        e.message = rstrip(e.message);
+        return e;
+      }
+    }
+    return std::nullopt;
+  }
+  // The block of the last header runs to the end; the block before it to the chain line.
+  const std::size_t last = headers.back();
+  Block b = parse_block(lines, last + 1, lines.size());
+  if (!b.has_exception) return std::nullopt;
+  e.type = b.type;
+  e.message = b.message;
+  e.frames = std::move(b.frames);
+  if (headers.size() >= 2) {
+    std::size_t end = last;
+    while (end > headers[headers.size() - 2] + 1 && !is_chain_line(lines[end - 1])) --end;
+    if (end > headers[headers.size() - 2] + 1) {
+      Block prev = parse_block(lines, headers[headers.size() - 2] + 1, end - 1);
+      if (prev.has_exception) e.cause_type = prev.type;
+    }
+  }
+  return e;
+}
+
+PythonErrorVerdict classify_python_error(std::string_view type_in, std::string_view message_in,
+                                         std::string_view traceback, std::string_view source,
+                                         std::string_view source_name) {
+  PythonErrorVerdict v;
+  const std::string message(message_in);
+  v.type = short_name(type_in);
+  std::optional<PythonException> parsed;
+  if (!traceback.empty()) parsed = parse_traceback(traceback);
+
+  // The line: the last frame in the candidate's file.
+  if (parsed && !source_name.empty()) {
+    for (auto it = parsed->frames.rbegin(); it != parsed->frames.rend(); ++it)
+      if (base_name(it->file) == source_name) {
+        v.line = it->line;
+        v.source_line = source.empty() ? it->source_line : source_line_at(source, it->line);
+        if (v.source_line.empty()) v.source_line = it->source_line;
+        break;
+      }
+  }
+
+  if (is_compilation_error(v.type)) {
+    CompilationDetail d = parse_compilation_message(message);
+    v.outcome = Outcome::compile_error;
+    v.inner_type = !d.inner_type.empty() ? d.inner_type : (parsed ? short_name(parsed->cause_type) : "");
+    auto inner = v.inner_type.empty() ? std::nullopt : mapping_of(v.inner_type);
+    if (inner && inner->compile)
+      v.compile_kind = *inner->compile;
+    else if (lower(d.inner_message).find("type") != std::string::npos)
+      v.compile_kind = CompileErrorKind::type_mismatch;  // "must be of type tl.constexpr", "block type"
+    else
+      v.compile_kind = CompileErrorKind::other;
+    v.group = inner && inner->group != PythonErrorGroup::other ? inner->group : PythonErrorGroup::run_logic;
+    if (!d.excerpt.empty()) {
+      v.source_line = trim(d.excerpt.back());
+      if (int l = locate_excerpt(d.excerpt, source))
+        v.line = l;
+      else
+        v.line = 0;  // the frame line is the launch site, not the kernel line
+    }
+    v.headline =
+        v.type + ": " + (v.inner_type.empty() ? "" : v.inner_type + ": ") + first_line(d.inner_message);
+    return v;
+  }
+
+  v.headline = v.type + (message.empty() ? "" : ": " + first_line(message));
+  if (auto m = mapping_of(v.type)) {
+    v.outcome = m->outcome;
+    v.group = m->group;
+    v.compile_kind = m->compile;
+    v.runtime_kind = m->runtime;
+    if (m->outcome == Outcome::output_mismatch) v.mismatch_kind = MismatchKind::values;
+    if (v.runtime_kind && (v.type == "RuntimeError" || v.type == "AcceleratorError"))
+      v.runtime_kind = runtime_kind_of_message(message, *v.runtime_kind);
+  } else {
+    v.outcome = Outcome::runtime_error;
+    v.runtime_kind = runtime_kind_of_message(message, RuntimeErrorKind::python_exception);
+    v.group = PythonErrorGroup::other;
+  }
+  return v;
+}
+
+std::optional<PythonErrorVerdict> classify_traceback(std::string_view traceback, std::string_view source,
+                                                     std::string_view source_name) {
+  auto e = parse_traceback(traceback);
+  if (!e) return std::nullopt;
+  return classify_python_error(e->type, e->message, traceback, source, source_name);
+}
+
+}  // namespace kforge::backends

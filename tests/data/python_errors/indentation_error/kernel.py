@@ -1,0 +1,6 @@
+import triton
+
+
+def kf_forward(x, y):
+    out = x
+      return out

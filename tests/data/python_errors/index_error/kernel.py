@@ -1,0 +1,3 @@
+def kf_forward(x, y):
+    shapes = []
+    return shapes[0]

@@ -1,0 +1,6 @@
+import triton
+import cupy
+
+
+def kf_forward(x, y):
+    return x

@@ -1,0 +1,2 @@
+def kf_forward(x, y):
+    raise NotImplementedError("backward pass")

@@ -1,0 +1,5 @@
+import triton
+
+
+def kf_forward(x, y):
+    return x

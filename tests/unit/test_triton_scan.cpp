@@ -1,0 +1,134 @@
+// The static scan of Triton candidates (backends/triton/ast_scan.py through the sandbox): the
+// adversarial candidates of tests/data/adversarial/triton/ get the verdicts their manifest
+// gives, the shipped Triton exemplars pass it, and the scanner's reply is parsed strictly.
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "catch.hpp"
+#include "kforge/backends/triton_scan.hpp"
+#include "kforge/common/util.hpp"
+
+using namespace kforge;
+using namespace kforge::backends;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSource = fs::path(KFORGE_TESTS_DIR).parent_path();
+
+ScanOptions options() {
+  ScanOptions o;
+  o.script = kSource / "backends" / "triton" / "ast_scan.py";
+  return o;
+}
+
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("kforge-test-scan-" + std::to_string(::getpid()));
+  ScratchDir() { fs::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+bool has_rule(const ScanResult& r, const std::string& rule) {
+  for (const auto& f : r.findings)
+    if (f.rule == rule) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("triton scan: adversarial candidates get their manifest's verdict", "[triton_scan]") {
+  const fs::path root = fs::path(KFORGE_TESTS_DIR) / "data" / "adversarial" / "triton";
+  const auto manifest = nlohmann::json::parse(read_file(root / "manifest.json"));
+  REQUIRE(fs::exists(root / manifest.at("task").get<std::string>()));
+  std::size_t scan_stage = 0, run_stage = 0;
+  for (const auto& k : manifest.at("kernels")) {
+    const std::string name = k.at("name");
+    INFO(name);
+    const auto r = scan_triton_candidate(root / name / "kernel.py", options());
+    REQUIRE(r.error.empty());
+    if (k.at("stage") == "scan") {
+      ++scan_stage;
+      CHECK(k.at("outcome") == "forbidden_api");
+      CHECK(r.outcome == Outcome::forbidden_api);
+      CHECK(has_rule(r, k.at("rule").get<std::string>()));
+      REQUIRE(!r.findings.empty());
+      CHECK(r.findings.front().line > 0);
+      CHECK(!r.findings.front().source_line.empty());
+    } else {
+      ++run_stage;  // decided by the runtime checks: the scan must let it through untouched
+      CHECK(r.outcome == Outcome::pass);
+      CHECK(r.findings.empty());
+    }
+  }
+  CHECK(scan_stage >= 12);
+  CHECK(run_stage >= 4);
+}
+
+TEST_CASE("triton scan: findings carry rule, line and source; the summary names them", "[triton_scan]") {
+  const fs::path k =
+      fs::path(KFORGE_TESTS_DIR) / "data" / "adversarial" / "triton" / "spawns_process" / "kernel.py";
+  const auto r = scan_triton_candidate(k, options());
+  REQUIRE(r.outcome == Outcome::forbidden_api);
+  CHECK(r.sub_kind() == "process");
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].line == 19);
+  CHECK(r.findings[0].column == 1);
+  CHECK(r.findings[0].what == "import subprocess");
+  CHECK(r.findings[0].source_line == "import subprocess");
+  CHECK(r.summary() ==
+        "kernel.py:19:1: forbidden (process): import subprocess: starts processes\n"
+        "    import subprocess\n");
+}
+
+TEST_CASE("triton scan: every shipped Triton exemplar passes", "[triton_scan]") {
+  const fs::path root = kSource / "prompts" / "exemplars" / "triton";
+  std::size_t n = 0;
+  if (!fs::is_directory(root)) {
+    WARN("no Triton exemplars under " << root);
+    return;
+  }
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.path().filename() != "kernel.py") continue;
+    ++n;
+    INFO(e.path());
+    const auto r = scan_triton_candidate(e.path(), options());
+    CHECK(r.summary().empty());
+    CHECK(r.outcome == Outcome::pass);
+  }
+  CHECK(n >= 15);
+}
+
+TEST_CASE("triton scan: syntax errors, a missing interpreter and malformed replies", "[triton_scan]") {
+  ScratchDir dir;
+  const fs::path bad = dir.path / "kernel.py";
+  write_file(bad, "import triton\n\ndef kf_forward(x, y):\n    return (x\n");
+  const auto s = scan_triton_candidate(bad, options());
+  CHECK(s.outcome == Outcome::compile_error);
+  CHECK(s.sub_kind() == "syntax");
+  REQUIRE(s.syntax_error);
+  CHECK(s.syntax_error->group == PythonErrorGroup::syntax);
+  CHECK(s.syntax_error->line == 4);
+  CHECK(s.syntax_error->source_line == "return (x");
+
+  ScanOptions o = options();
+  o.python = "/nonexistent/python3";
+  const auto missing = scan_triton_candidate(bad, o);
+  CHECK(missing.outcome == Outcome::infra_error);
+  CHECK(missing.error.find("could not start") != std::string::npos);
+
+  CHECK(parse_scan_output("not json", "").outcome == Outcome::infra_error);
+  CHECK(parse_scan_output(R"({"version": 1})", "").outcome == Outcome::infra_error);
+  CHECK(parse_scan_output(R"({"findings": [{"line": 3}]})", "").outcome == Outcome::infra_error);
+  const auto clean = parse_scan_output(R"({"version": 1, "syntax_error": null, "findings": []})", "x = 1\n");
+  CHECK(clean.outcome == Outcome::pass);
+  CHECK(clean.sub_kind().empty());
+  const auto one = parse_scan_output(
+      R"({"findings": [{"rule": "network", "line": 2, "col": 1, "what": "import socket", "why": "w"}]})",
+      "import torch\nimport socket\n");
+  CHECK(one.outcome == Outcome::forbidden_api);
+  CHECK(one.findings.at(0).source_line == "import socket");
+}
