@@ -83,10 +83,16 @@ void run_adversarial(const std::string& backend_name, const std::string& device)
     INFO(name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
     CHECK(std::string(to_string(ev.outcome)) == want["outcome"].get<std::string>());
     if (want.contains("sub_kind")) CHECK(ev.sub_kind == want["sub_kind"].get<std::string>());
+    // An attack that passes must not have inflated its speedup.
+    if (want.contains("max_speedup") && ev.outcome == Outcome::pass) {
+      REQUIRE(ev.bench);
+      INFO("speedup " << ev.bench->speedup);
+      CHECK(ev.bench->speedup <= want["max_speedup"].get<double>());
+    }
     // The next kernel is judged normally: the worker survived or was replaced.
     ++judged;
   }
-  CHECK(judged >= 12);
+  CHECK(judged >= 34);
   // After all that, a correct kernel still passes.
   auto ev = backends::evaluate(backend, read_file(dir / "correct" / backend.source_file_name()),
                                work / "again", runner, task, opt);
