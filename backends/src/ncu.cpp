@@ -328,7 +328,8 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
     const double theo = weighted(r, "sm__maximum_warps_per_active_cycle_pct");
     std::string limiter;
     double lim = 1e30;
-    for (auto [m, what] : {std::pair{"launch__occupancy_limit_registers", "registers"},
+    for (auto [m, what] : {std::pair{"launch__occupancy_limit_blocks", "blocks per SM (blocks too small)"},
+                           std::pair{"launch__occupancy_limit_registers", "registers"},
                            std::pair{"launch__occupancy_limit_shared_mem", "shared memory"},
                            std::pair{"launch__occupancy_limit_warps", "block size"}}) {
       if (!any(r, m)) continue;

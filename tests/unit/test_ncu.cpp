@@ -4,6 +4,7 @@
 // candidate per defect), and the findings. A live ncu run needs a GPU with counters: it skips
 // here with the reason.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -85,16 +86,16 @@ TEST_CASE("parse_ncu_csv: --page raw with units row, quoted names with commas, t
   CHECK(k0.grid == "(65536, 1, 1)");
   CHECK(k0.get("dram__bytes_read.sum") == 33587200.0);
   CHECK(k0.get("dram__throughput.avg.pct_of_peak_sustained_elapsed") == 86.71);
-  CHECK(k0.time_ms == 0.025152);
+  CHECK(std::abs(k0.time_ms - 0.025152) < 1e-12);
   CHECK(k0.units.at("gpu__time_duration.sum") == "nsecond");
   CHECK_FALSE(r.kernels[2].has("dram__bytes_read.sum"));  // "n/a"
-  CHECK(r.total_ms() == 0.025152 + 0.025344 + 0.004128);
+  CHECK(std::abs(r.total_ms() - (0.025152 + 0.025344 + 0.004128)) < 1e-12);
   REQUIRE(r.notes.size() == 1);
   CHECK_THAT(r.notes[0], Catch::Contains("uncontrolled GPU clocks"));
   auto t = kernel_times(r);
   REQUIRE(t.size() == 2);
   CHECK(t[0].launches == 2);
-  CHECK(t[0].ms == 0.025152 + 0.025344);
+  CHECK(std::abs(t[0].ms - (0.025152 + 0.025344)) < 1e-12);
   CHECK(t[1].launches == 1);
   CHECK_THAT(t[1].name, Catch::Contains("reduce_kernel"));
 }
@@ -142,7 +143,7 @@ TEST_CASE("findings name the defect of each recorded slow kernel", "[profile][nc
   auto u = ncu_findings(parse_ncu_csv(read_file(kSlow / "uncoalesced/ncu_candidate.csv")));
   CHECK_THAT(u[0].interpretation, Catch::Contains("32.0 sectors per request"));
   auto o = ncu_findings(parse_ncu_csv(read_file(kSlow / "low_occupancy/ncu_candidate.csv")));
-  CHECK_THAT(o[0].interpretation, Catch::Contains("limited by block size"));
+  CHECK_THAT(o[0].interpretation, Catch::Contains("limited by blocks per SM (blocks too small)"));
   CHECK_THAT(o[0].interpretation, Catch::Contains("only 64 blocks launched"));
 }
 
@@ -157,10 +158,13 @@ TEST_CASE("profiler mode: auto is ncu where available, else basic", "[profile][n
 
 TEST_CASE("live ncu --version (the profiled run needs the GPU machine)", "[profile][ncu]") {
   auto ncu = find_ncu();
-  if (!ncu)
-    SKIP(
-        "ncu not found on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin (set KFORGE_NCU): profiling is tested "
-        "on the recorded CSV fixtures");
+  if (!ncu) {
+    WARN(
+        "SKIPPED: ncu not found on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin (set KFORGE_NCU): profiling "
+        "is "
+        "tested on the recorded CSV fixtures");
+    return;
+  }
   sandbox::Spec s;
   s.argv = {ncu->string(), "--version"};
   auto r = sandbox::run(s);

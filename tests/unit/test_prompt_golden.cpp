@@ -181,7 +181,7 @@ TEST_CASE("prompt defects of issue 11 stay fixed", "[prompts]") {
     CHECK(optimise.user.find("fixing the problem") == std::string::npos);
     CHECK_THAT(optimise.user, Catch::Contains("Write a faster kernel"));
     // Notes attached to their error reach the prompt.
-    CHECK_THAT(repair.user, Catch::Contains("note: candidate expects 3 arguments, 2 provided"));
+    CHECK_THAT(repair.user, Catch::Contains("note:   candidate expects 3 arguments, 2 provided"));
     for (const auto* p : {&turn1, &repair, &optimise}) CHECK(p->markdown().find("{{") == std::string::npos);
   }
 }

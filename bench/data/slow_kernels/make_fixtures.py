@@ -15,7 +15,7 @@ base = {
  'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed': 30, 'dram__throughput.avg.pct_of_peak_sustained_elapsed': 30,
  'lts__throughput.avg.pct_of_peak_sustained_elapsed': 25, 'l1tex__throughput.avg.pct_of_peak_sustained_active': 20,
  'sm__warps_active.avg.pct_of_peak_sustained_active': 80, 'sm__maximum_warps_per_active_cycle_pct': 100,
- 'launch__occupancy_limit_registers': 8, 'launch__occupancy_limit_shared_mem': 32, 'launch__occupancy_limit_warps': 8,
+ 'launch__occupancy_limit_blocks': 32, 'launch__occupancy_limit_registers': 8, 'launch__occupancy_limit_shared_mem': 32, 'launch__occupancy_limit_warps': 8,
  'launch__registers_per_thread': 16, 'launch__grid_size': 65536, 'launch__block_size': 256,
  'dram__bytes_read.sum': 67108864, 'dram__bytes_write.sum': 67108864, 'lts__t_sector_hit_rate.pct': 45,
  'l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum': 2097152, 'l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum': 524288,
@@ -68,7 +68,7 @@ write(f'{D}/spilling/ncu_candidate.csv', [("softmax_rows_spilling(const float *,
 write(f'{D}/low_occupancy/ncu_candidate.csv', [("rowsum_one_block_per_row(const float *, float *, int, int)", "(32, 1, 1)", "(64, 1, 1)", {
   'gpu__time_duration.sum': 2418688, 'dram__throughput.avg.pct_of_peak_sustained_elapsed': 5.8, 'sm__throughput.avg.pct_of_peak_sustained_elapsed': 3.1,
   'sm__warps_active.avg.pct_of_peak_sustained_active': 3.1, 'sm__maximum_warps_per_active_cycle_pct': 50,
-  'launch__occupancy_limit_warps': 32, 'launch__occupancy_limit_registers': 64, 'launch__occupancy_limit_shared_mem': 32,
+  'launch__occupancy_limit_warps': 64, 'launch__occupancy_limit_registers': 64, 'launch__occupancy_limit_shared_mem': 32, 'launch__occupancy_limit_blocks': 32,
   'launch__grid_size': 64, 'launch__block_size': 32,
   'smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio': 8.7})])
 write(f'{D}/bank_conflicted/ncu_candidate.csv', [("transpose_smem_conflicts(const float *, float *, int, int)", "(32, 32, 1)", "(128, 128, 1)", {
