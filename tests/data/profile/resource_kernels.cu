@@ -15,8 +15,11 @@ __global__ void add_kernel(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 }
-extern "C" int kf_forward() { return 0; }
-__global__ void __launch_bounds__(1024, 2) heavy_kernel(const float* __restrict__ x, float* __restrict__ y, int n) {
+extern "C" int kf_forward() {
+  return 0;
+}
+__global__ void __launch_bounds__(1024, 2)
+    heavy_kernel(const float* __restrict__ x, float* __restrict__ y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float v[48];
