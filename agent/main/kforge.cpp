@@ -64,6 +64,15 @@ int cmd_suites(const std::string& suite_arg) {
   return 0;
 }
 
+/// --profiler none|basic|ncu, declared once for every command that profiles (issue 11 §1;
+/// `--profile` names shape profiles). "auto" (the default): ncu where it works, else basic.
+void add_profiler_option(CLI::App* cmd, std::string& profiler) {
+  cmd->add_option("--profiler", profiler,
+                  "none, basic (timing, roofline, compile-time resources) or ncu (basic plus Nsight Compute "
+                  "metrics); default: ncu where it works, else basic")
+      ->check(CLI::IsMember({"auto", "none", "basic", "ncu"}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,6 +106,7 @@ int main(int argc, char** argv) {
   eval->add_option("--arch", ev.arch, "CUDA target such as sm_90a (default: from the device)");
   eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
+  add_profiler_option(eval, ev.profiler);
 
   agent::RunCommand rn;
   auto* run = app.add_subcommand(
@@ -148,6 +158,7 @@ int main(int argc, char** argv) {
   run->add_option("--reps", rn.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
   run->add_flag("!--no-bench", rn.bench, "skip timing");
   run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
+  add_profiler_option(run, rn.profiler);
   run->add_flag("!--no-print-report", rn.print_report, "do not print report.md at the end");
 
   std::string report_dir;

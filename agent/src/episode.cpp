@@ -19,12 +19,16 @@
 #include <thread>
 
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/hardware.hpp"
 #include "kforge/agent/llm.hpp"
+#include "kforge/agent/prompt_context.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"
 #include "kforge/backends/diagnostics.hpp"
 #include "kforge/backends/evaluate.hpp"
+#include "kforge/backends/resource_usage.hpp"
 #include "kforge/benchmarks/report.hpp"
+#include "kforge/benchmarks/roofline.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
@@ -55,6 +59,8 @@ struct Shared {
   retrieval::ExemplarStore* store = nullptr;
   retrieval::Strategy strategy = retrieval::Strategy::none;
   std::string device_name;
+  prompts::HardwareFacts hardware;
+  std::optional<DevicePeaks> peaks;  // measured once per device (cache file), when known
   backends::EvalOptions opt;
   std::mutex mu;  // library, load cache
   std::vector<retrieval::Exemplar> library;
@@ -70,6 +76,24 @@ bool stopping(const Shared& sh) {
   return g_stop.load() || sh.llm_down.load();
 }
 
+/// The pass feedback's figures (issue 11 §2) from the record's timings and profile.
+void add_profile(prompts::PastAttempt& p, const AttemptRecord& r) {
+  p.achieved_tflops = r.achieved_tflops;
+  p.t_candidate_ms = r.t_candidate_ms;
+  p.t_candidate_p10_ms = r.t_candidate_p10_ms;
+  p.t_candidate_p90_ms = r.t_candidate_p90_ms;
+  p.t_reference_ms = r.t_reference_ms;
+  p.t_reference_p10_ms = r.profile.t_reference_p10_ms;
+  p.t_reference_p90_ms = r.profile.t_reference_p90_ms;
+  p.peak_gbps = r.profile.peak_gbps;
+  p.peak_tflops = r.profile.peak_tflops;
+  p.bottleneck = r.profile.bottleneck;
+  p.bottleneck_reason = r.profile.bottleneck_reason;
+  p.findings = r.profile.findings;
+  p.profiler_note = r.profile.profiler_note;
+  if (r.passed()) p.resources = backends::describe_resources(r.profile.resources);
+}
+
 prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string& source,
                                       const std::string& detail) {
   prompts::PastAttempt p;
@@ -80,6 +104,7 @@ prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string&
   p.detail = detail;
   p.speedup = r.speedup;
   p.achieved_gbps = r.achieved_gbps;
+  add_profile(p, r);
   return p;
 }
 
@@ -138,7 +163,9 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     in.category = task.category;
     in.reference = ref.source;
     in.device = sh.device_name;
+    in.hardware = sh.hardware;
     in.tensors = tensors;
+    in.tolerances = output_tolerances(task, tensors);
     {
       std::lock_guard lk(sh.mu);
       in.exemplars = sh.store->select(sh.strategy, task.id, task.category, ref.source, sh.library);
@@ -215,26 +242,12 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
         auto lease = sh.runners->acquire();  // check + bench of this attempt hold the slot
         backends::check_and_bench(ev, *lease, ref, sh.opt);
       }
-      fill_record(rec, ev, lr.flops, lr.bytes);
+      fill_record(rec, ev, lr.flops, task_bytes(lr));
+      record_roofline(rec, sh.peaks, lr.flops, task_bytes(lr));
       detail = ev.message;
-      if (ev.outcome == Outcome::compile_error) {
-        // First errors with file:line and the offending source line, deduplicated.
-        std::string d;
-        std::set<std::string> seen;
-        int shown = 0;
-        for (const auto& dg : ev.compile.diagnostics) {
-          if (dg.severity != backends::Severity::error || shown >= 5) continue;
-          std::string loc = dg.file.empty()
-                                ? dg.tool
-                                : dg.file + ":" + std::to_string(dg.line) + ":" + std::to_string(dg.column);
-          std::string line = loc + ": error: " + dg.message;
-          if (!seen.insert(line).second) continue;
-          d += line + "\n";
-          if (!dg.source_line.empty()) d += "    " + trim(dg.source_line) + "\n";
-          ++shown;
-        }
-        if (!d.empty()) detail = d;
-      }
+      // First errors with file:line, the offending source line and the notes attached to
+      // each (backends::summarise), deduplicated.
+      if (ev.outcome == Outcome::compile_error && !ev.compile.summary.empty()) detail = ev.compile.summary;
       if (!ev.compile.log.empty())
         sh.run->write_attempt_file(task.id, sample, turn, "build.log", ev.compile.log);
       result["compile_log"] = ev.compile.log;
@@ -323,7 +336,8 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
          {"trials", cmd.trials},
          {"bench", cmd.bench},
          {"reps", cmd.reps},
-         {"device", cmd.device}};
+         {"device", cmd.device},
+         {"profiler", cmd.profiler}};
   c["price_input_per_mtok"] = cmd.price_input_per_mtok ? json(*cmd.price_input_per_mtok) : json(nullptr);
   c["price_output_per_mtok"] = cmd.price_output_per_mtok ? json(*cmd.price_output_per_mtok) : json(nullptr);
   return c;
@@ -378,6 +392,7 @@ void restore_config(const json& c, RunCommand& cmd) {
   take("bench", cmd.bench);
   take("reps", cmd.reps);
   take("device", cmd.device);
+  take("profiler", cmd.profiler);
   if (!cmd.given.count("price_in") && c.contains("price_input_per_mtok") &&
       c["price_input_per_mtok"].is_number())
     cmd.price_input_per_mtok = c["price_input_per_mtok"].get<double>();
@@ -524,10 +539,7 @@ int run_agent(const RunCommand& cmd_in) {
     }
   }
   retrieval::ExemplarStore store(kforge_home() / "prompts" / "exemplars" / cmd.backend,
-                                 [&](const std::string& id) {
-                                   auto it = refs_by_id.find(id);
-                                   return it == refs_by_id.end() ? std::string() : it->second;
-                                 });
+                                 exemplar_reference_source(refs_by_id));
 
   const int jobs = cmd.compile_jobs > 0 ? cmd.compile_jobs
                                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -542,6 +554,13 @@ int run_agent(const RunCommand& cmd_in) {
   sh.store = &store;
   sh.strategy = *strategy;
   sh.device_name = device_name;
+  sh.hardware = device == "cpu" ? cpu_facts() : cuda_facts(hello_j, cuda_index(device));
+  if (sh.hardware.name.empty()) sh.hardware.name = device_name;
+  sh.peaks = load_peaks(default_peaks_file(), sh.hardware.name);
+  if (sh.peaks) {
+    sh.hardware.measured_dram_gbps = sh.peaks->dram_bytes_per_s / 1e9;
+    sh.hardware.measured_fp32_tflops = sh.peaks->flops_per_s / 1e12;
+  }
   sh.opt.trials = cmd.trials;
   sh.opt.bench = cmd.bench;
   sh.opt.bench_options.reps = cmd.reps;

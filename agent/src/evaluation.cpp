@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "kforge/backends/resource_usage.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
@@ -71,7 +72,39 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
       rec.achieved_gbps = bytes / (b.candidate_ms * 1e-3) / 1e9;
       rec.achieved_tflops = flops / (b.candidate_ms * 1e-3) / 1e12;
     }
+    rec.profile.t_reference_p10_ms = b.reference.p10_ms;
+    rec.profile.t_reference_p90_ms = b.reference.p90_ms;
   }
+  record_resources(rec, ev);
+}
+
+void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks, double flops,
+                     double bytes) {
+  if (!peaks || !rec.passed() || !(rec.t_candidate_ms > 0)) return;
+  const Roofline r = roofline(rec.t_candidate_ms, bytes, flops, *peaks);
+  rec.profile.peaks_device = peaks->device;
+  rec.profile.peak_gbps = peaks->dram_bytes_per_s / 1e9;
+  rec.profile.peak_tflops = peaks->flops_per_s / 1e12;
+  rec.profile.dram_fraction = r.dram_fraction;
+  rec.profile.flops_fraction = r.flops_fraction;
+  rec.profile.bottleneck = r.bottleneck == Bottleneck::unknown ? "" : std::string(to_string(r.bottleneck));
+  rec.profile.bottleneck_reason = r.reason;
+}
+
+double task_bytes(const backends::LoadResult& lr) {
+  if (lr.bytes > 0) return lr.bytes;
+  std::vector<TensorBytes> in, out;
+  for (const auto& t : lr.inputs) in.push_back({{t.shape.begin(), t.shape.end()}, t.dtype});
+  for (const auto& t : lr.outputs) out.push_back({{t.shape.begin(), t.shape.end()}, t.dtype});
+  return io_bytes(in, out);
+}
+
+void record_resources(AttemptRecord& rec, const backends::Evaluation& ev) {
+  if (rec.backend != "cuda" || !ev.compile.ok() || ev.compile.artifact.empty()) return;
+  auto ru = backends::resource_usage(ev.compile.artifact, ev.compile.log);
+  rec.profile.resources = std::move(ru.kernels);
+  rec.profile.resources_note = ru.note;
+  rec.profile.resources_ms = ru.ms;
 }
 
 namespace {
@@ -193,7 +226,7 @@ int run_eval(const EvalCommand& cmd) {
     fs::path workdir = run->attempt_path(t->id, 0, 1);
     backends::Evaluation ev = backends::evaluate(*backend, source, workdir, runner, ref, opt);
     backends::LoadResult lr = runner.load(ref);
-    fill_record(rec, ev, lr.flops, lr.bytes);
+    fill_record(rec, ev, lr.flops, task_bytes(lr));
     rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rec.finished_at = utc_now();
     rec.attempt_dir = attempt_rel_path(t->id, 0, 1).string();

@@ -103,9 +103,19 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
     d.source_line = std::move(l);
   };
 
+  // The error or warning that notes attach to (index into out; npos: none yet).
+  std::size_t owner = std::string::npos;
   for (auto raw : split_lines(log)) {
     if (raw.size() > kMaxLine) raw.resize(kMaxLine);
     const std::string line = ascii_quotes(raw);
+    // nvcc (EDG) context of the previous error: "          detected during instantiation of ..."
+    if (owner != std::string::npos && !line.empty() && std::isspace(static_cast<unsigned char>(line[0]))) {
+      const std::string t = trim(line);
+      if (starts_with(t, "detected during") || starts_with(t, "instantiation of")) {
+        out[owner].notes.push_back(t);
+        continue;
+      }
+    }
     std::smatch m;
     Diagnostic d;
     if (std::regex_match(line, m, kGcc)) {
@@ -158,6 +168,18 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
       continue;
     }
     fill_source(d);
+    if (d.severity == Severity::note) {
+      if (owner != std::string::npos) {
+        std::string n = d.file.empty() ? d.tool + ": note: " + d.message
+                                       : d.file + ":" + std::to_string(d.line) +
+                                             (d.column > 0 ? ":" + std::to_string(d.column) : std::string()) +
+                                             ": note: " + d.message;
+        if (!d.source_line.empty()) n += "\n" + std::to_string(d.line) + " | " + trim(d.source_line);
+        out[owner].notes.push_back(std::move(n));
+      }
+    } else {
+      owner = out.size();
+    }
     out.push_back(std::move(d));
   }
   return out;
@@ -222,7 +244,8 @@ std::optional<CompileErrorKind> classify_first_error(const std::vector<Diagnosti
   return std::nullopt;
 }
 
-std::string summarise(const std::vector<Diagnostic>& diags, std::size_t max_errors, std::size_t max_bytes) {
+std::string summarise(const std::vector<Diagnostic>& diags, std::size_t max_errors, std::size_t max_bytes,
+                      std::size_t max_notes) {
   std::set<std::tuple<std::string, int, std::string>> seen;
   std::vector<std::string> entries;
   std::size_t distinct = 0;
@@ -242,6 +265,15 @@ std::string summarise(const std::vector<Diagnostic>& diags, std::size_t max_erro
     }
     e += "error: " + d.message + "\n";
     if (!d.source_line.empty()) e += "  " + std::to_string(d.line) + " | " + trim(d.source_line) + "\n";
+    std::size_t shown_notes = 0;
+    for (const auto& n : d.notes) {
+      if (shown_notes == max_notes) {
+        e += "    (" + std::to_string(d.notes.size() - shown_notes) + " more note(s))\n";
+        break;
+      }
+      for (const auto& nl : split_lines(truncate_middle(n, 600))) e += "    " + nl + "\n";
+      ++shown_notes;
+    }
     entries.push_back(std::move(e));
   }
   if (entries.empty()) return {};

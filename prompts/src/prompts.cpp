@@ -1,5 +1,7 @@
 #include "kforge/prompts/prompts.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -56,63 +58,215 @@ std::string num(double v, const char* f) {
 }
 }  // namespace
 
-std::string render_feedback(const PastAttempt& a) {
+namespace {
+std::string us(double ms) {
+  return num(ms * 1e3, ms * 1e3 < 100 ? "%.1f" : "%.0f");
+}
+std::string value_str(double v, const std::string& unit) {
+  std::string n = std::abs(v) >= 100 ? num(v, "%.0f") : num(v, "%.1f");
+  if (unit == "%") return n + "%";
+  return unit.empty() ? n : n + " " + unit;
+}
+const MetricFinding* same_metric(const std::vector<MetricFinding>& v, const MetricFinding& m) {
+  for (const auto& x : v)
+    if (x.label == m.label) return &x;
+  return nullptr;
+}
+
+std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
+  std::string d;
+  // Times and speedup.
+  std::string sp = a.speedup > 0 ? num(a.speedup, "%.2fx") : "not measured";
+  if (a.speedup_ci_low > 0 && a.speedup_ci_high > 0)
+    sp += " (95% CI " + num(a.speedup_ci_low, "%.2f") + "-" + num(a.speedup_ci_high, "%.2fx") + ")";
+  if (a.t_candidate_ms > 0) {
+    d += "- time: " + us(a.t_candidate_ms) + " us";
+    if (a.t_candidate_p10_ms > 0)
+      d += " (p10 " + us(a.t_candidate_p10_ms) + ", p90 " + us(a.t_candidate_p90_ms) + ")";
+    if (a.t_reference_ms > 0) {
+      d += " vs PyTorch eager " + us(a.t_reference_ms) + " us";
+      if (a.t_reference_p10_ms > 0)
+        d += " (p10 " + us(a.t_reference_p10_ms) + ", p90 " + us(a.t_reference_p90_ms) + ")";
+    }
+    d += ": speedup " + sp + "\n";
+  } else {
+    d += "- Speedup over PyTorch eager: " + sp + "\n";
+  }
+  // Rates against the measured peaks, and the bottleneck.
+  if (a.achieved_gbps > 0 || a.achieved_tflops > 0) {
+    std::string r = "- achieved: ";
+    if (a.achieved_gbps > 0) {
+      r += num(a.achieved_gbps, "%.2f") + " GB/s";
+      if (a.peak_gbps > 0)
+        r += " (" + num(100 * a.achieved_gbps / a.peak_gbps, "%.0f") + "% of the measured " +
+             num(a.peak_gbps, "%.0f") + " GB/s)";
+    }
+    if (a.achieved_tflops > 0) {
+      r += std::string(a.achieved_gbps > 0 ? ", " : "") + num(a.achieved_tflops, "%.2f") + " TFLOP/s";
+      if (a.peak_tflops > 0)
+        r += " (" + num(100 * a.achieved_tflops / a.peak_tflops, "%.0f") + "% of the measured " +
+             num(a.peak_tflops, "%.1f") + ")";
+    }
+    d += r + "\n";
+  }
+  if (!a.bottleneck.empty() && a.bottleneck != "unknown")
+    d += "- bottleneck: " + a.bottleneck +
+         (a.bottleneck_reason.empty() ? "" : " (" + a.bottleneck_reason + ")") + "\n";
+  // The telling metrics, with the best earlier attempt's values.
+  const bool with_best = best && !best->findings.empty();
+  if (!a.findings.empty()) {
+    d += "- telling metrics" +
+         (with_best ? " (this attempt; best so far: turn " + std::to_string(best->turn) + ", " +
+                          num(best->speedup, "%.2fx") + ")"
+                    : std::string()) +
+         ":\n";
+    for (const auto& m : a.findings) {
+      d += "  - " + m.label + ": " + value_str(m.value, m.unit);
+      if (with_best) {
+        if (const auto* b = same_metric(best->findings, m))
+          d += " (best " + value_str(b->value, b->unit) + ", change " + (m.value >= b->value ? "+" : "") +
+               value_str(m.value - b->value, m.unit) + ")";
+        else
+          d += " (not among the best attempt's findings)";
+      }
+      d += " - " + m.interpretation + "\n";
+    }
+  }
+  if (!a.resources.empty()) {
+    auto lines = split_lines(trim(a.resources));
+    d += "- compile resources: " + (lines.size() == 1 ? lines[0] + "\n" : std::string("\n"));
+    if (lines.size() > 1)
+      for (std::size_t i = 0; i < lines.size() && i < 4; ++i) d += "  - " + lines[i] + "\n";
+  }
+  if (!a.profiler_note.empty()) d += "- profiler: " + a.profiler_note + "\n";
+  d += "Make it faster while keeping it correct.";
+  return d;
+}
+}  // namespace
+
+std::string render_feedback(const PastAttempt& a, const PastAttempt* best) {
   std::string detail = truncate_middle(trim(a.detail), 3000);
   if (detail.empty()) detail = "(no further detail)";
   return trim(fill(load_template("feedback_" + std::string(to_string(a.outcome)) + ".md"),
                    {{"outcome_words", std::string(describe(a.outcome))},
                     {"sub_kind", a.sub_kind.empty() ? "-" : a.sub_kind},
                     {"detail", detail},
+                    {"details", a.outcome == Outcome::pass ? pass_details(a, best) : detail},
                     {"speedup", a.speedup > 0 ? num(a.speedup, "%.2fx") : "not measured"},
                     {"gbps", a.achieved_gbps > 0 ? num(a.achieved_gbps, "%.2f") : "n/a"}}));
 }
 
+std::string summary_line(const PastAttempt& a) {
+  std::string s = "turn " + std::to_string(a.turn) + ": " + std::string(to_string(a.outcome));
+  if (!a.sub_kind.empty()) s += " (" + a.sub_kind + ")";
+  if (a.outcome == Outcome::pass) {
+    if (a.speedup > 0) s += ", " + num(a.speedup, "%.2fx");
+    if (a.achieved_gbps > 0) s += ", " + num(a.achieved_gbps, "%.0f") + " GB/s";
+    if (!a.bottleneck.empty() && a.bottleneck != "unknown") s += ", " + a.bottleneck;
+    if (!a.findings.empty()) s += ", " + a.findings[0].label;
+  } else {
+    auto lines = split_lines(trim(a.detail));
+    if (!lines.empty()) s += " - " + truncate_middle(trim(lines[0]), 160);
+  }
+  return s;
+}
+
+DtypeTolerance default_tolerance(const std::string& dtype) {
+  if (dtype == "float32") return {dtype, 1e-4, 1e-4};
+  if (dtype == "float16" || dtype == "bfloat16") return {dtype, 1e-2, 1e-2};
+  if (dtype == "float64") return {dtype, 1e-8, 1e-8};
+  return {dtype, 0, 0};  // integers and bool: exact
+}
+
+std::string render_tolerances(const PromptInput& in) {
+  std::vector<DtypeTolerance> tols = in.tolerances;
+  if (tols.empty()) {
+    for (const auto& t : in.tensors) {
+      if (t.role != "output") continue;
+      bool seen = false;
+      for (const auto& d : tols) seen = seen || d.dtype == t.dtype;
+      if (!seen) tols.push_back(default_tolerance(t.dtype));
+    }
+  }
+  if (tols.empty()) tols.push_back(default_tolerance("float32"));
+  std::string s;
+  for (const auto& t : tols) {
+    if (t.atol == 0 && t.rtol == 0)
+      s += "- " + t.dtype + " outputs: exact (every element equal)\n";
+    else
+      s += "- " + t.dtype + " outputs: atol " + num(t.atol, "%g") + ", rtol " + num(t.rtol, "%g") + "\n";
+  }
+  return s;
+}
+
 Prompt render_prompt(const PromptInput& in) {
   Prompt p;
-  p.system = trim(fill(load_template("system_" + in.backend + ".md"), {{"device", in.device}}));
+  std::string device = device_line(in.hardware);
+  if (device.empty()) device = in.device;
+  const std::string simd = in.hardware.simd.empty() ? "the host's vector ISA" : in.hardware.simd;
+  const std::string omp =
+      in.hardware.omp_threads > 0 ? std::to_string(in.hardware.omp_threads) : "all hardware";
+  p.system = trim(fill(load_template("system_" + in.backend + ".md"),
+                       {{"device", device}, {"simd", simd}, {"omp_threads", omp}}));
   std::string table;
   int idx = 0;
   for (const auto& t : in.tensors)
     table += "| " + std::to_string(idx++) + " | " + t.role + " | " + t.name + " | " + t.kind + " | " +
              shape_str(t.shape) + " | " + t.dtype + " |\n";
   if (table.empty()) table = "| - | - | (unknown) | - | - | - |\n";
+  std::string hardware = in.hardware.name.empty() && !in.device.empty() ? "- device: " + in.device + "\n"
+                                                                        : describe(in.hardware);
   std::string user = fill(load_template("task.md"), {{"task_id", in.task_id},
                                                      {"category", in.category.empty() ? "-" : in.category},
-                                                     {"device", in.device},
+                                                     {"device", device},
+                                                     {"hardware", hardware},
                                                      {"reference", trim(in.reference)},
-                                                     {"tensor_table", table}});
+                                                     {"tensor_table", table},
+                                                     {"tolerances", render_tolerances(in)}});
   for (const auto& e : in.exemplars)
-    user += "\n" + fill(load_template("exemplar.md"), {{"task_id", e.task_id},
-                                                       {"category", e.category},
-                                                       {"reference", trim(e.reference)},
-                                                       {"lang", lang_of(in.backend)},
-                                                       {"kernel", trim(e.kernel)}});
-  user += "\n" + load_template("output_format_" + in.backend + ".md");
+    user += "\n" +
+            fill(load_template("exemplar.md"),
+                 {{"task_id", e.task_id},
+                  {"category", e.category},
+                  {"reference", e.reference.empty() ? "# (reference source unavailable)" : trim(e.reference)},
+                  {"lang", lang_of(in.backend)},
+                  {"kernel", trim(e.kernel)}});
+  const std::string abi = fill(
+      load_template("abi.md"),
+      {{"data_where", in.backend == "cuda" ? "device pointer (host for device == -1)" : "host pointer"}});
+  user += "\n" + fill(load_template("output_format_" + in.backend + ".md"), {{"abi", abi}});
   if (!in.history.empty()) {
-    std::vector<std::string> blocks;
-    std::size_t first = in.policy == HistoryPolicy::last ? in.history.size() - 1 : 0;
-    for (std::size_t i = first; i < in.history.size(); ++i) {
-      const auto& a = in.history[i];
-      blocks.push_back(fill(load_template("attempt.md"),
-                            {{"turn", std::to_string(a.turn)},
-                             {"lang", lang_of(in.backend)},
-                             {"source", a.source.empty() ? "// (no code block)" : trim(a.source)},
-                             {"feedback", render_feedback(a)}}));
+    // The fastest earlier pass, for the last attempt's "best so far" column.
+    const PastAttempt* best = nullptr;
+    for (std::size_t i = 0; i + 1 < in.history.size(); ++i) {
+      const auto& h = in.history[i];
+      if (h.outcome == Outcome::pass && h.speedup > 0 && (!best || h.speedup > best->speedup)) best = &h;
     }
-    // Token budget: keep the newest attempts; drop the oldest whole blocks, then truncate.
+    const auto& last = in.history.back();
+    const std::string block =
+        fill(load_template("attempt.md"),
+             {{"turn", std::to_string(last.turn)},
+              {"lang", lang_of(in.backend)},
+              {"source", last.source.empty() ? "// (no code block)" : trim(last.source)},
+              {"feedback", render_feedback(last, best)}});
+    // Token budget: the last attempt in full first, then the newest summary lines that fit.
     const std::size_t budget = static_cast<std::size_t>(std::max(in.token_budget, 256)) * 4;
-    std::size_t total = 0;
-    std::size_t keep_from = blocks.size();
-    while (keep_from > 0 && total + blocks[keep_from - 1].size() <= budget)
-      total += blocks[--keep_from].size();
     std::string hist = "\n## Previous attempts\n";
-    if (keep_from == blocks.size())
-      hist += "\n" + truncate_middle(blocks.back(), budget);
-    else {
-      if (keep_from > 0) hist += "\n(" + std::to_string(keep_from) + " older attempt(s) omitted)\n";
-      for (std::size_t i = keep_from; i < blocks.size(); ++i) hist += "\n" + blocks[i];
+    if (in.policy == HistoryPolicy::all && in.history.size() > 1) {
+      std::vector<std::string> lines;
+      for (std::size_t i = 0; i + 1 < in.history.size(); ++i)
+        lines.push_back("- " + summary_line(in.history[i]) + "\n");
+      std::size_t total = block.size();
+      std::size_t keep_from = lines.size();
+      while (keep_from > 0 && total + lines[keep_from - 1].size() <= budget)
+        total += lines[--keep_from].size();
+      hist += "\nEarlier turns:\n\n";
+      if (keep_from > 0) hist += "- (" + std::to_string(keep_from) + " older turn(s) omitted)\n";
+      for (std::size_t i = keep_from; i < lines.size(); ++i) hist += lines[i];
     }
-    user += hist + "\n" + load_template("next_turn.md");
+    hist += "\n" + truncate_middle(block, budget);
+    const bool passed = in.history.back().outcome == Outcome::pass;
+    user += hist + "\n" + load_template(passed ? "next_turn_optimise.md" : "next_turn_repair.md");
   }
   p.user = user;
   return p;

@@ -186,6 +186,7 @@ json to_json(const AttemptRecord& r) {
   j["started_at"] = r.started_at;
   j["finished_at"] = r.finished_at;
   j["attempt_dir"] = r.attempt_dir;
+  j["profile"] = to_json(r.profile);
   return j;
 }
 
@@ -240,6 +241,7 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.str("started_at", r.started_at);
   rd.str("finished_at", r.finished_at);
   rd.str("attempt_dir", r.attempt_dir);
+  if (const json* v = rd.find("profile")) r.profile = profile_from_json(*v, line);
   return r;
 }
 

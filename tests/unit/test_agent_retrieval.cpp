@@ -61,8 +61,20 @@ TEST_CASE("render_prompt: task table, feedback and history policy", "[agent]") {
   in.reference = "class Model: pass";
   in.device = "test-cpu";
   in.tensors = {{"input", "x", "input", "float32", {4, 8}}, {"output", "out", "output", "float32", {4}}};
-  in.history = {{1, "int old;", Outcome::compile_error, "syntax", "kernel.cpp:3:1: error: OLDERR", 0, 0},
-                {2, "int newer;", Outcome::pass, "", "", 2.5, 12.25}};
+  auto past = [](int turn, const char* src, Outcome o, const char* sub, const char* detail, double sp,
+                 double gb) {
+    prompts::PastAttempt a;
+    a.turn = turn;
+    a.source = src;
+    a.outcome = o;
+    a.sub_kind = sub;
+    a.detail = detail;
+    a.speedup = sp;
+    a.achieved_gbps = gb;
+    return a;
+  };
+  in.history = {past(1, "int old;", Outcome::compile_error, "syntax", "kernel.cpp:3:1: error: OLDERR", 0, 0),
+                past(2, "int newer;", Outcome::pass, "", "", 2.5, 12.25)};
   auto p = prompts::render_prompt(in);
   CHECK(p.system.find("test-cpu") != std::string::npos);
   CHECK(p.user.find("| 0 | input | x | input | [4, 8] | float32 |") != std::string::npos);

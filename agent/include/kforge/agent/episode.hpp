@@ -59,8 +59,9 @@ struct RunCommand {
   int llm_retries = 5;
   int trials = 5;  ///< correctness trials (DESIGN.md §4 default)
   bool bench = true;
-  int reps = 100;      ///< timed repetitions at most (DESIGN.md §4: >= 100)
-  std::string device;  ///< "" = cpu for cpu, cuda:0 for cuda
+  int reps = 100;                 ///< timed repetitions at most (DESIGN.md §4: >= 100)
+  std::string device;             ///< "" = cpu for cpu, cuda:0 for cuda
+  std::string profiler = "auto";  ///< none | basic | ncu | auto (ncu where it works, else basic)
   bool print_report = true;
   /// Options given on the command line (long names without dashes, e.g. "turns"). On
   /// --resume, every recorded option not in this set is taken from manifest.json.

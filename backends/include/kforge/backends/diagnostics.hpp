@@ -31,6 +31,11 @@ struct Diagnostic {
   std::string message;      ///< without the location and severity prefix
   std::string source_line;  ///< the candidate's line `line` when `file` is the candidate
   std::string tool;         ///< "compiler", "ptxas", "nvlink", "linker", "driver"
+  /// The compiler's notes that follow this error or warning (gcc's `note: candidate: ...`,
+  /// `note: declared here`; nvcc's `detected during instantiation of ...`), each as
+  /// "file:line:col: note: message" with the note's source line, if any, on a second line.
+  /// The notes also appear in the list as diagnostics of their own.
+  std::vector<std::string> notes;
 };
 
 /// Parses a build log. `source` is the candidate's text and `source_name` its file name
@@ -51,10 +56,11 @@ CompileErrorKind classify(const Diagnostic& d);
 std::optional<CompileErrorKind> classify_first_error(const std::vector<Diagnostic>& diags);
 
 /// Feedback text: the first `max_errors` distinct errors (same file, line and message counted
-/// once), each as "file:line:col: error: message" followed by the offending source line, then
+/// once), each as "file:line:col: error: message" followed by the offending source line and at
+/// most `max_notes` of its notes (indented; the count of notes left out after them), then
 /// a count of the errors left out; cut at an entry boundary to at most `max_bytes` (a single
 /// over-long entry is cut in the middle). Empty when there are no errors.
 std::string summarise(const std::vector<Diagnostic>& diags, std::size_t max_errors = 5,
-                      std::size_t max_bytes = 4096);
+                      std::size_t max_bytes = 4096, std::size_t max_notes = 4);
 
 }  // namespace kforge::backends

@@ -2,8 +2,10 @@
 // Prompt rendering (DESIGN.md §7, §8). Templates are files under prompts/templates/ with
 // `{{name}}` placeholders; render_prompt() assembles the system message (per backend) and the
 // user message: task section (reference, inputs/outputs table, device), exemplars, output
-// format, and the history of past attempts with their feedback (policy `last` or `all`,
-// truncated to a token budget at ~4 characters per token). Pure functions over values;
+// format (with the kernel ABI, so `--exemplar none` works), and the history of past attempts
+// with their feedback (policy `last` or `all`, truncated to a token budget at ~4 characters per
+// token), closed by the instruction for the situation: next_turn_repair.md after a failed
+// attempt, next_turn_optimise.md after a pass. Pure functions over values;
 // templates are read from disk on each call (thread-safe, no shared state).
 #include <cstdint>
 #include <filesystem>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include "kforge/common/outcome.hpp"
+#include "kforge/common/profile.hpp"
+#include "kforge/prompts/hardware.hpp"
 #include "kforge/retrieval/retrieval.hpp"
 
 namespace kforge::prompts {
@@ -22,7 +26,9 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;
 };
 
-/// One past attempt of the episode, as the next prompt shows it.
+/// One past attempt of the episode, as the next prompt shows it. History policy `last` shows
+/// the last attempt in full; `all` shows one summary line per earlier turn, then the last in
+/// full.
 struct PastAttempt {
   int turn = 1;
   std::string source;  ///< the candidate ("" when the reply had no usable code block)
@@ -31,14 +37,37 @@ struct PastAttempt {
   std::string detail;  ///< compiler errors with file:line + source line, mismatch summary, crash text
   double speedup = 0;
   double achieved_gbps = 0;
+  // --- a pass's profile (issue 11 §2); 0 / empty = not measured --------------------------
+  double achieved_tflops = 0;
+  double t_candidate_ms = 0, t_candidate_p10_ms = 0, t_candidate_p90_ms = 0;
+  double t_reference_ms = 0, t_reference_p10_ms = 0, t_reference_p90_ms = 0;
+  double speedup_ci_low = 0, speedup_ci_high = 0;  ///< rendered when both are > 0
+  double peak_gbps = 0, peak_tflops = 0;           ///< the device's measured peaks
+  std::string bottleneck;                          ///< "memory-bound", "compute-bound", "latency-bound"
+  std::string bottleneck_reason;                   ///< one line from the roofline
+  std::vector<MetricFinding> findings;             ///< the 3-4 most telling metrics, best first
+  std::string profiler_note;                       ///< e.g. "ncu not available: basic profile only"
+  std::string resources;                           ///< compile-time resources, one line per kernel
+};
+
+/// The correctness tolerance of one output dtype: |actual - expected| <= atol + rtol * |expected|.
+struct DtypeTolerance {
+  std::string dtype;  ///< "float32", "float16", ...
+  double atol = 0;
+  double rtol = 0;  ///< atol == rtol == 0: exact
 };
 
 enum class HistoryPolicy { last, all };
 
 struct PromptInput {
   std::string backend;  ///< "cpu" or "cuda" (selects system_<backend>.md, output_format_<backend>.md)
-  std::string task_id, category, reference, device;
+  std::string task_id, category, reference;
+  std::string device;      ///< fallback device name when hardware.name is empty ("cuda:0")
+  HardwareFacts hardware;  ///< what the prompt states about the machine
   std::vector<TensorInfo> tensors;
+  /// One entry per distinct output dtype (the task's tolerance for it); empty: the defaults
+  /// of DESIGN §4 are stated for each output dtype of `tensors`.
+  std::vector<DtypeTolerance> tolerances;
   std::vector<retrieval::Exemplar> exemplars;
   std::vector<PastAttempt> history;  ///< oldest first
   HistoryPolicy policy = HistoryPolicy::last;
@@ -60,8 +89,20 @@ std::string fill(std::string tmpl, const std::map<std::string, std::string>& val
 /// (a broken installation).
 std::string load_template(const std::string& name);
 
-/// The feedback paragraph for one attempt (feedback_<outcome>.md).
-std::string render_feedback(const PastAttempt& a);
+/// The tolerance DESIGN §4 gives a dtype when the task declares none: float32 1e-4,
+/// float16/bfloat16 1e-2, float64 1e-8 (atol and rtol); integers and bool exact.
+DtypeTolerance default_tolerance(const std::string& dtype);
+
+/// The correctness section's list: one line per distinct output dtype.
+std::string render_tolerances(const PromptInput& in);
+
+/// The feedback paragraph for one attempt (feedback_<outcome>.md). For a pass, `best` is the
+/// fastest earlier passing attempt of the episode (nullptr: none): its metrics are shown next to
+/// this attempt's, with the change.
+std::string render_feedback(const PastAttempt& a, const PastAttempt* best = nullptr);
+
+/// One line for the `--history all` list: "turn 2: pass, 1.37x, 1450 GB/s, memory-bound".
+std::string summary_line(const PastAttempt& a);
 
 Prompt render_prompt(const PromptInput& in);
 

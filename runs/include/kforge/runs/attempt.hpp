@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "kforge/common/outcome.hpp"
+#include "kforge/runs/attempt_profile.hpp"
 
 namespace kforge {
 
@@ -84,6 +85,9 @@ struct AttemptRecord {
   std::string started_at;   ///< ISO-8601 UTC, e.g. "2026-11-22T13:50:28.123Z"
   std::string finished_at;  ///< ISO-8601 UTC
   std::string attempt_dir;  ///< relative to the run directory: attempts/<task>/<sample>/<turn>
+
+  // --- profile (issue 11): resources, profiler, roofline, telling metrics ------------------
+  AttemptProfile profile;  ///< JSON key "profile"; all defaults when not profiled
 
   bool passed() const { return outcome == Outcome::pass; }
   /// True when the candidate got past the toolchain: outcome not in

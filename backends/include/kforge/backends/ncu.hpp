@@ -1,0 +1,92 @@
+#pragma once
+// kforge/backends/ncu.hpp — the Nsight Compute profile step (issue 11 §1): the curated metric
+// set (backends/data/ncu_metrics.json, each metric with the reason it is there), the `ncu`
+// argv, the parser of ncu's CSV output into a typed ProfileReport (per kernel launched: name,
+// time, metric values), and the findings: the 3-4 most telling metrics with a one-line reading.
+// Everything here is pure except find_ncu() and load_ncu_metrics() (file reads). Running ncu
+// against the candidate host is the runner client's job.
+//
+// --profiler none|basic|ncu: none = no profile step; basic = timing, roofline and compile-time
+// resources; ncu = basic plus one Nsight Compute run of the candidate and of the reference.
+// The default ("auto") is ncu where ncu is found, else basic; an ncu failure (absent, counters
+// not permitted) is a note in the record and the prompt, never an attempt failure.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/common/profile.hpp"
+
+namespace kforge::backends {
+
+struct NcuMetric {
+  std::string name;   ///< "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+  std::string label;  ///< "DRAM throughput"
+  std::string group;  ///< time, sol, occupancy, memory, stall, instructions
+  std::string unit;   ///< base unit: "%", "ns", "bytes", ...
+  std::string reason;
+};
+
+/// <kforge_home>/backends/data/ncu_metrics.json
+std::filesystem::path default_ncu_metrics_file();
+
+/// The curated set; throws std::runtime_error naming the file and entry when malformed.
+std::vector<NcuMetric> load_ncu_metrics(const std::filesystem::path& file = default_ncu_metrics_file());
+
+struct NcuOptions {
+  std::filesystem::path ncu = "ncu";
+  std::string kernel_filter;         ///< -k regex:<filter> when not empty
+  int launch_count = 0;              ///< -c N when > 0 (profile the first N kernels)
+  std::filesystem::path report_csv;  ///< --log-file PATH when not empty (else stdout)
+};
+
+/// `ncu --csv --page raw --print-units base --metrics m1,m2,... --target-processes all
+///  [-k regex:F] [-c N] [--log-file F] <target argv...>`
+std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
+                                  const std::vector<std::string>& target, const NcuOptions& opt = {});
+
+/// One kernel launch as ncu reports it.
+struct KernelProfile {
+  int id = 0;
+  std::string name;  ///< "Kernel Name" column as printed (demangled by default)
+  std::string block, grid;
+  double time_ms = 0;                     ///< gpu__time_duration.sum
+  std::map<std::string, double> metrics;  ///< metric name -> value in base units
+  std::map<std::string, std::string> units;
+  bool has(const std::string& m) const { return metrics.count(m) > 0; }
+  double get(const std::string& m, double dflt = 0) const;
+};
+
+struct ProfileReport {
+  std::vector<KernelProfile> kernels;  ///< in launch order
+  std::vector<std::string> notes;      ///< ==PROF==/==ERROR==/==WARNING== lines worth keeping
+  double total_ms() const;
+  bool empty() const { return kernels.empty(); }
+};
+
+/// Parses ncu's CSV: the wide `--page raw` layout (one row per kernel, a units row after the
+/// header) or the long `--page details` layout (one row per metric: "Metric Name", "Metric
+/// Unit", "Metric Value"). Lines that are not CSV (==PROF== ...) are skipped or kept as notes.
+/// Numbers may carry thousands separators ("1,234.5"). Scaled units (usecond, Kbyte, ...) are
+/// converted to base units (ns, bytes).
+ProfileReport parse_ncu_csv(std::string_view text);
+
+/// Launches grouped by kernel name, time summed, in order of first launch.
+std::vector<KernelTime> kernel_times(const ProfileReport& r);
+
+/// The 3-4 most telling findings of a report, most telling first: uncoalesced global access
+/// (sectors/request), local-memory (spill) traffic, shared bank conflicts, low occupancy and
+/// its limiter, launch overhead (many short kernels), DRAM or SM speed of light, the top warp
+/// stall reasons, branch divergence. Metrics of the kernels are time-weighted.
+std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max = 4);
+
+/// ncu on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, or KFORGE_NCU.
+std::optional<std::filesystem::path> find_ncu();
+
+/// "none", "basic" or "ncu" for a requested mode ("auto", "" = ncu when available, else basic).
+/// std::nullopt for an unknown name.
+std::optional<std::string> resolve_profiler(const std::string& requested, bool ncu_available);
+
+}  // namespace kforge::backends

@@ -1,0 +1,434 @@
+#include "kforge/backends/ncu.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "kforge/common/util.hpp"
+
+namespace kforge::backends {
+
+namespace fs = std::filesystem;
+
+fs::path default_ncu_metrics_file() {
+  return kforge_home() / "backends" / "data" / "ncu_metrics.json";
+}
+
+std::vector<NcuMetric> load_ncu_metrics(const fs::path& file) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(file));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+  if (!j.is_object() || !j.contains("metrics") || !j["metrics"].is_array())
+    throw std::runtime_error(file.string() + ": metrics: expected an array");
+  std::vector<NcuMetric> out;
+  for (std::size_t i = 0; i < j["metrics"].size(); ++i) {
+    const auto& m = j["metrics"][i];
+    const std::string at = file.string() + ": metrics[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw std::runtime_error(at + ": expected an object");
+    NcuMetric x;
+    for (auto [key, field] :
+         {std::pair{"name", &x.name}, std::pair{"label", &x.label}, std::pair{"group", &x.group},
+          std::pair{"unit", &x.unit}, std::pair{"reason", &x.reason}}) {
+      if (!m.contains(key) || !m[key].is_string() || m[key].get<std::string>().empty())
+        throw std::runtime_error(at + "." + key + ": expected a non-empty string");
+      *field = m[key].get<std::string>();
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
+                                  const std::vector<std::string>& target, const NcuOptions& opt) {
+  std::string list;
+  for (const auto& m : metrics) list += (list.empty() ? "" : ",") + m.name;
+  std::vector<std::string> argv = {opt.ncu.string(),     "--csv", "--page",    "raw",
+                                   "--print-units",      "base",  "--metrics", list,
+                                   "--target-processes", "all"};
+  if (!opt.kernel_filter.empty()) argv.insert(argv.end(), {"-k", "regex:" + opt.kernel_filter});
+  if (opt.launch_count > 0) argv.insert(argv.end(), {"-c", std::to_string(opt.launch_count)});
+  if (!opt.report_csv.empty()) argv.insert(argv.end(), {"--log-file", opt.report_csv.string()});
+  argv.insert(argv.end(), target.begin(), target.end());
+  return argv;
+}
+
+double KernelProfile::get(const std::string& m, double dflt) const {
+  auto it = metrics.find(m);
+  return it == metrics.end() ? dflt : it->second;
+}
+
+double ProfileReport::total_ms() const {
+  double t = 0;
+  for (const auto& k : kernels) t += k.time_ms;
+  return t;
+}
+
+namespace {
+
+/// One CSV record (RFC 4180 quoting); false when the line is not CSV-looking.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::optional<double> number(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+  s = trim(s);
+  if (s.empty() || s == "n/a") return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+/// Factor from a printed unit to the base unit kforge uses (ns for time, bytes for sizes).
+double unit_factor(const std::string& u) {
+  static const std::map<std::string, double> k = {
+      {"nsecond", 1},        {"usecond", 1e3},      {"msecond", 1e6},      {"second", 1e9},
+      {"byte", 1},           {"Kbyte", 1e3},        {"Mbyte", 1e6},        {"Gbyte", 1e9},
+      {"Tbyte", 1e12},       {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},
+      {"Kbyte/second", 1e3}, {"Mbyte/second", 1e6}, {"Gbyte/second", 1e9}, {"Tbyte/second", 1e12}};
+  auto it = k.find(u);
+  return it == k.end() ? 1.0 : it->second;
+}
+
+int column(const std::vector<std::string>& header, const char* name) {
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+constexpr const char* kTime = "gpu__time_duration.sum";
+
+}  // namespace
+
+ProfileReport parse_ncu_csv(std::string_view text) {
+  ProfileReport r;
+  std::vector<std::string> header;
+  bool long_form = false;
+  int c_id = -1, c_name = -1, c_block = -1, c_grid = -1, c_mname = -1, c_munit = -1, c_mval = -1;
+  std::vector<std::string> units;
+  bool expect_units = false;
+  std::map<int, std::size_t> by_id;  // long form: kernel id -> index
+  for (const auto& raw : split_lines(text)) {
+    const std::string line = trim(raw);
+    if (line.empty()) continue;
+    if (line[0] != '"') {
+      if (starts_with(line, "==ERROR==") || starts_with(line, "==WARNING==") ||
+          (starts_with(line, "==PROF==") && line.find("Profiling") == std::string::npos &&
+           line.find("Connected") == std::string::npos && line.find("Disconnected") == std::string::npos))
+        r.notes.push_back(line);
+      continue;
+    }
+    auto f = csv_fields(line);
+    if (header.empty()) {
+      if (column(f, "ID") < 0 || column(f, "Kernel Name") < 0) continue;
+      header = f;
+      c_id = column(header, "ID");
+      c_name = column(header, "Kernel Name");
+      c_block = column(header, "Block Size");
+      c_grid = column(header, "Grid Size");
+      c_mname = column(header, "Metric Name");
+      c_munit = column(header, "Metric Unit");
+      c_mval = column(header, "Metric Value");
+      long_form = c_mname >= 0 && c_mval >= 0;
+      expect_units = !long_form;
+      continue;
+    }
+    if (expect_units) {
+      expect_units = false;
+      if (f.size() > static_cast<std::size_t>(c_id) && f[static_cast<std::size_t>(c_id)].empty()) {
+        units = f;  // the units row of --page raw: "", "", ..., "nsecond", "%"
+        continue;
+      }
+    }
+    auto at = [&](int c) {
+      return c >= 0 && static_cast<std::size_t>(c) < f.size() ? f[static_cast<std::size_t>(c)] : "";
+    };
+    const auto id = number(at(c_id));
+    if (!id) continue;
+    const int kid = static_cast<int>(*id);
+    if (long_form) {
+      auto it = by_id.find(kid);
+      if (it == by_id.end()) {
+        KernelProfile k;
+        k.id = kid;
+        k.name = at(c_name);
+        k.block = at(c_block);
+        k.grid = at(c_grid);
+        it = by_id.emplace(kid, r.kernels.size()).first;
+        r.kernels.push_back(std::move(k));
+      }
+      auto& k = r.kernels[it->second];
+      const std::string unit = at(c_munit);
+      if (auto v = number(at(c_mval))) {
+        k.metrics[at(c_mname)] = *v * unit_factor(unit);
+        k.units[at(c_mname)] = unit;
+      }
+      continue;
+    }
+    KernelProfile k;
+    k.id = kid;
+    k.name = at(c_name);
+    k.block = at(c_block);
+    k.grid = at(c_grid);
+    for (std::size_t c = 0; c < header.size() && c < f.size(); ++c) {
+      const std::string& name = header[c];
+      if (name.find("__") == std::string::npos) continue;  // metric names have a double underscore
+      const std::string unit = c < units.size() ? units[c] : "";
+      if (auto v = number(f[c])) {
+        k.metrics[name] = *v * unit_factor(unit);
+        k.units[name] = unit;
+      }
+    }
+    r.kernels.push_back(std::move(k));
+  }
+  for (auto& k : r.kernels) k.time_ms = k.get(kTime) * 1e-6;  // ns -> ms
+  return r;
+}
+
+std::vector<KernelTime> kernel_times(const ProfileReport& r) {
+  std::vector<KernelTime> out;
+  for (const auto& k : r.kernels) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const KernelTime& t) { return t.name == k.name; });
+    if (it == out.end()) {
+      out.push_back({k.name, 0, 0});
+      it = out.end() - 1;
+    }
+    it->ms += k.time_ms;
+    it->launches += 1;
+  }
+  return out;
+}
+
+namespace {
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+/// Time-weighted mean of a ratio metric over the kernels that report it (-1 when none).
+double weighted(const ProfileReport& r, const std::string& m) {
+  double w = 0, s = 0;
+  for (const auto& k : r.kernels) {
+    if (!k.has(m)) continue;
+    const double t = k.time_ms > 0 ? k.time_ms : 1e-9;
+    w += t;
+    s += t * k.get(m);
+  }
+  return w > 0 ? s / w : -1;
+}
+double summed(const ProfileReport& r, const std::string& m) {
+  double s = 0;
+  for (const auto& k : r.kernels) s += k.get(m);
+  return s;
+}
+bool any(const ProfileReport& r, const std::string& m) {
+  for (const auto& k : r.kernels)
+    if (k.has(m)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max) {
+  std::vector<MetricFinding> f;
+  if (r.kernels.empty()) return f;
+  const double n = static_cast<double>(r.kernels.size());
+  const double total_ms = r.total_ms();
+  const double mean_us = total_ms * 1e3 / n;
+
+  // Launch overhead: many short kernels in one call.
+  if (r.kernels.size() >= 4 && mean_us < 10)
+    f.push_back(
+        {kTime, "launch overhead", n, "launches",
+         fmt("%.0f kernel launches averaging %.1f us each: launch overhead dominates; fuse them into one "
+             "kernel (or a few)",
+             n, mean_us),
+         0.6 + std::min(0.4, n / 100.0)});
+
+  // Coalescing.
+  const std::string ld_sec = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+  const std::string ld_req = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
+  if (summed(r, ld_req) > 0) {
+    const double spr = summed(r, ld_sec) / summed(r, ld_req);
+    if (spr > 8)
+      f.push_back(
+          {ld_sec, "uncoalesced global access", spr, "sectors/request",
+           fmt("uncoalesced global loads: %.1f sectors per request (4 is ideal for 4-byte loads); make "
+               "consecutive threads (threadIdx.x) read consecutive addresses",
+               spr),
+           0.55 + std::min(0.45, (spr - 4) / 56)});
+  }
+
+  // Spills / local memory.
+  const double local = summed(r, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") +
+                       summed(r, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum");
+  if (local > 0) {
+    const double share = local / (local + summed(r, ld_sec));
+    f.push_back(
+        {"l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "local memory (spills)", local, "sectors",
+         fmt("%.0f local-memory sectors (%.0f%% of load/store traffic): registers spill or a local array is "
+             "indexed at run time; keep fewer values live, unroll with constant indices, relax "
+             "__launch_bounds__/maxrregcount",
+             local, 100 * share),
+         0.5 + std::min(0.45, share * 2)});
+  }
+
+  // Shared-memory bank conflicts.
+  const double wavefronts = summed(r, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum");
+  const double conflicts = summed(r, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum");
+  if (wavefronts > 0 && conflicts / wavefronts > 0.1) {
+    const double share = conflicts / wavefronts;
+    f.push_back(
+        {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "shared bank conflicts", 100 * share, "%",
+         fmt("shared-memory bank conflicts: %.0f%% of shared wavefronts are conflict replays (%.1f-way on "
+             "average); pad the shared array (+1 column) or change the access stride",
+             100 * share, 1 + conflicts / std::max(1.0, wavefronts - conflicts)),
+         0.5 + std::min(0.45, share / 2)});
+  }
+
+  // Occupancy.
+  const double occ = weighted(r, "sm__warps_active.avg.pct_of_peak_sustained_active");
+  if (occ >= 0 && occ < 30) {
+    const double theo = weighted(r, "sm__maximum_warps_per_active_cycle_pct");
+    std::string limiter;
+    double lim = 1e30;
+    for (auto [m, what] : {std::pair{"launch__occupancy_limit_blocks", "blocks per SM (blocks too small)"},
+                           std::pair{"launch__occupancy_limit_registers", "registers"},
+                           std::pair{"launch__occupancy_limit_shared_mem", "shared memory"},
+                           std::pair{"launch__occupancy_limit_warps", "block size"}}) {
+      if (!any(r, m)) continue;
+      const double v = weighted(r, m);
+      if (v < lim) {
+        lim = v;
+        limiter = what;
+      }
+    }
+    std::string text = fmt("low occupancy: %.0f%% of warp slots active", occ);
+    if (theo >= 0)
+      text += fmt(" (theoretical %.0f%%", theo) + (limiter.empty() ? ")" : ", limited by " + limiter + ")");
+    const double grid = weighted(r, "launch__grid_size");
+    if (grid > 0 && grid < 132) text += fmt("; only %.0f blocks launched", grid);
+    text +=
+        ": too few warps to hide latency; more threads/blocks or fewer registers/shared memory per thread";
+    f.push_back({"sm__warps_active.avg.pct_of_peak_sustained_active", "low occupancy", occ, "%", text,
+                 0.5 + (30 - occ) / 70});
+  }
+
+  // Speed of light.
+  const double dram = weighted(r, "dram__throughput.avg.pct_of_peak_sustained_elapsed");
+  const double sm = weighted(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
+  if (dram >= 60)
+    f.push_back(
+        {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput", dram, "%",
+         fmt("DRAM at %.0f%% of peak: memory-bound; only moving fewer bytes (fusion, reuse) makes it faster",
+             dram),
+         0.35 + dram / 400});
+  if (sm >= 60)
+    f.push_back({"sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM throughput", sm, "%",
+                 fmt("SM pipelines at %.0f%% of peak: compute-bound; fewer or cheaper instructions", sm),
+                 0.35 + sm / 400});
+  if (dram >= 0 && sm >= 0 && dram < 60 && sm < 60)
+    f.push_back({"sm__throughput.avg.pct_of_peak_sustained_elapsed", "speed of light", std::max(dram, sm),
+                 "%", fmt("neither DRAM (%.0f%%) nor SM (%.0f%%) is near its peak: latency-bound", dram, sm),
+                 0.25});
+
+  // Warp stalls: the top three.
+  std::vector<std::pair<double, std::string>> stalls;
+  static const std::pair<const char*, const char*> kStalls[] = {
+      {"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+       "long scoreboard (global/local memory)"},
+      {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "barrier"},
+      {"smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+       "short scoreboard (shared memory/MUFU)"},
+      {"smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio", "MIO throttle"},
+      {"smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio", "LG throttle"},
+      {"smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio", "math pipe throttle"},
+      {"smsp__average_warps_issue_stalled_wait_per_issue_active.ratio", "wait (dependencies)"}};
+  for (auto [m, what] : kStalls)
+    if (any(r, m)) stalls.push_back({weighted(r, m), what});
+  std::sort(stalls.begin(), stalls.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (!stalls.empty() && stalls[0].first > 0) {
+    std::string text = "top warp stalls (warps per issue): ";
+    for (std::size_t i = 0; i < stalls.size() && i < 3; ++i)
+      text += (i ? ", " : "") + stalls[i].second + fmt(" %.1f", stalls[i].first);
+    f.push_back({kStalls[0].first, "warp stalls", stalls[0].first, "warps/issue", text,
+                 0.3 + std::min(0.2, stalls[0].first / 50)});
+  }
+
+  // Divergence.
+  const double uniform = weighted(r, "smsp__sass_average_branch_targets_threads_uniform.pct");
+  if (uniform >= 0 && uniform < 80)
+    f.push_back(
+        {"smsp__sass_average_branch_targets_threads_uniform.pct", "branch divergence", uniform, "%",
+         fmt("only %.0f%% of branches are warp-uniform: threads of a warp take different paths", uniform),
+         0.3 + (80 - uniform) / 300});
+
+  std::stable_sort(f.begin(), f.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+  if (f.size() > max) f.resize(max);
+  return f;
+}
+
+std::optional<fs::path> find_ncu() {
+  std::vector<fs::path> candidates;
+  if (const char* e = std::getenv("KFORGE_NCU"); e && *e) candidates.emplace_back(e);
+  if (const char* path = std::getenv("PATH")) {
+    for (std::string_view rest = path; !rest.empty();) {
+      const auto colon = rest.find(':');
+      const std::string_view dir = rest.substr(0, colon);
+      if (!dir.empty()) candidates.push_back(fs::path(dir) / "ncu");
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  }
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+    candidates.push_back(fs::path(home) / "bin/ncu");
+  candidates.emplace_back("/usr/local/cuda/bin/ncu");
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec) && ::access(c.c_str(), X_OK) == 0) return c;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> resolve_profiler(const std::string& requested, bool ncu_available) {
+  if (requested.empty() || requested == "auto") return ncu_available ? "ncu" : "basic";
+  if (requested == "none" || requested == "basic" || requested == "ncu") return requested;
+  return std::nullopt;
+}
+
+}  // namespace kforge::backends
