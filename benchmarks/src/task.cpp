@@ -210,6 +210,12 @@ std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_
   t.category = cat;
   t.difficulty = diff;
   t.description = e.value("description", "");
+  if (e.contains("module_mode")) {
+    if (!e["module_mode"].is_string() ||
+        (e["module_mode"].get<std::string>() != "train" && e["module_mode"].get<std::string>() != "eval"))
+      return err("module_mode", "must be \"train\" or \"eval\"");
+    t.module_mode = e["module_mode"].get<std::string>();
+  }
   for (const char* f : {"flops", "bytes"}) {
     if (!e.contains(f)) continue;
     if (!e[f].is_string()) return err(f, "must be a Python expression string");
@@ -258,9 +264,16 @@ void load_kforge(Suite& s) {
     return;
   }
   std::set<std::string> seen;
+  const nlohmann::json suite_mode = j.value("module_mode", nlohmann::json("eval"));
+  if (suite_mode != "train" && suite_mode != "eval") {
+    s.skipped.push_back({manifest, "module_mode", "must be \"train\" or \"eval\""});
+    return;
+  }
   for (std::size_t i = 0; i < j["tasks"].size(); ++i) {
     Task t;
-    if (auto e = read_manifest_entry(j["tasks"][i], i, manifest, s.root, t)) {
+    nlohmann::json entry = j["tasks"][i];
+    if (entry.is_object() && !entry.contains("module_mode")) entry["module_mode"] = suite_mode;
+    if (auto e = read_manifest_entry(entry, i, manifest, s.root, t)) {
       s.skipped.push_back(*e);
       continue;
     }
@@ -363,6 +376,10 @@ Suite load_suite(const fs::path& dir) {
         dir.string() +
         ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders)");
   }
+  // KernelBench and MultiKernelBench build Model(*get_init_inputs()) and call it under no_grad
+  // without .eval() (KernelBench's eval harness; MultiKernelBench's follows it): training mode.
+  if (s.layout != "kforge")
+    for (auto& t : s.tasks) t.module_mode = "train";
   std::sort(s.tasks.begin(), s.tasks.end(),
             [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
   return s;

@@ -70,6 +70,12 @@ struct Task {
   std::string flops;  ///< Python expression over the constants giving FLOP per call; "" if none
   std::string bytes;  ///< Python expression giving the minimum bytes moved per call; "" if none
   std::string description;
+  /// How the reference Model runs: "train" (nn.Module's default training mode: BatchNorm uses
+  /// batch statistics, Dropout is live) or "eval" (after .eval()). A property of the suite:
+  /// KernelBench and MultiKernelBench run Model(*get_init_inputs()) without .eval() under
+  /// torch.no_grad, as their own harnesses do, so their tasks are "train"; a kforge suite declares
+  /// it per task ("module_mode" in suite.json, or a suite-wide "module_mode"), default "eval".
+  std::string module_mode = "eval";
 
   /// The tolerance this task uses for a dtype (task override, else "*" override, else default).
   Tolerance tolerance_for(const std::string& dtype) const;
