@@ -38,6 +38,12 @@ enum class HistoryPolicy { last, all };
 struct PromptInput {
   std::string backend;  ///< "cpu" or "cuda" (selects system_<backend>.md, output_format_<backend>.md)
   std::string task_id, category, reference, device;
+  /// How the reference Model runs: "train" (no .eval(): BatchNorm uses the batch's statistics,
+  /// Dropout is live) or "eval" (after .eval(): BatchNorm uses its running statistics).
+  std::string module_mode = "eval";
+  /// How the kernel is judged, one sentence each (trials, tolerances, precision), rendered as a
+  /// list in the task section; empty: none stated.
+  std::vector<std::string> checks;
   std::vector<TensorInfo> tensors;
   std::vector<retrieval::Exemplar> exemplars;
   std::vector<PastAttempt> history;  ///< oldest first
