@@ -511,3 +511,67 @@ TEST_CASE("a pass with disallowed precision is not credited; the report shows bo
   CHECK(md.find("**Precision:** 1 passing attempt") != std::string::npos);
   CHECK(md.find("geomean speedup 2.00x") != std::string::npos);
 }
+
+TEST_CASE(
+    "kforge run without g++: infra_error turns, never shown to the model, stop at --max-infra-failures "
+    "(exit 76), asked again on --resume",
+    "[verdicts]") {
+  fs::path dir = vtemp("runnogxx");
+  fs::create_directories(dir / "emptybin");
+  std::ofstream(dir / "script.json")
+      << json{{"default", {{"content", reply_with(fixture_kernels() / "act/relu/kernel.cpp")}}}}.dump();
+  fs::path out = dir / "run";
+  const std::vector<std::string> common{"--suite",
+                                        fixture_suite().string(),
+                                        "--backend",
+                                        "cpu",
+                                        "--llm",
+                                        "openai:scripted",
+                                        "--no-bench",
+                                        "--no-print-report",
+                                        "--tasks",
+                                        "act/relu",
+                                        "--samples",
+                                        "8",
+                                        "--turns",
+                                        "3",
+                                        "--llm-concurrency",
+                                        "1",
+                                        "--compile-jobs",
+                                        "1"};
+  {
+    ScriptedLlm srv(dir / "script.json", dir / "requests.jsonl");
+    std::vector<std::string> a{kforge_bin(), "run",        "--base-url",           srv.url(),
+                               "--out",      out.string(), "--max-infra-failures", "2"};
+    a.insert(a.end(), common.begin(), common.end());
+    Ran r = run_cmd(a, {{"PATH", (dir / "emptybin").string()}}, dir);
+    INFO(r.out << r.err);
+    CHECK(r.code == agent::kExitInfraError);
+    CHECK(r.err.find("could not be judged") != std::string::npos);
+  }
+  auto recs = load_attempts(out).records;
+  REQUIRE(recs.size() >= 2);
+  CHECK(recs.size() < 8);  // stopped after 2 in a row (episodes in flight may finish their turn)
+  for (const auto& rec : recs) {
+    CHECK(rec.outcome == Outcome::infra_error);
+    CHECK(rec.sub_kind == "toolchain_missing");
+    CHECK(rec.turn == 1);  // the episode pauses: no turn is spent on kforge's failure
+  }
+  auto summary = json::parse(slurp(out / "summary.json"));
+  CHECK(summary["infra_errors"] == recs.size());
+  CHECK(summary["overall"]["attempts"]["attempts"] == 0);
+
+  // With the toolchain back, --resume asks those turns again, and no prompt ever carried the
+  // toolchain's message.
+  ScriptedLlm srv(dir / "script.json", dir / "requests2.jsonl");
+  Ran r = run_cmd(
+      {kforge_bin(), "run", "--resume", out.string(), "--base-url", srv.url(), "--no-print-report"}, {}, dir);
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  auto summary2 = json::parse(slurp(out / "summary.json"));
+  CHECK(summary2["overall"]["attempts"]["passed"] == 8);
+  CHECK(summary2["infra_errors"] == 0);
+  for (const auto& e : fs::recursive_directory_iterator(out))
+    if (e.path().filename() == "prompt.md") CHECK(slurp(e.path()).find("was not found") == std::string::npos);
+  fs::remove_all(dir);
+}
