@@ -151,7 +151,11 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     in.category = task.category;
     in.reference = ref.source;
     in.module_mode = ref.module_mode;
-    in.checks = judged_checks(task, lr.outputs, cmd.trials, cmd.allow_precision);
+    {
+      auto allowed = cmd.allow_precision;
+      allowed.insert(allowed.end(), task.allow_precision.begin(), task.allow_precision.end());
+      in.checks = judged_checks(task, lr.outputs, cmd.trials, allowed);
+    }
     in.device = sh.device_name;
     in.tensors = tensors;
     {
@@ -232,7 +236,9 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
       }
       fill_record(rec, ev, lr.flops, lr.bytes);
       rec.module_mode = ref.module_mode;
-      record_precision(rec, ev, cmd.backend, lr, cmd.allow_precision);
+      auto allowed = cmd.allow_precision;
+      allowed.insert(allowed.end(), task.allow_precision.begin(), task.allow_precision.end());
+      record_precision(rec, ev, cmd.backend, lr, allowed);
       detail = ev.message;
       if (rec.passed()) {
         // The real error figures, so the model sees how close to the line it is.

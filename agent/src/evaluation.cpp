@@ -306,7 +306,9 @@ int run_eval(const EvalCommand& cmd) {
     backends::Evaluation ev = backends::evaluate(*backend, source, workdir, runner, ref, opt);
     fill_record(rec, ev, lr.flops, lr.bytes);
     rec.module_mode = ref.module_mode;
-    record_precision(rec, ev, cmd.backend, lr, cmd.allow_precision);
+    auto allowed = cmd.allow_precision;
+    allowed.insert(allowed.end(), t->allow_precision.begin(), t->allow_precision.end());
+    record_precision(rec, ev, cmd.backend, lr, allowed);
     rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rec.finished_at = utc_now();
     nlohmann::json result{{"outcome", to_string(rec.outcome)},

@@ -486,6 +486,13 @@ TEST_CASE("SASS parsing finds tensor-core math and its operand types", "[verdict
   CHECK(backends::disallowed_precision({"fp16"}, {"float16"}, {}).empty());
   CHECK(backends::disallowed_precision({"fp8"}, {"float16"}, {}) == S{"fp8"});
   CHECK(backends::disallowed_precision({"fp16"}, {"int64"}, {}).empty());
+
+  // TF32 where the reference itself uses it: cuDNN convolutions (KernelBench, inferred from the
+  // source), or declared by a kforge suite; fp32 elsewhere.
+  CHECK(kb_suite().find("level1/3_Conv2d")->allow_precision == std::vector<std::string>{"tf32"});
+  CHECK(kb_suite().find("level1/1_BatchNorm2d")->allow_precision.empty());
+  CHECK(fixture_task("norm/batchnorm_eval").allow_precision == std::vector<std::string>{"tf32"});
+  CHECK(fixture_task("act/relu").allow_precision.empty());
 }
 
 TEST_CASE("a pass with disallowed precision is not credited; the report shows both views", "[verdicts]") {
