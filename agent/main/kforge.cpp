@@ -107,6 +107,11 @@ int main(int argc, char** argv) {
   eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
   add_profiler_option(eval, ev.profiler);
+  eval->add_option(
+          "--allow-precision", ev.allow_precision,
+          "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"tf32", "fp16", "bf16"}));
 
   agent::RunCommand rn;
   auto* run = app.add_subcommand(
@@ -149,6 +154,9 @@ int main(int argc, char** argv) {
                   "turn starts once spent (0: no limit)");
   run->add_option("--max-llm-failures", rn.max_llm_failures,
                   "consecutive LLM failures (after retries) that stop the run, exit 75 (0: never)");
+  run->add_option("--max-infra-failures", rn.max_infra_failures,
+                  "consecutive infrastructure failures (toolchain, runner, reference) that stop the "
+                  "run, exit 76 (0: never)");
   run->add_option("--llm-concurrency", rn.llm_concurrency, "in-flight LLM requests")
       ->check(CLI::Range(1, 256));
   run->add_option("--compile-jobs", rn.compile_jobs, "concurrent compiles (default: cores)");
@@ -159,6 +167,11 @@ int main(int argc, char** argv) {
   run->add_flag("!--no-bench", rn.bench, "skip timing");
   run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
   add_profiler_option(run, rn.profiler);
+  run->add_option(
+         "--allow-precision", rn.allow_precision,
+         "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"tf32", "fp16", "bf16"}));
   run->add_flag("!--no-print-report", rn.print_report, "do not print report.md at the end");
 
   std::string report_dir;

@@ -67,13 +67,16 @@ struct Shared {
   std::map<std::string, backends::LoadResult> loads;
   std::atomic<int> attempts{0}, passes{0}, episodes_done{0};
   std::atomic<int> llm_errors{0}, consecutive_llm_errors{0},
-      budget_stops{0};                         // an llm_error pauses its episode
-  std::atomic<bool> llm_down{false};           // max_llm_failures reached: no new turns
-  std::map<std::string, std::int64_t> tokens;  // task -> LLM tokens spent (under mu)
+      budget_stops{0};                                            // an llm_error pauses its episode
+  std::atomic<bool> llm_down{false};                              // max_llm_failures reached: no new turns
+  std::atomic<int> infra_errors{0}, consecutive_infra_errors{0};  // an infra_error pauses its episode
+  std::atomic<bool> infra_down{false};                            // max_infra_failures reached: no new turns
+  std::map<std::string, std::string> unusable;  // task -> why it cannot be judged (under mu)
+  std::map<std::string, std::int64_t> tokens;   // task -> LLM tokens spent (under mu)
 };
 
 bool stopping(const Shared& sh) {
-  return g_stop.load() || sh.llm_down.load();
+  return g_stop.load() || sh.llm_down.load() || sh.infra_down.load();
 }
 
 /// The pass feedback's figures (issue 11 §2) from the record's timings and profile.
@@ -130,6 +133,16 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
   const RunCommand& cmd = *sh.cmd;
   const std::string src_name = sh.backend->source_file_name();
   backends::LoadResult lr = load_for(sh, ref);
+  if (!lr.ok) {
+    // The task cannot be judged (its reference does not load or run, or its output is random):
+    // listed once as unusable, and no LLM call is spent on it.
+    std::lock_guard lk(sh.mu);
+    if (sh.unusable.emplace(task.id, unusable_reason(lr.error)).second)
+      std::cerr << "kforge run: task " << task.id
+                << " is unusable: " << truncate_middle(sh.unusable[task.id], 600)
+                << " (no LLM call is made for it)\n";
+    return;
+  }
   std::vector<prompts::TensorInfo> tensors;
   for (const auto& t : lr.inputs) tensors.push_back({"input", t.name, t.kind, t.dtype, t.shape});
   for (const auto& t : lr.outputs) tensors.push_back({"output", t.name, t.kind, t.dtype, t.shape});
@@ -162,6 +175,12 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     in.task_id = task.id;
     in.category = task.category;
     in.reference = ref.source;
+    in.module_mode = ref.module_mode;
+    {
+      auto allowed = cmd.allow_precision;
+      allowed.insert(allowed.end(), task.allow_precision.begin(), task.allow_precision.end());
+      in.checks = judged_checks(task, lr.outputs, cmd.trials, allowed);
+    }
     in.device = sh.device_name;
     in.hardware = sh.hardware;
     in.tensors = tensors;
@@ -244,7 +263,27 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
       }
       fill_record(rec, ev, lr.flops, task_bytes(lr));
       record_roofline(rec, sh.peaks, lr.flops, task_bytes(lr));
+      rec.module_mode = ref.module_mode;
+      auto allowed = cmd.allow_precision;
+      allowed.insert(allowed.end(), task.allow_precision.begin(), task.allow_precision.end());
+      record_precision(rec, ev, cmd.backend, lr, allowed);
       detail = ev.message;
+      if (rec.passed()) {
+        // The real error figures, so the model sees how close to the line it is.
+        char b[256];
+        std::snprintf(b, sizeof b,
+                      "max abs error %.3g, max rel error %.3g (|out - ref| / (|ref| + atol)), tolerance "
+                      "ratio %.3g (1 = at the tolerance)",
+                      rec.max_abs_err, rec.max_rel_err, rec.tolerance_ratio);
+        detail = b;
+        if (rec.precision_disallowed)
+          detail += "\nLower-precision math was found in your binary (" + rec.precision +
+                    " tensor-core instructions) on a task of higher precision: this pass is recorded but "
+                    "its speedup is not credited. Compute at the task's precision.";
+      }
+      // kforge's own failure (toolchain, judge, reference): not the model's; its text never
+      // reaches the model, and the turn is asked again on --resume.
+      if (rec.outcome == Outcome::infra_error) counts_in_history = false;
       // First errors with file:line, the offending source line and the notes attached to
       // each (backends::summarise), deduplicated.
       if (ev.outcome == Outcome::compile_error && !ev.compile.summary.empty()) detail = ev.compile.summary;
@@ -271,6 +310,16 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
       return;
     }
     sh.consecutive_llm_errors = 0;
+    if (rec.outcome == Outcome::infra_error) {
+      sh.infra_errors++;
+      const int n = ++sh.consecutive_infra_errors;
+      spdlog::warn("{} sample {} turn {}: infra_error/{}: {}", task.id, sample, turn, rec.sub_kind,
+                   rec.message);
+      if (cmd.max_infra_failures > 0 && n >= cmd.max_infra_failures && !sh.infra_down.exchange(true))
+        spdlog::error("{} consecutive infrastructure failures (last: {}); stopping the run", n, rec.message);
+      return;
+    }
+    sh.consecutive_infra_errors = 0;
     if (counts_in_history) history.push_back(past_from_record(rec, source, detail));
     if (rec.passed()) {
       sh.passes++;
@@ -331,9 +380,11 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
          {"token_budget", cmd.token_budget},
          {"task_token_budget", cmd.task_token_budget},
          {"max_llm_failures", cmd.max_llm_failures},
+         {"max_infra_failures", cmd.max_infra_failures},
          {"llm_timeout_ms", cmd.llm_timeout_ms},
          {"llm_retries", cmd.llm_retries},
          {"trials", cmd.trials},
+         {"allow_precision", cmd.allow_precision},
          {"bench", cmd.bench},
          {"reps", cmd.reps},
          {"device", cmd.device},
@@ -386,9 +437,11 @@ void restore_config(const json& c, RunCommand& cmd) {
   take("token_budget", cmd.token_budget);
   take("task_token_budget", cmd.task_token_budget);
   take("max_llm_failures", cmd.max_llm_failures);
+  take("max_infra_failures", cmd.max_infra_failures);
   take("llm_timeout_ms", cmd.llm_timeout_ms);
   take("llm_retries", cmd.llm_retries);
   take("trials", cmd.trials);
+  take("allow_precision", cmd.allow_precision);
   take("bench", cmd.bench);
   take("reps", cmd.reps);
   take("device", cmd.device);
@@ -603,7 +656,7 @@ int run_agent(const RunCommand& cmd_in) {
       int next = 1;
       bool passed = false;
       for (const auto& r : recs) {
-        if (!is_model_outcome(r.outcome)) continue;  // llm_error: ask that turn again
+        if (!is_model_outcome(r.outcome)) continue;  // llm_error, infra_error: ask that turn again
         next = std::max(next, r.turn + 1);
         passed = passed || r.passed();
       }
@@ -631,9 +684,12 @@ int run_agent(const RunCommand& cmd_in) {
       const double min =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() / 60.0;
       std::fprintf(
-          stderr, "%s[kforge run] episodes %d/%d  attempts %d  passes %d  llm errors %d  %.1f attempts/min%s",
+          stderr,
+          "%s[kforge run] episodes %d/%d  attempts %d  passes %d  llm errors %d  infra errors %d  %.1f "
+          "attempts/min%s",
           tty ? "\r" : "", sh.episodes_done.load(), episodes, sh.attempts.load(), sh.passes.load(),
-          sh.llm_errors.load(), min > 0 ? sh.attempts.load() / min : 0.0, tty ? "   " : "\n");
+          sh.llm_errors.load(), sh.infra_errors.load(), min > 0 ? sh.attempts.load() / min : 0.0,
+          tty ? "   " : "\n");
       if (!tty) std::this_thread::sleep_for(std::chrono::seconds(5));
     }
     std::fprintf(stderr, "\n");
@@ -644,12 +700,26 @@ int run_agent(const RunCommand& cmd_in) {
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
 
+  write_unusable(cmd.out, sh.unusable);
   write_report(cmd.out);
   (void)export_library(cmd.out);
   if (cmd.print_report && fs::exists(cmd.out / "report.md")) std::cout << read_file(cmd.out / "report.md");
   if (sh.budget_stops > 0)
     std::cerr << "kforge run: " << sh.budget_stops.load() << " episode(s) ended at the task token budget ("
               << cmd.task_token_budget << " tokens per task)\n";
+  if (sh.infra_errors > 0 || !sh.unusable.empty())
+    std::cerr << "kforge run: " << sh.infra_errors.load()
+              << " attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "
+                 "failed; not scored, --resume asks them again); "
+              << sh.unusable.size() << " task(s) unusable (listed in " << (cmd.out / "unusable.json").string()
+              << ")\n";
+  if (sh.infra_down.load()) {
+    std::cerr << "kforge run: stopped after " << cmd.max_infra_failures
+              << " consecutive infrastructure failures (see infra_error in attempts.jsonl); fix the "
+                 "toolchain or runner and continue with --resume "
+              << cmd.out.string() << "\n";
+    return kExitInfraError;
+  }
   if (sh.llm_down.load()) {
     std::cerr << "kforge run: stopped after " << cmd.max_llm_failures
               << " consecutive LLM failures (see llm_error in attempts.jsonl); fix the endpoint and "

@@ -6,9 +6,12 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "kforge/backends/resource_usage.hpp"
+#include "kforge/backends/precision.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
@@ -40,12 +43,33 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   for (const auto& [dtype, tol] : task.tolerances) r.tolerances[dtype] = {tol.atol, tol.rtol};
   r.flops_expr = task.flops;
   r.bytes_expr = task.bytes;
+  r.module_mode = task.module_mode;
   return r;
+}
+
+bool is_infrastructure_failure(const backends::Evaluation& ev) {
+  if (ev.infrastructure_error) return true;
+  if (!ev.compile.ok() && ev.compile.status == backends::CompileStatus::toolchain_missing) return true;
+  if (ev.sub_kind == "toolchain_missing" || ev.sub_kind == "reference_failed" ||
+      ev.sub_kind == "runner_failed")
+    return true;
+  // The worker answered {"ok":false,"error":"runner"} (e.g. it held no task): its own failure.
+  if (ev.check && ev.check->outcome == Outcome::runtime_error && ev.check->sub_kind == "runner") return true;
+  // The bench: a worker that did not start leaves the sub-kind empty; an error reply names it.
+  if (ev.bench && !ev.bench->ok && ev.bench->outcome == Outcome::runtime_error &&
+      (ev.bench->sub_kind.empty() || ev.bench->sub_kind == "runner" ||
+       ev.bench->sub_kind == "reference_failed" || ev.bench->sub_kind == "runner_failed"))
+    return true;
+  return false;
 }
 
 void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes) {
   rec.outcome = ev.outcome;
   rec.sub_kind = ev.sub_kind;
+  if (is_infrastructure_failure(ev)) {
+    rec.outcome = Outcome::infra_error;
+    if (rec.sub_kind.empty()) rec.sub_kind = ev.bench && !ev.bench->ok ? "runner_failed" : "runner";
+  }
   auto lines = split_lines(ev.message);
   rec.message = lines.empty() ? "" : truncate_middle(lines.front(), 400);
   rec.compile_ms = ev.compile_ms;
@@ -59,6 +83,7 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
     rec.max_abs_err = ev.check->max_abs_err;
     rec.max_rel_err = ev.check->max_rel_err;
     rec.mismatch_fraction = ev.check->mismatch_fraction;
+    rec.tolerance_ratio = ev.check->tolerance_ratio;
   }
   if (ev.bench && ev.bench->ok) {
     const auto& b = *ev.bench;
@@ -105,6 +130,66 @@ void record_resources(AttemptRecord& rec, const backends::Evaluation& ev) {
   rec.profile.resources = std::move(ru.kernels);
   rec.profile.resources_note = ru.note;
   rec.profile.resources_ms = ru.ms;
+}
+
+void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const std::string& backend,
+                      const backends::LoadResult& load, const std::vector<std::string>& allowed) {
+  if (!ev.compile.ok() || ev.compile.artifact.empty()) return;
+  backends::PrecisionReport p = backends::detect_precision(ev.compile.artifact, backend);
+  if (!p.error.empty()) spdlog::debug("{}: precision: {}", rec.task, p.error);
+  rec.precision = p.joined();
+  std::set<std::string> dtypes;
+  for (const auto* v : {&load.inputs, &load.outputs})
+    for (const auto& t : *v) dtypes.insert(t.dtype);
+  auto below = backends::disallowed_precision(p.kinds, dtypes, {allowed.begin(), allowed.end()});
+  rec.precision_disallowed = rec.outcome == Outcome::pass && !below.empty();
+}
+
+std::vector<std::string> judged_checks(const Task& task, const std::vector<backends::TensorSpec>& outputs,
+                                       int trials, const std::vector<std::string>& allowed_precision) {
+  std::vector<std::string> v;
+  v.push_back(std::to_string(trials) +
+              " trials, each on fresh random inputs from get_inputs() (a new seed per trial); outputs are "
+              "pre-filled with a poison value, so every element must be written");
+  std::set<std::string> dtypes;
+  for (const auto& o : outputs) dtypes.insert(o.dtype);
+  for (const auto& dt : dtypes) {
+    Tolerance t = task.tolerance_for(dt);
+    char b[1024];
+    if (t.atol == 0 && t.rtol == 0)
+      std::snprintf(b, sizeof b, "%s outputs must equal the reference exactly", dt.c_str());
+    else
+      std::snprintf(b, sizeof b,
+                    "%s outputs: |out - ref| <= atol + rtol * |ref| elementwise with atol = %g, rtol = %g; "
+                    "where the reference's values are small next to atol, atol shrinks with their "
+                    "root-mean-square, and a constant output is rejected when the reference is not constant",
+                    dt.c_str(), t.atol, t.rtol);
+    v.push_back(b);
+  }
+  std::string allowed;
+  for (const auto& a : allowed_precision) allowed += (allowed.empty() ? "" : ", ") + a;
+  v.push_back(
+      "precision: compute at no less than the precision of the tensors' dtype (float32 tensors: float32 "
+      "math, no TF32/FP16/BF16 tensor-core instructions); lower-precision math is detected in the "
+      "compiled binary and is not credited with a speedup" +
+      (allowed.empty() ? std::string() : " unless allowed (allowed in this run: " + allowed + ")"));
+  return v;
+}
+
+std::string unusable_reason(const std::string& load_error) {
+  // The runner's python_exception text is a traceback; its last line names the error.
+  std::string e = trim(load_error);
+  if (auto p = e.rfind("unjudgeable:"); p != std::string::npos) {
+    auto end = e.find('\n', p);
+    return e.substr(p, end == std::string::npos ? std::string::npos : end - p);
+  }
+  return e.empty() ? "the reference did not load" : "the reference did not load: " + e;
+}
+
+void write_unusable(const fs::path& run_dir, const std::map<std::string, std::string>& unusable) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [task, why] : unusable) j[task] = why;
+  write_file(run_dir / "unusable.json", j.dump(2) + "\n");
 }
 
 namespace {
@@ -181,6 +266,7 @@ int run_eval(const EvalCommand& cmd) {
                             {"bench", cmd.bench},
                             {"reps", cmd.reps},
                             {"baseline", cmd.baseline},
+                            {"allow_precision", cmd.allow_precision},
                             {"device", device}}},
                           {"runner", nlohmann::json::parse(hello)}};
   std::optional<RunDir> run;
@@ -205,8 +291,13 @@ int run_eval(const EvalCommand& cmd) {
   std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
               "speedup");
   int passed = 0, infra = 0, done = 0;
+  // Only model outcomes are final: an infra_error attempt is judged again.
+  std::set<AttemptKey> finished;
+  for (const auto& r : run->load_attempts())
+    if (is_model_outcome(r.outcome)) finished.insert(key_of(r));
+  std::map<std::string, std::string> unusable;  // task -> why its reference cannot be used
   for (const Task* t : todo) {
-    if (run->is_finished({t->id, 0, 1})) continue;
+    if (finished.count({t->id, 0, 1})) continue;
     backends::TaskRef ref;
     try {
       ref = task_ref(*t, cmd.profile);
@@ -223,36 +314,66 @@ int run_eval(const EvalCommand& cmd) {
     auto t0 = std::chrono::steady_clock::now();
     std::string source = read_file(cmd.kernels / t->id / src_name);
     rec.source_sha = sha256_hex(source);
+    rec.attempt_dir = attempt_rel_path(t->id, 0, 1).string();
+    ++done;
+    // The task first: a reference that does not load is the task's problem, not the kernel's.
+    backends::LoadResult lr = runner.load(ref);
+    if (!lr.ok) {
+      const std::string why = unusable_reason(lr.error);
+      unusable[t->id] = why;
+      rec.outcome = Outcome::infra_error;
+      rec.sub_kind = why.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
+      rec.message = truncate_middle(why, 400);
+      rec.finished_at = utc_now();
+      run->write_attempt_file(
+          t->id, 0, 1, "result.json",
+          nlohmann::json{{"outcome", "infra_error"}, {"sub_kind", rec.sub_kind}, {"message", why}}.dump(2));
+      run->append(rec);
+      ++infra;
+      std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(), "infra_error", rec.sub_kind.c_str(),
+                  "-", "-", "-");
+      std::fflush(stdout);
+      continue;
+    }
     fs::path workdir = run->attempt_path(t->id, 0, 1);
     backends::Evaluation ev = backends::evaluate(*backend, source, workdir, runner, ref, opt);
-    backends::LoadResult lr = runner.load(ref);
     fill_record(rec, ev, lr.flops, task_bytes(lr));
+    rec.module_mode = ref.module_mode;
+    auto allowed = cmd.allow_precision;
+    allowed.insert(allowed.end(), t->allow_precision.begin(), t->allow_precision.end());
+    record_precision(rec, ev, cmd.backend, lr, allowed);
     rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rec.finished_at = utc_now();
-    rec.attempt_dir = attempt_rel_path(t->id, 0, 1).string();
-    nlohmann::json result{{"outcome", to_string(ev.outcome)},
-                          {"sub_kind", ev.sub_kind},
+    nlohmann::json result{{"outcome", to_string(rec.outcome)},
+                          {"sub_kind", rec.sub_kind},
                           {"message", ev.message},
                           {"compile_log", ev.compile.log}};
     run->write_attempt_file(t->id, 0, 1, "result.json", result.dump(2));
     if (!ev.compile.log.empty()) run->write_attempt_file(t->id, 0, 1, "build.log", ev.compile.log);
     run->append(rec);
-    ++done;
-    passed += ev.outcome == Outcome::pass;
-    infra += ev.infrastructure_error;
+    passed += rec.outcome == Outcome::pass;
+    infra += rec.outcome == Outcome::infra_error;
     std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(),
-                std::string(to_string(ev.outcome)).c_str(), ev.sub_kind.c_str(),
+                std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
                 rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
                 rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
                 rec.speedup > 0 ? fmt("%.2fx", rec.speedup).c_str() : "-");
     if (ev.outcome != Outcome::pass) spdlog::info("{}: {}", t->id, truncate_middle(ev.message, 600));
     std::fflush(stdout);
   }
-  std::printf("\n%d/%d passed (%d evaluated now, %zu recorded in %s)\n", passed, done, done,
+  write_unusable(cmd.out, unusable);
+  std::printf("\n%d/%d passed (%d evaluated now, %zu recorded in %s)\n", passed, done - infra, done,
               run->attempt_count(), (cmd.out / "attempts.jsonl").string().c_str());
+  for (const auto& [task, why] : unusable)
+    std::cerr << "kforge eval: task " << task << " is unusable: " << truncate_middle(why, 600) << "\n";
   if (infra > 0) {
-    std::cerr << "kforge eval: " << infra << " kernel(s) could not be judged (toolchain or runner failure)\n";
-    return 3;
+    std::printf(
+        "%d attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "
+        "failed; not scored)\n",
+        infra);
+    std::cerr << "kforge eval: " << infra
+              << " attempt(s) could not be judged (infra_error: toolchain, runner or reference failure)\n";
+    return kExitInfraError;
   }
   return 0;
 }

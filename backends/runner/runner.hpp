@@ -38,10 +38,12 @@ struct HeldTensor {
 /// The reference side, run in the embedded interpreter (python_reference.cpp).
 class Reference {
  public:
-  /// Executes the task source, builds the model under `model_seed` on `device`.
+  /// Executes the task source, builds the model under `model_seed` on `device`, in
+  /// `module_mode` ("train" | "eval"; "" = the source's `__kforge_module_mode__` line, else
+  /// eval), and runs it twice on one input set: differing outputs throw "unjudgeable: ...".
   /// Throws py::error_already_set on Python errors.
   void load(const std::string& task_id, const std::string& file, const std::string& source,
-            const std::string& device, int64_t model_seed);
+            const std::string& device, int64_t model_seed, const std::string& module_mode = "");
   bool loaded() const { return loaded_; }
   /// get_inputs() under `seed`, on the device, contiguous.
   std::vector<HeldTensor> make_inputs(int64_t seed);
@@ -87,10 +89,24 @@ struct Comparison {
   int64_t numel = 0;
   int64_t unwritten = 0;
   int64_t nan_inf = 0;
-  double max_abs = 0, max_rel = 0;
+  double max_abs = 0;  ///< max |a - e| over written elements with a finite error (passes too)
+  double max_rel = 0;  ///< max |a - e| / (|e| + atol): the floor keeps near-zero references from dominating
+  /// max |a - e| / (effective_atol + rtol |e|): how close to the line (<= 1 within tolerance).
+  double tolerance_ratio = 0;
+  double atol = 0, rtol = 0;  ///< the dtype's tolerance
+  double effective_atol = 0;  ///< atol after scaling by the reference's magnitude (effective_atol())
   std::vector<int64_t> worst_index;
   double expected = 0, actual = 0;
 };
+
+/// The absolute tolerance actually applied: min(atol, kAtolScale * rms(expected)), where rms is
+/// over the reference's finite elements. kforge's rule (issue 9 §3, after KernelBench issue
+/// #165, where an all-zero output passed a softmax over many classes because every expected
+/// value was below atol): atol is a floor for values near zero *relative to the output's
+/// scale*, so it may not exceed 1% of the typical magnitude. Outputs of rms >= atol / kAtolScale
+/// (fp32: 1e-2) are unaffected.
+inline constexpr double kAtolScale = 1e-2;
+double effective_atol(double atol, double rms_expected);
 
 /// Output storage with canary regions before and after the view handed to the kernel.
 struct GuardedOutput {
@@ -104,6 +120,9 @@ GuardedOutput make_guarded_output(const std::vector<int64_t>& shape, at::ScalarT
 bool guards_intact(const GuardedOutput& g);
 /// True where the element still holds the poison bit pattern.
 at::Tensor poison_mask(const at::Tensor& t);
+/// Compares one output: floats elementwise |a - e| <= effective_atol + rtol |e| (NaN matches NaN),
+/// then rejects a constant output where the reference is not constant; integers and bool
+/// exactly, in their own dtype. Fills the error figures on passes too.
 Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
 
 /// A task loaded in the judge: the reference model, its pristine parameters and buffers (the

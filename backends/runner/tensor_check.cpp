@@ -175,6 +175,10 @@ bool guards_intact(const GuardedOutput& g) {
   return poison_mask(head).all().item<bool>() && poison_mask(tail).all().item<bool>();
 }
 
+double effective_atol(double atol, double rms_expected) {
+  return std::min(atol, kAtolScale * rms_expected);
+}
+
 Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol) {
   Comparison c;
   c.numel = expected.numel();
@@ -198,33 +202,88 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
   auto unwritten = poison_mask(actual);
   c.unwritten = unwritten.sum().item<int64_t>();
   const bool is_float = at::isFloatingType(expected.scalar_type());
-  auto work = expected.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  at::Tensor a = actual.to(work), e = expected.to(work);
-  at::Tensor close, diff;
   auto [atol, rtol] = tol.for_dtype(dt);
+  c.atol = atol;
+  c.rtol = rtol;
+  at::Tensor close, diff, a, e;
   if (is_float) {
+    auto work = expected.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    a = actual.to(work);
+    e = expected.to(work);
+    // Scale: atol is a floor for values near zero; where the reference's values are small next
+    // to it, it shrinks with their root-mean-square (effective_atol), so an all-zero output is
+    // not "close" to a softmax over many classes (KernelBench issue #165).
+    auto finite_e = e.isfinite();
+    const int64_t n_finite = finite_e.sum().item<int64_t>();
+    const double rms =
+        n_finite ? std::sqrt(e.masked_fill(~finite_e, 0).to(at::kDouble).square().sum().item<double>() /
+                             static_cast<double>(n_finite))
+                 : 0.0;
+    c.effective_atol = effective_atol(atol, rms);
     diff = (a - e).abs();
-    close = diff.le(atol + rtol * e.abs()) | (a.isnan() & e.isnan()) | a.eq(e);
+    const auto same = a.eq(e) | (a.isnan() & e.isnan());
+    close = diff.le(c.effective_atol + rtol * e.abs()) | same;
     auto bad_nonfinite = (a.isnan() | a.isinf()) & ~(e.isnan() | e.isinf());
     c.nan_inf = (bad_nonfinite & ~unwritten).sum().item<int64_t>();
+    diff = diff.masked_fill(same, 0);
   } else {
-    diff = (a - e).abs();
-    close = a.eq(e);
+    // Integers and bool compare exactly in their own dtype: a conversion to float32 would make
+    // distinct int64 values above 2^24 equal. Errors are reported in float64.
+    c.effective_atol = 0;
+    close = actual.eq(expected);
+    a = actual.to(at::kDouble);
+    e = expected.to(at::kDouble);
+    diff = (a - e).abs().masked_fill(close, 0);
   }
   close = close & ~unwritten;
   c.mismatched = c.numel - close.sum().item<int64_t>();
-  if (c.mismatched == 0) return c;
+
+  // Error figures over the written elements with finite errors, on passes too: max abs error,
+  // max relative error with a floor, |a - e| / (|e| + atol) (so near-zero references do not
+  // dominate), and the tolerance ratio max |a - e| / (atol_eff + rtol |e|) (<= 1 passes).
+  auto counted = diff.isfinite() & ~unwritten;
+  if (counted.any().item<bool>()) {
+    auto d = diff.masked_fill(~counted, 0);
+    auto ea = e.abs().masked_fill(~e.isfinite(), 0);
+    c.max_abs = d.max().item<double>();
+    c.max_rel = (d / (ea + std::max(atol, 1e-12))).max().item<double>();
+    auto band = ea * rtol + c.effective_atol;
+    auto ratio = at::where(band.gt(0), d / band.clamp_min(1e-300), at::where(d.gt(0), INFINITY, 0.0));
+    c.tolerance_ratio = ratio.max().item<double>();
+  }
+  if (c.mismatched == 0) {
+    // A constant output (all zeros included) where the reference is not constant: whatever the
+    // tolerance said, the kernel did not compute the function. "Not constant": the reference's
+    // spread exceeds its relative tolerance at its largest value.
+    if (is_float && c.numel >= 2) {
+      const double amin = a.min().item<double>(), amax = a.max().item<double>();
+      auto ef = e.masked_fill(~e.isfinite(), 0);
+      const double emin = ef.min().item<double>(), emax = ef.max().item<double>();
+      const double emag = std::max(std::fabs(emin), std::fabs(emax));
+      if (amin == amax && emax - emin > rtol * emag && emax - emin > 0) {
+        c.ok = false;
+        c.sub_kind = "values";
+        c.worst_index = unravel((e - amin).abs().flatten().argmax().item<int64_t>(), expected.sizes());
+        c.message = "the output is constant (every element is " + num(amin) +
+                    ") but the reference is not (it ranges from " + num(emin) + " to " + num(emax) +
+                    "); a constant or all-zero output is rejected whatever the tolerance";
+      }
+    }
+    return c;
+  }
   c.ok = false;
   // Worst element: the largest error, NaN/Inf and poison counted as infinite.
-  auto score = diff.nan_to_num(INFINITY, INFINITY, INFINITY).masked_fill(close, -1.0);
+  auto score =
+      diff.nan_to_num(INFINITY, INFINITY, INFINITY).masked_fill(unwritten, INFINITY).masked_fill(close, -1.0);
   int64_t worst = score.flatten().argmax().item<int64_t>();
   c.worst_index = unravel(worst, expected.sizes());
   c.expected = e.flatten()[worst].item<double>();
   c.actual = a.flatten()[worst].item<double>();
-  auto finite_diff = diff.masked_fill(~diff.isfinite() | unwritten, 0);
-  c.max_abs = finite_diff.max().item<double>();
-  c.max_rel =
-      (finite_diff / e.abs().clamp_min(1e-12)).masked_fill(~e.isfinite() | unwritten, 0).max().item<double>();
+  std::string exp_s = num(c.expected), act_s = num(c.actual);
+  if (!is_float) {  // exact integers in the message
+    exp_s = std::to_string(expected.flatten()[worst].to(at::kLong).item<int64_t>());
+    act_s = std::to_string(actual.flatten()[worst].to(at::kLong).item<int64_t>());
+  }
   std::ostringstream m;
   double frac = 100.0 * static_cast<double>(c.mismatched) / static_cast<double>(c.numel);
   m << c.mismatched << " of " << c.numel << " elements (" << num(frac) << "%) differ";
@@ -238,9 +297,16 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
   } else {
     c.sub_kind = "values";
   }
-  m << "; worst at " << index_str(c.worst_index) << ": expected " << num(c.expected) << ", got "
-    << num(c.actual) << "; max abs error " << num(c.max_abs) << ", max rel error " << num(c.max_rel)
-    << " (tolerance atol=" << num(atol) << " rtol=" << num(rtol) << ", dtype " << dt << ")";
+  m << "; worst at " << index_str(c.worst_index) << ": expected " << exp_s << ", got " << act_s;
+  if (is_float) {
+    m << "; max abs error " << num(c.max_abs) << ", max rel error " << num(c.max_rel)
+      << " (|out - ref| / (|ref| + atol)), tolerance ratio " << num(c.tolerance_ratio)
+      << " (tolerance atol=" << num(atol);
+    if (c.effective_atol < atol) m << ", scaled to " << num(c.effective_atol) << " by the output's magnitude";
+    m << " rtol=" << num(rtol) << ", dtype " << dt << ")";
+  } else {
+    m << " (" << dt << " outputs must match exactly)";
+  }
   c.message = m.str();
   return c;
 }

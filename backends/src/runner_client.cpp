@@ -21,7 +21,7 @@ std::filesystem::path default_runner_path() {
 }
 
 std::string TaskRef::cache_key() const {
-  return Hasher().update(id).update(source).hex();
+  return Hasher().update(id).update(source).update(module_mode).hex();
 }
 
 // The worker's answer to one request, or how the worker died trying.
@@ -184,9 +184,18 @@ std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, Load
     if (out) *out = loaded_;
     return std::nullopt;
   }
-  json req{
-      {"cmd", "load"},         {"task", task.id},  {"file", task.file.string()}, {"source", task.source},
-      {"device", cfg_.device}, {"model_seed", 42}, {"flops", task.flops_expr},   {"bytes", task.bytes_expr}};
+  // The module mode travels as a field and as a trailing line of the source (which is also the
+  // worker's cache key, so one task in two modes is two entries).
+  const std::string source = task.source + "\n__kforge_module_mode__ = \"" + task.module_mode + "\"\n";
+  json req{{"cmd", "load"},
+           {"task", task.id},
+           {"file", task.file.string()},
+           {"source", source},
+           {"device", cfg_.device},
+           {"model_seed", 42},
+           {"flops", task.flops_expr},
+           {"bytes", task.bytes_expr},
+           {"module_mode", task.module_mode}};
   Reply r = request(req, cfg_.load_timeout);
   LoadResult lr;
   if (r.kind != Reply::ok) {
@@ -204,6 +213,9 @@ std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, Load
     lr.bytes = r.body.value("bytes", 0.0);
     loaded_key_ = key;
   }
+  // A failed load leaves the worker without a current task (it drops it before loading):
+  // forget the key, so the next request for any task loads it again.
+  if (!lr.ok) loaded_key_.clear();
   loaded_ = lr;
   if (out) *out = lr;
   if (!lr.ok) return "loading task " + task.id + " failed: " + lr.error;

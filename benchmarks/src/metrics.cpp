@@ -157,7 +157,7 @@ AttemptStats attempt_stats(const std::vector<const AttemptRecord*>& rs) {
     add_phase(st.llm, r->llm_ms);
     add_phase(st.total, r->total_ms);
     if (!is_model_outcome(r->outcome)) {
-      ++st.llm_errors;
+      ++(r->outcome == Outcome::infra_error ? st.infra_errors : st.llm_errors);
       continue;
     }
     ++st.attempts;
@@ -274,6 +274,7 @@ json stats_json(const AttemptStats& s) {
   }
   return {{"attempts", s.attempts},
           {"llm_errors", s.llm_errors},
+          {"infra_errors", s.infra_errors},
           {"compiled", s.compiled},
           {"ran", s.ran},
           {"passed", s.passed},
@@ -308,7 +309,7 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
     const auto& r = records[i];
     auto [it, fresh] = last.try_emplace({r.backend, r.model, r.task, r.sample, r.turn}, i);
     if (!fresh && !is_model_outcome(records[it->second].outcome)) {
-      it->second = i;  // an llm_error turn asked again by --resume
+      it->second = i;  // an llm_error / infra_error turn asked again by --resume
     } else if (!fresh) {
       s.warnings.push_back("duplicate record for task '" + r.task + "' sample " + std::to_string(r.sample) +
                            " turn " + std::to_string(r.turn) +
@@ -322,11 +323,28 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   for (const auto& [key, i] : last) rs.push_back(&records[i]);
 
   s.overall = make_slice("all", rs, config);
+  {
+    std::vector<AttemptRecord> credited;
+    for (const AttemptRecord* r : rs) {
+      credited.push_back(*r);
+      if (r->precision_disallowed && r->passed()) ++s.precision_disallowed;
+      credited.back().precision_disallowed = false;
+    }
+    std::vector<const AttemptRecord*> cp;
+    for (const auto& r : credited) cp.push_back(&r);
+    s.credit_all_precision = make_slice("all", cp, config).best;
+  }
   s.llm_errors = s.overall.stats.llm_errors;
   if (s.llm_errors > 0)
     s.warnings.push_back(std::to_string(s.llm_errors) +
                          " turn(s) ended in llm_error (the endpoint failed; not scored): `kforge run "
                          "--resume RUN_DIR` asks them again");
+  s.infra_errors = s.overall.stats.infra_errors;
+  if (s.infra_errors > 0)
+    s.warnings.push_back(
+        std::to_string(s.infra_errors) +
+        " attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "
+        "failed; not scored): `kforge run --resume RUN_DIR` asks them again");
   s.max_turn = s.overall.max_turn;
   for (const auto& dim : cut_dimensions()) {
     std::map<std::string, std::vector<const AttemptRecord*>> parts;
@@ -422,6 +440,10 @@ json to_json(const Summary& s) {
           {"cuts", cuts},
           {"tasks", tasks},
           {"llm_errors", s.llm_errors},
+          {"infra_errors", s.infra_errors},
+          {"unusable", s.unusable},
+          {"precision_disallowed", s.precision_disallowed},
+          {"credit_all_precision", to_json(s.credit_all_precision)},
           {"warnings", s.warnings}};
 }
 

@@ -135,6 +135,9 @@ std::string render_report_md(const Summary& s, const std::string& title) {
   os << "# " << (title.empty() ? "kforge run report" : title) << "\n\n";
   os << all.stats.attempts << " attempts";
   if (all.stats.llm_errors) os << " (and " << all.stats.llm_errors << " llm_error turns, not scored)";
+  if (all.stats.infra_errors)
+    os << " (and " << all.stats.infra_errors
+       << " attempts that could not be judged: infra_error, not scored)";
   os << ", " << all.best.tasks << " tasks, " << all.best.episodes << " samples (episodes), up to "
      << s.max_turn << " turn" << (s.max_turn == 1 ? "" : "s") << ".";
   if (auto b = join_values(s, "backend"); !b.empty()) os << " Backend: " << b << ".";
@@ -144,7 +147,30 @@ std::string render_report_md(const Summary& s, const std::string& title) {
     os << "\n**Warnings:**\n\n";
     for (const auto& w : s.warnings) os << "- " << w << "\n";
   }
+  if (!s.unusable.empty()) {
+    os << "\n## Unusable tasks\n\n"
+       << "These tasks could not be judged (their reference does not load or run, or its output is "
+          "random in the suite's module mode); no LLM call was made for them and they are not scored.\n\n";
+    Table t(os, {"task", "reason"});
+    for (const auto& [task, why] : s.unusable) {
+      std::string w = why.size() > 300 ? why.substr(0, 300) + "..." : why;
+      for (auto& c : w)
+        if (c == '\n' || c == '|') c = ' ';
+      t.row({task, w});
+    }
+  }
 
+  if (s.precision_disallowed > 0) {
+    os << "\n**Precision:** " << s.precision_disallowed
+       << " passing attempt(s) used lower-precision math than their task allows (TF32/FP16/BF16 "
+          "tensor-core instructions on a task of higher dtype; `--allow-precision` opts in): their "
+          "speedups are not credited below. Crediting them: geomean speedup "
+       << (s.credit_all_precision.speedup_tasks ? fmt("%.2fx", s.credit_all_precision.geomean_speedup)
+                                                : kNone);
+    for (const auto& [p, v] : s.credit_all_precision.fast_p)
+      os << ", fast_" << threshold_label(p) << " " << frac(v);
+    os << ".\n";
+  }
   os << "\n## Headline\n\n"
      << "pass@k: unbiased estimator over the samples of each task, averaged over tasks. "
         "fast_p: fraction of tasks with a correct kernel of speedup > p (fast_0 = correct). "
@@ -186,7 +212,7 @@ std::string render_report_md(const Summary& s, const std::string& title) {
   os << "\n## Outcomes\n\n";
   {
     Table t(os, {"outcome", "sub-kind", "count", "share"});
-    const int records = st.attempts + st.llm_errors;
+    const int records = st.attempts + st.llm_errors + st.infra_errors;
     for (const auto& [o, subs] : st.outcomes) {
       int total = 0;
       for (const auto& [sub, n] : subs) total += n;
@@ -355,6 +381,15 @@ Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config) {
   LoadedAttempts loaded = load_attempts(run_dir);
   Summary s = summarize(loaded.records, config);
   s.warnings.insert(s.warnings.begin(), loaded.warnings.begin(), loaded.warnings.end());
+  if (fs::exists(run_dir / "unusable.json")) {
+    try {
+      auto j = json::parse(read_file(run_dir / "unusable.json"));
+      for (const auto& [task, why] : j.items())
+        if (why.is_string()) s.unusable[task] = why.get<std::string>();
+    } catch (const std::exception& e) {
+      s.warnings.push_back("unusable.json: " + std::string(e.what()));
+    }
+  }
   return s;
 }
 

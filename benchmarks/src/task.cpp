@@ -223,6 +223,21 @@ std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_
   t.category = cat;
   t.difficulty = diff;
   t.description = e.value("description", "");
+  if (e.contains("module_mode")) {
+    if (!e["module_mode"].is_string() ||
+        (e["module_mode"].get<std::string>() != "train" && e["module_mode"].get<std::string>() != "eval"))
+      return err("module_mode", "must be \"train\" or \"eval\"");
+    t.module_mode = e["module_mode"].get<std::string>();
+  }
+  if (e.contains("allow_precision")) {
+    const auto& a = e["allow_precision"];
+    if (!a.is_array()) return err("allow_precision", "must be an array of \"tf32\", \"fp16\", \"bf16\"");
+    for (const auto& k : a) {
+      if (!k.is_string() || (k != "tf32" && k != "fp16" && k != "bf16"))
+        return err("allow_precision", "must be an array of \"tf32\", \"fp16\", \"bf16\"");
+      t.allow_precision.push_back(k.get<std::string>());
+    }
+  }
   for (const char* f : {"flops", "bytes"}) {
     if (!e.contains(f)) continue;
     if (!e[f].is_string()) return err(f, "must be a Python expression string");
@@ -271,9 +286,16 @@ void load_kforge(Suite& s) {
     return;
   }
   std::set<std::string> seen;
+  const nlohmann::json suite_mode = j.value("module_mode", nlohmann::json("eval"));
+  if (suite_mode != "train" && suite_mode != "eval") {
+    s.skipped.push_back({manifest, "module_mode", "must be \"train\" or \"eval\""});
+    return;
+  }
   for (std::size_t i = 0; i < j["tasks"].size(); ++i) {
     Task t;
-    if (auto e = read_manifest_entry(j["tasks"][i], i, manifest, s.root, t)) {
+    nlohmann::json entry = j["tasks"][i];
+    if (entry.is_object() && !entry.contains("module_mode")) entry["module_mode"] = suite_mode;
+    if (auto e = read_manifest_entry(entry, i, manifest, s.root, t)) {
       s.skipped.push_back(*e);
       continue;
     }
@@ -381,6 +403,16 @@ Suite load_suite(const fs::path& dir) {
         ": not a suite (no suite.json, no level<N>/ folders, no reference/<category>/ folders, no "
         "TritonBench data/TritonBench_{T,G}_v1/)");
   }
+  // KernelBench and MultiKernelBench build Model(*get_init_inputs()) and call it under no_grad
+  // without .eval() (KernelBench's eval harness; MultiKernelBench's follows it): training mode.
+  // Their convolutions run through cuDNN, which PyTorch lets use TF32 by default.
+  static const std::regex kConv(
+      R"((nn\.Conv(Transpose)?[123]d|F\.conv(_transpose)?[123]d|functional\.conv))");
+  if (s.layout != "kforge")
+    for (auto& t : s.tasks) {
+      t.module_mode = "train";
+      if (std::regex_search(t.source, kConv)) t.allow_precision = {"tf32"};
+    }
   std::sort(s.tasks.begin(), s.tasks.end(),
             [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
   return s;

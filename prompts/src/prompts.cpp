@@ -216,11 +216,23 @@ Prompt render_prompt(const PromptInput& in) {
   if (table.empty()) table = "| - | - | (unknown) | - | - | - |\n";
   std::string hardware = in.hardware.name.empty() && !in.device.empty() ? "- device: " + in.device + "\n"
                                                                         : describe(in.hardware);
+  const std::string mode_words =
+      in.module_mode == "train"
+          ? "training mode, as its suite's harness runs it: `.eval()` is never called, so BatchNorm "
+            "normalises with the statistics of the batch it is given (its running statistics are not "
+            "used), and it runs under `torch.no_grad()`"
+          : "eval mode (`model.eval()`): BatchNorm normalises with its running statistics, Dropout is "
+            "the identity, and it runs under `torch.no_grad()`";
+  std::string checks;
+  for (const auto& c : in.checks) checks += "- " + c + "\n";
   std::string user = fill(load_template("task.md"), {{"task_id", in.task_id},
                                                      {"category", in.category.empty() ? "-" : in.category},
                                                      {"device", device},
                                                      {"hardware", hardware},
                                                      {"reference", trim(in.reference)},
+                                                     {"module_mode", in.module_mode},
+                                                     {"module_mode_words", mode_words},
+                                                     {"checks", checks.empty() ? "- (none stated)\n" : checks},
                                                      {"tensor_table", table},
                                                      {"tolerances", render_tolerances(in)}});
   for (const auto& e : in.exemplars)

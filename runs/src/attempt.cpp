@@ -8,12 +8,12 @@
 namespace kforge {
 
 bool AttemptRecord::compiled() const {
-  return is_model_outcome(outcome) && outcome != Outcome::format_error &&
-         outcome != Outcome::compile_error && outcome != Outcome::forbidden_api;
+  return is_model_outcome(outcome) && outcome != Outcome::format_error && outcome != Outcome::compile_error &&
+         outcome != Outcome::forbidden_api;
 }
 
 bool AttemptRecord::has_speedup() const {
-  return passed() && std::isfinite(speedup) && speedup > 0;
+  return passed() && std::isfinite(speedup) && speedup > 0 && !precision_disallowed;
 }
 
 namespace {
@@ -170,6 +170,10 @@ json to_json(const AttemptRecord& r) {
   j["max_abs_err"] = number_or_string(r.max_abs_err);
   j["max_rel_err"] = number_or_string(r.max_rel_err);
   j["mismatch_fraction"] = number_or_string(r.mismatch_fraction);
+  j["tolerance_ratio"] = number_or_string(r.tolerance_ratio);
+  j["module_mode"] = r.module_mode;
+  j["precision"] = r.precision;
+  j["precision_disallowed"] = r.precision_disallowed;
   j["t_candidate_ms"] = number_or_string(r.t_candidate_ms);
   j["t_reference_ms"] = number_or_string(r.t_reference_ms);
   j["t_candidate_p10_ms"] = number_or_string(r.t_candidate_p10_ms);
@@ -225,6 +229,10 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.real("max_abs_err", r.max_abs_err);
   rd.real("max_rel_err", r.max_rel_err);
   rd.real("mismatch_fraction", r.mismatch_fraction);
+  rd.real("tolerance_ratio", r.tolerance_ratio);
+  rd.str("module_mode", r.module_mode);
+  rd.str("precision", r.precision);
+  rd.boolean("precision_disallowed", r.precision_disallowed);
   rd.real("t_candidate_ms", r.t_candidate_ms);
   rd.real("t_reference_ms", r.t_reference_ms);
   rd.real("t_candidate_p10_ms", r.t_candidate_p10_ms);

@@ -13,6 +13,11 @@
 // turn is spent on a failing endpoint. After `max_llm_failures` consecutive llm_errors the whole
 // run stops like SIGINT (exit 75). `--resume` asks every llm_error turn again.
 //
+// kforge's own failures (toolchain missing, judge worker failed, reference failed) are
+// infra_error attempts: recorded, not scored, never shown to the model, and they pause the
+// episode; after `max_infra_failures` consecutive ones the run stops (exit 76). `--resume` asks
+// them again.
+//
 // SIGINT/SIGTERM stop new turns; in-flight attempts finish and are recorded. `--resume RUN_DIR`
 // restores the recorded configuration (every option not given again on the command line),
 // skips recorded turns and rebuilds the history from the attempt files.
@@ -53,11 +58,15 @@ struct RunCommand {
   int token_budget = 6000;             ///< history section of a prompt, tokens (~4 chars each)
   std::int64_t task_token_budget = 0;  ///< LLM tokens (prompt + completion) per task; 0: none
   int max_llm_failures = 10;           ///< consecutive llm_errors that stop the run; 0: never
+  int max_infra_failures = 5;          ///< consecutive infra_errors that stop the run (exit 76); 0: never
   int llm_concurrency = 4;
   int compile_jobs = 0;  ///< 0: hardware concurrency
   int llm_timeout_ms = 300000;
   int llm_retries = 5;
   int trials = 5;  ///< correctness trials (DESIGN.md §4 default)
+  /// Lower-precision math the run credits (tf32, fp16, bf16); other kinds detected in a passing
+  /// artifact on a task of higher dtype are recorded and not credited with a speedup.
+  std::vector<std::string> allow_precision;
   bool bench = true;
   int reps = 100;                 ///< timed repetitions at most (DESIGN.md §4: >= 100)
   std::string device;             ///< "" = cpu for cpu, cuda:0 for cuda
@@ -72,8 +81,11 @@ struct RunCommand {
 double sample_temperature(const RunCommand& cmd, int sample);
 
 /// Runs the agent loop. Returns 0 on success, 130 when interrupted (in-flight attempts are
-/// recorded), 75 when stopped by max_llm_failures consecutive llm_errors, 2 for bad arguments,
-/// 3 when the runner cannot start.
+/// recorded), 75 when stopped by max_llm_failures consecutive llm_errors, 76
+/// (kExitInfraError) when stopped by max_infra_failures consecutive infra_errors, 2 for bad
+/// arguments, 3 when the runner cannot start. A task whose reference does not load (or whose
+/// output is random in its module mode) is listed once as unusable (stderr, unusable.json, the
+/// report) and costs no LLM call.
 int run_agent(const RunCommand& cmd);
 
 /// `kforge report RUN_DIR`: regenerates summary.json and report.md and prints report.md.

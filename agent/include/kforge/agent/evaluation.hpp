@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <optional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/roofline.hpp"
@@ -17,6 +19,12 @@ namespace kforge::agent {
 /// The runner's view of a task: its source with `profile` applied and its tolerances.
 /// Throws std::invalid_argument naming the task when the profile does not exist for it.
 backends::TaskRef task_ref(const Task& task, const std::string& profile);
+
+/// True when the evaluation failed for kforge's own reasons, not the candidate's (DESIGN §7,
+/// infra_error): the toolchain is missing (compile sub-kind toolchain_missing), the judge worker
+/// could not start or answered with its own error (runner_failed, runner), or the task's
+/// reference failed to load or run (reference_failed) — in the check or in the bench.
+bool is_infrastructure_failure(const backends::Evaluation& ev);
 
 /// Fills the evaluation part of an attempt record: outcome, sub-kind, first line of the
 /// message, timings (ms), correctness and speed figures, compile-time resources (cuda). Achieved rates use
@@ -37,6 +45,36 @@ void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks
 /// The bytes a call moves: the suite's formula when it has one (lr.bytes > 0), else every
 /// input read once and every output written once (io_bytes).
 double task_bytes(const backends::LoadResult& lr);
+/// message, timings (ms), correctness and speed figures. Achieved rates use the task's
+/// formulas: GB/s = bytes / t, TFLOP/s = flops / t (TritonBench appendix B). An
+/// infrastructure failure (is_infrastructure_failure) is recorded as infra_error, its sub-kind
+/// naming the cause (toolchain_missing, runner_failed, reference_failed, runner): kept, never
+/// scored, and its text is never fed back to the model.
+void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes);
+
+/// The precision contract, detection part (DESIGN §4): inspects the compiled artifact of `ev`
+/// (cuda: tensor-core instructions in its SASS, backends::detect_precision) and records the
+/// kinds found in rec.precision; a pass whose kinds fall below the task's floating dtypes (from
+/// the load's tensor specs) and are not in `allowed` gets rec.precision_disallowed (recorded as
+/// a pass, its speedup not credited by default). Does nothing when the candidate did not compile.
+void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const std::string& backend,
+                      const backends::LoadResult& load, const std::vector<std::string>& allowed);
+
+/// What the prompt states about how a kernel of `task` is judged (DESIGN §4): the trials, the
+/// tolerance of each output dtype (with the magnitude scaling and the constant-output rule of
+/// tensor_check.cpp), and the precision contract (`allowed_precision`: lower-precision kinds the
+/// run allows, e.g. {"tf32"}).
+std::vector<std::string> judged_checks(const Task& task, const std::vector<backends::TensorSpec>& outputs,
+                                       int trials, const std::vector<std::string>& allowed_precision);
+
+/// The one-line reason a task is unusable, from a failed load's error (LoadResult::error):
+/// the "unjudgeable: ..." line when the runner found the reference's output random, else
+/// "the reference did not load: <error>".
+std::string unusable_reason(const std::string& load_error);
+
+/// Writes <run_dir>/unusable.json: {task id: reason} for the tasks whose reference could not be
+/// loaded or judged in this invocation (summarize_run lists them in the summary and report).
+void write_unusable(const std::filesystem::path& run_dir, const std::map<std::string, std::string>& unusable);
 
 /// `kforge eval`: evaluates existing kernels DIR/<task-id>/kernel.{cpp,cu} (no LLM).
 struct EvalCommand {
@@ -53,11 +91,18 @@ struct EvalCommand {
   std::string baseline = "eager";
   std::string only;               ///< evaluate only task ids containing this substring
   std::string profiler = "auto";  ///< none | basic | ncu | auto (ncu where it works, else basic)
+  std::vector<std::string> allow_precision;  ///< lower-precision kinds credited: tf32, fp16, bf16
 };
 
+/// Exit status of `kforge eval` when some kernels could not be judged (infra_error: toolchain
+/// missing, runner or reference failed), and of `kforge run` when it stopped after
+/// --max-infra-failures consecutive infra_errors.
+inline constexpr int kExitInfraError = 76;
+
 /// Runs the command, prints a table to stdout. Failing kernels are results (exit 0); bad
-/// arguments, a missing suite, kernels dir or toolchain return non-zero with a message on
-/// stderr.
+/// arguments, a missing suite or kernels dir return 2, a runner that does not start 3, and
+/// kernels that could not be judged (infra_error records; a task whose reference does not load
+/// is listed once as unusable) kExitInfraError, after the table and a count on stderr.
 int run_eval(const EvalCommand& cmd);
 
 /// ISO-8601 UTC timestamp with milliseconds, e.g. "2026-11-22T13:50:28.123Z".

@@ -11,17 +11,26 @@
 //
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
 //   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[])
-//   {"cmd":"load","task","file","source","device","model_seed","flops","bytes"} ->
+//   {"cmd":"load","task","file","source","device","model_seed","flops","bytes","module_mode"} ->
 //        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms","cached"}; spec =
 //        {name, kind (input|parameter|buffer|output), shape, dtype}. The worker keeps the most
 //        recently used tasks loaded (KFORGE_RUNNER_TASKS, default 8, at most KFORGE_RUNNER_TASK_MB
 //        MiB of parameters, default 8192): loading one of them again only selects it
 //        ("cached": true). check and bench use the task of the last successful load.
+//        module_mode "train" runs the Model in training mode (no .eval(); BatchNorm batch
+//        statistics, Dropout live), "eval" after .eval(). The client also appends the line
+//        `__kforge_module_mode__ = "<mode>"` to the source it sends, which the runner reads when
+//        the request field is not forwarded. A reference whose outputs differ between two runs
+//        on the same inputs fails to load with a message starting "unjudgeable:".
 //   {"cmd":"reference","trials","seed"} -> {"ms":[...]} (runs the reference only)
 //   {"cmd":"check","artifact","trials","seed","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
-//         "mismatch_fraction","worst_index","expected","actual","check_ms","fatal"}; the
-//        task's parameters and buffers are restored afterwards (a kernel cannot corrupt them)
+//         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms","fatal"};
+//        the task's parameters and buffers are restored afterwards (a kernel cannot corrupt them).
+//        Error figures (runner Comparison, on passes too, max over trials and outputs):
+//        max_abs_err = max |a - e|; max_rel_err = max |a - e| / (|e| + atol); tolerance_ratio =
+//        max |a - e| / (atol_eff + rtol |e|) (<= 1 within tolerance), atol_eff = min(atol,
+//        0.01 rms(e)). Integer and bool outputs compare exactly.
 //   {"cmd":"bench","artifact"?,"reps","min_reps","warmup","budget_ms","baseline","seed"} ->
 //        {"candidate":stats,"reference":stats,"reference_compile"?:stats,"candidate_ms",
 //         "reference_ms","speedup","flags":[...],"bench_ms"}; stats = {median_ms,p10_ms,p90_ms,
@@ -78,7 +87,8 @@ struct TaskRef {
   /// dtype name ("float32", ..., or "*") -> (atol, rtol); missing dtypes use the defaults.
   std::map<std::string, std::pair<double, double>> tolerances;
   std::string flops_expr, bytes_expr;  ///< the suite's formulas (Python, over the constants)
-  std::string cache_key() const;       ///< identifies (id, source): a reload is skipped when equal
+  std::string module_mode = "eval";    ///< "train" or "eval": how the reference Model runs (Task)
+  std::string cache_key() const;       ///< identifies (id, source, mode): a reload is skipped when equal
 };
 
 struct LoadResult {
@@ -97,6 +107,7 @@ struct CheckResult {
   std::string message;
   int trials = 0, trials_passed = 0;
   double max_abs_err = 0, max_rel_err = 0, mismatch_fraction = 0;
+  double tolerance_ratio = 0;  ///< reply field "tolerance_ratio" (see the protocol above); 0 = not reported
   double check_ms = 0;
   bool worker_replaced = false;  ///< the candidate took the worker down
 };

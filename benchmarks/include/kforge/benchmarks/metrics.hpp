@@ -15,8 +15,9 @@
 //   episode  — (problem, sample): its attempts ordered by turn. n = the problem's samples.
 //   Duplicate records of one (problem, sample, turn) keep the last one (with a warning, except
 //   where the earlier one is an llm_error that `--resume` asked again).
-// llm_error records (the endpoint failed; no model output) are not model attempts: they appear
-// in the outcome histogram, token/time totals and AttemptStats::llm_errors, and nowhere else.
+// llm_error records (the endpoint failed; no model output) and infra_error records (kforge's
+// toolchain, judge or reference failed) are not model attempts: they appear in the outcome
+// histogram, token/time totals and AttemptStats::llm_errors / infra_errors, and nowhere else.
 // pass@k for a k is the mean of pass_at_k(n, c, k) over problems with n >= k; a k that no
 // problem reaches is left out of the map. Speedups count only for passing attempts with a
 // measured, finite, positive speedup; "best" means the passing attempt of highest speedup.
@@ -70,10 +71,11 @@ struct PhaseTime {
 
 /// Per-attempt counts: outcomes, rates, usage.
 struct AttemptStats {
-  int attempts = 0;    ///< model attempts (every outcome but llm_error)
-  int llm_errors = 0;  ///< llm_error records, not in `attempts`
-  int compiled = 0;    ///< outcome not in {format_error, compile_error, forbidden_api}
-  int ran = 0;         ///< compiled and ran to completion: output_mismatch, torch_fallback or pass
+  int attempts = 0;      ///< model attempts (every outcome but llm_error)
+  int llm_errors = 0;    ///< llm_error records, not in `attempts`
+  int infra_errors = 0;  ///< infra_error records (could not be judged), not in `attempts`
+  int compiled = 0;      ///< outcome not in {format_error, compile_error, forbidden_api}
+  int ran = 0;           ///< compiled and ran to completion: output_mismatch, torch_fallback or pass
   int passed = 0;
   int compile_cached = 0;
   /// outcome name -> sub-kind ("" when none) -> count.
@@ -124,6 +126,15 @@ struct Summary {
   std::map<std::string, std::vector<Slice>> cuts;
   std::vector<TaskResult> tasks;  ///< sorted by (task, backend, model)
   int llm_errors = 0;             ///< llm_error records left after deduplication (turns to ask again)
+  int infra_errors = 0;           ///< infra_error records left after deduplication (not judged)
+  /// Tasks that could not be judged at all (reference does not load, output random in its module
+  /// mode): task id -> reason. summarize_run reads them from <run>/unusable.json.
+  std::map<std::string, std::string> unusable;
+  /// Passes using lower-precision math the run did not allow (precision_disallowed): their
+  /// speedups are not credited in the scores above. `credit_all_precision` is the other view:
+  /// best-attempt scores with those speedups credited.
+  int precision_disallowed = 0;
+  Scores credit_all_precision;
   std::vector<std::string> warnings;
 };
 

@@ -95,6 +95,18 @@ struct Task {
   std::vector<std::string> entries;
   std::string test_source;    ///< TritonBench: the test block after the separator, unmodified
   std::string test_function;  ///< TritonBench: the test block's top-level `def test_*()`
+  /// How the reference Model runs: "train" (nn.Module's default training mode: BatchNorm uses
+  /// batch statistics, Dropout is live) or "eval" (after .eval()). A property of the suite:
+  /// KernelBench and MultiKernelBench run Model(*get_init_inputs()) without .eval() under
+  /// torch.no_grad, as their own harnesses do, so their tasks are "train"; a kforge suite declares
+  /// it per task ("module_mode" in suite.json, or a suite-wide "module_mode"), default "eval".
+  std::string module_mode = "eval";
+  /// Lower-precision math the reference itself uses, so a candidate may too (DESIGN §4): "tf32"
+  /// where PyTorch runs the reference through cuDNN convolutions (torch.backends.cudnn.allow_tf32
+  /// is True by default; fp32 matmuls do not allow TF32). kforge suites declare it
+  /// ("allow_precision": ["tf32"]); KernelBench and MultiKernelBench tasks whose source calls
+  /// nn.ConvNd / F.convNd / nn.ConvTransposeNd get "tf32".
+  std::vector<std::string> allow_precision;
 
   /// The tolerance this task uses for a dtype (task override, else "*" override, else default).
   Tolerance tolerance_for(const std::string& dtype) const;

@@ -64,6 +64,12 @@ struct PromptInput {
   std::string task_id, category, reference;
   std::string device;      ///< fallback device name when hardware.name is empty ("cuda:0")
   HardwareFacts hardware;  ///< what the prompt states about the machine
+  /// How the reference Model runs: "train" (no .eval(): BatchNorm uses the batch's statistics,
+  /// Dropout is live) or "eval" (after .eval(): BatchNorm uses its running statistics).
+  std::string module_mode = "eval";
+  /// How the kernel is judged, one sentence each (trials, tolerances, precision), rendered as a
+  /// list in the task section; empty: none stated.
+  std::vector<std::string> checks;
   std::vector<TensorInfo> tensors;
   /// One entry per distinct output dtype (the task's tolerance for it); empty: the defaults
   /// of DESIGN §4 are stated for each output dtype of `tensors`.

@@ -62,9 +62,20 @@ struct AttemptRecord {
   // --- correctness (check) ----------------------------------------------------------------
   int trials_passed = 0;
   int trials = 0;
-  double max_abs_err = 0;
-  double max_rel_err = 0;
+  double max_abs_err = 0;  ///< max |out - ref| over the trials, on passes too
+  double max_rel_err = 0;  ///< max |out - ref| / (|ref| + atol) (floored: near-zero refs do not dominate)
   double mismatch_fraction = 0;  ///< mismatched elements / all elements, worst trial, 0..1
+  /// max |out - ref| / (atol_eff + rtol |ref|): how close to the line (<= 1 passes); 0 = not reported.
+  double tolerance_ratio = 0;
+  std::string module_mode;  ///< how the reference ran: "train" or "eval" ("" = not recorded)
+
+  // --- precision (DESIGN §4, §7) ---------------------------------------------------------
+  /// Lower-precision math found in the artifact, comma-separated kinds ("tf32", "fp16", "bf16",
+  /// "int8", "fp8"), sorted; "" = none found or not inspected.
+  std::string precision;
+  /// A pass whose detected precision is below the task's dtype and not allowed by the run
+  /// (--allow-precision): recorded as a pass, but not credited with a speedup by default.
+  bool precision_disallowed = false;
 
   // --- speed (bench); times in milliseconds per call ------------------------------------
   double t_candidate_ms = 0;      ///< median over repetitions
@@ -93,7 +104,8 @@ struct AttemptRecord {
   /// True when the candidate got past the toolchain: outcome not in
   /// {format_error, compile_error, forbidden_api} (compile@k counts these).
   bool compiled() const;
-  /// True for a pass with a measured, finite, positive speedup.
+  /// True for a pass with a measured, finite, positive speedup that is credited: a pass using
+  /// lower precision than its task allows (precision_disallowed) is not.
   bool has_speedup() const;
 };
 
