@@ -1,6 +1,7 @@
 // kforge — the command-line interface. Subcommands: suites, doctor, eval, run, report,
 // compare. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -76,6 +77,9 @@ void add_profiler_option(CLI::App* cmd, std::string& profiler) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Not dumpable: no other process of this user (a candidate host, which runs without
+  // capabilities) can read this one's memory or /proc/<pid>/environ (API keys).
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   CLI::App app{"kforge: LLM-written GPU kernels, compiled, tested, profiled and scored honestly"};
   app.require_subcommand(1);
   bool verbose = false, quiet = false;

@@ -28,6 +28,8 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -65,10 +67,26 @@ void reply(const std::string& s) {
   write_all(kChannel, s + "\n");
 }
 
-void on_sigsys(int, siginfo_t* si, void*) {
-  char buf[48];
-  int n = std::snprintf(buf, sizeof buf, "violation %d\n", si->si_syscall);
-  if (n > 0) (void)!::write(kChannel, buf, static_cast<std::size_t>(n));
+// Reports the stopped syscall (and, for open/openat, the path it named) and exits. Only
+// async-signal-safe calls.
+void on_sigsys(int, siginfo_t* si, void* ctx) {
+  char buf[320];
+  int n = std::snprintf(buf, sizeof buf, "violation %d", si->si_syscall);
+#if defined(__x86_64__)
+  const greg_t* g = static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs;
+  const char* path = si->si_syscall == SYS_openat ? reinterpret_cast<const char*>(g[REG_RSI])
+                     : si->si_syscall == SYS_open ? reinterpret_cast<const char*>(g[REG_RDI])
+                                                  : nullptr;
+  if (path) {
+    buf[n++] = ' ';
+    for (int i = 0; path[i] && i < 256 && n < static_cast<int>(sizeof buf) - 2; ++i)
+      buf[n++] = path[i] == '\n' ? ' ' : path[i];
+  }
+#else
+  (void)ctx;
+#endif
+  buf[n++] = '\n';
+  (void)!::write(kChannel, buf, static_cast<std::size_t>(n));
   ::_exit(kforge::sandbox::kViolationExit);
 }
 
@@ -225,6 +243,7 @@ class Host {
     const bool no_seccomp = std::getenv("KFORGE_HOST_NO_SECCOMP") != nullptr;  // tests of other layers
     kforge::sandbox::ConfinePolicy policy;
     policy.seccomp = !no_seccomp;
+    if (device_ >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
     if (std::string e = kforge::sandbox::confine_self(policy); !e.empty()) return "err confine " + e;
     void* h = ::dlopen(artifact_.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) return std::string("err load cannot load the artifact: ") + ::dlerror();
@@ -283,7 +302,8 @@ int main(int argc, char** argv) {
   // Nothing but what the judge gave: close every descriptor above the arenas it passed.
   ::close_range(static_cast<unsigned>(std::atoi(argv[3])), ~0U, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (::getppid() == 1) return 2;  // the judge is already gone
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // no other process of this user reads its memory
+  if (::getppid() == 1) return 2;        // the judge is already gone
   Host host(argv[1], std::atoi(argv[2]));
   if (std::string e = host.init(); !e.empty()) {
     reply("err init " + e);

@@ -163,8 +163,11 @@ std::optional<std::string> CandidateHost::read_line(std::chrono::milliseconds ti
     if (auto nl = buf_.find('\n'); nl != std::string::npos) {
       std::string line = buf_.substr(0, nl);
       buf_.erase(0, nl + 1);
-      if (line.rfind("violation ", 0) == 0) {
-        violation_ = sandbox::syscall_name(std::atoi(line.c_str() + 10));
+      if (line.rfind("violation ", 0) == 0) {  // "violation <nr>[ <path>]"
+        const char* p = line.c_str() + 10;
+        char* end = nullptr;
+        violation_ = sandbox::syscall_name(static_cast<int>(std::strtol(p, &end, 10)));
+        if (end && *end == ' ') violation_ += " of " + std::string(end + 1);
         continue;
       }
       return line;

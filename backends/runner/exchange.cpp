@@ -72,6 +72,9 @@ Exchange::Exchange(const at::Device& device, const std::vector<TensorSpec>& in_s
     }
   }
   for (int a = 0; a < 3; ++a) {
+    // Whole 2 MiB pages: a CUDA IPC handle maps the allocation's whole underlying block, so
+    // nothing else of the judge's may share it.
+    if (size[a] > 0) size[a] = (size[a] + (2 << 20) - 1) / (2 << 20) * (2 << 20);
     arenas_[a].bytes = size[a];
     if (size[a] == 0) continue;
     allocate(arenas_[a], a == 0 || (a == 2 && cuda), a == 1);

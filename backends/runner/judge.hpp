@@ -20,9 +20,12 @@
 // failures (the caller reports them as infra errors).
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "candidate_host.hpp"
+#include "exchange.hpp"
 #include "runner.hpp"
 
 namespace kforge::runner {
@@ -33,10 +36,25 @@ struct JudgeContext {
   int64_t l2_bytes = 0;  ///< the device's L2 (cpu: 0, a fixed working-set target is used)
 };
 
-/// The `check` request (runner_client.hpp) for the artifact in req["artifact"].
-nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req);
+/// One candidate's host and the exchange it maps: created by a check, handed to the bench of
+/// the same artifact (one fresh host per candidate, not per request), destroyed before the
+/// reference is timed or when anything else is asked of the judge.
+struct CandidateSession {
+  std::string artifact;
+  std::unique_ptr<Exchange> ex;
+  std::unique_ptr<CandidateHost> host;
+  double round_trip_ms = 0;  ///< measured before the candidate was loaded
+  int seq = 0;
+};
 
-/// The `bench` request: the candidate (when req has "artifact") and then the reference.
-nlohmann::json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req);
+/// The `check` request (runner_client.hpp) for the artifact in req["artifact"]. When it
+/// passes, *keep receives the still-running (frozen) session for the bench.
+nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req,
+                               std::unique_ptr<CandidateSession>* keep);
+
+/// The `bench` request: the candidate (when req has "artifact"; `session` is reused when it
+/// is that artifact's) and then, with the candidate's process gone, the reference.
+nlohmann::json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req,
+                               std::unique_ptr<CandidateSession> session);
 
 }  // namespace kforge::runner

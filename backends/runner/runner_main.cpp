@@ -71,6 +71,7 @@ class Worker {
  public:
   json handle(const json& req) {
     const std::string cmd = req.value("cmd", "");
+    if (cmd != "bench") session_.reset();  // a passed candidate's host lives only until its bench
     json r;
     try {
       if (cmd == "hello")
@@ -108,6 +109,7 @@ class Worker {
     uint64_t last_use = 0;
   };
   std::map<std::string, std::unique_ptr<Loaded>> tasks_;  ///< key: task, device, seed, source, formulas
+  std::unique_ptr<CandidateSession> session_;             ///< the last passed check's host, for its bench
   Loaded* cur_ = nullptr;                                 ///< the task check/bench use; null: none
   uint64_t use_clock_ = 0;
   at::Device device_{at::kCPU};
@@ -270,12 +272,13 @@ class Worker {
   /// Checks a candidate in a fresh candidate host (judge.cpp); the task's own tensors are
   /// never handed to it, only copies.
   json check(const json& req) {
-    return check_candidate(judge_context(), cur().task, req);
+    session_.reset();
+    return check_candidate(judge_context(), cur().task, req, &session_);
   }
 
   /// Times the candidate (in a fresh host, killed afterwards) and then the reference.
   json bench(const json& req) {
-    return bench_candidate(judge_context(), cur().task, req);
+    return bench_candidate(judge_context(), cur().task, req, std::move(session_));
   }
 
   JudgeContext judge_context() const {

@@ -287,6 +287,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   c.trials_passed = b.value("trials_passed", 0);
   c.max_abs_err = b.value("max_abs_err", 0.0);
   c.max_rel_err = b.value("max_rel_err", 0.0);
+  c.tolerance_ratio = b.value("tolerance_ratio", 0.0);
   c.mismatch_fraction = b.value("mismatch_fraction", 0.0);
   return c;
 }

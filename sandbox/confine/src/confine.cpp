@@ -1,8 +1,11 @@
 #include "kforge/sandbox/confine.hpp"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <linux/capability.h>
+#include <linux/landlock.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -14,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
+#include <vector>
 
 #ifdef KFORGE_HAVE_SECCOMP
 #include <seccomp.h>
@@ -40,6 +44,53 @@ std::string drop_capabilities() {
   __user_cap_data_struct data[2]{};
   if (::syscall(SYS_capset, &hdr, data) != 0) return errno_text("capset", errno);
   return "";
+}
+
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+
+/// Landlock (the kernel's path-based access control, Linux >= 5.13): from here on no file may
+/// be opened for writing, created, removed, renamed or truncated, except the paths matching
+/// `writable` (the GPU's device nodes, which the driver reopens read-write when it maps
+/// memory). Returns the ABI version in force, or 0 where the kernel has no Landlock.
+int landlock_restrict(const std::vector<std::string>& writable, std::string* error) {
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return 0;
+  landlock_ruleset_attr attr{};
+  attr.handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                           LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                           LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                           LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                           LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  if (abi >= 2) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  const int rs = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  if (rs < 0) {
+    *error = errno_text("landlock_create_ruleset", errno);
+    return -1;
+  }
+  for (const auto& pattern : writable) {
+    glob_t g{};
+    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+      for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+        int fd = ::open(g.gl_pathv[i], O_PATH | O_CLOEXEC);
+        if (fd < 0) continue;
+        landlock_path_beneath_attr pb{};
+        pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE;
+        pb.parent_fd = fd;
+        ::syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+        ::close(fd);
+      }
+    ::globfree(&g);
+  }
+  const long rc = ::syscall(SYS_landlock_restrict_self, rs, 0);
+  ::close(rs);
+  if (rc != 0) {
+    *error = errno_text("landlock_restrict_self", errno);
+    return -1;
+  }
+  return static_cast<int>(abi);
 }
 
 std::string set_limits(const ConfinePolicy& p) {
@@ -93,7 +144,7 @@ std::string seccomp_error(const char* what, int rc) {
   return std::string(what) + ": " + std::strerror(-rc);
 }
 
-std::string install_filter() {
+std::string install_filter(bool trap_write_opens) {
   scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return "seccomp_init failed";
   struct Guard {
@@ -115,8 +166,12 @@ std::string install_filter() {
     return seccomp_error("clone", rc);
   if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
     return seccomp_error("clone3", rc);
-  // Opens: read-only only. openat2's flags are in memory too: ENOSYS (glibc never needs it).
-  for (int bit : {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC}) {
+  // Opens: never creating or truncating; for writing only where Landlock is not there to
+  // confine writes to the allowed paths. openat2's flags are in memory: ENOSYS (glibc never
+  // needs it).
+  std::vector<int> bits{O_CREAT, O_TRUNC};
+  if (trap_write_opens) bits.insert(bits.end(), {O_WRONLY, O_RDWR});
+  for (int bit : bits) {
     const auto b = static_cast<scmp_datum_t>(bit);
     if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, b, b))) < 0)
       return seccomp_error("openat", rc);
@@ -129,6 +184,11 @@ std::string install_filter() {
   const auto self = static_cast<scmp_datum_t>(::getpid());
   if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_NE, self))) < 0)
     return seccomp_error("tgkill", rc);
+  // The SIGSYS handler is the host's: a candidate that installs its own (to make every trapped
+  // call quietly fail and carry on unreported) is itself stopped.
+  if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(rt_sigaction), 2, SCMP_A0(SCMP_CMP_EQ, SIGSYS),
+                               SCMP_A1(SCMP_CMP_NE, 0))) < 0)
+    return seccomp_error("rt_sigaction", rc);
   // Limits of itself only (glibc's setrlimit is prlimit64(0, ...)).
   if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_NE, 0))) < 0)
     return seccomp_error("prlimit64", rc);
@@ -151,9 +211,12 @@ std::string confine_self(const ConfinePolicy& policy) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno_text("PR_SET_NO_NEW_PRIVS", errno);
   if (std::string e = set_limits(policy); !e.empty()) return e;
   if (std::string e = drop_capabilities(); !e.empty()) return e;
+  std::string err;
+  const int landlock = landlock_restrict(policy.writable_paths, &err);
+  if (landlock < 0) return err;
   if (!policy.seccomp) return "";
 #ifdef KFORGE_HAVE_SECCOMP
-  return install_filter();
+  return install_filter(landlock == 0);
 #else
   return "this build has no libseccomp: the candidate host cannot be confined";
 #endif

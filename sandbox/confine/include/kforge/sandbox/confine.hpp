@@ -14,14 +14,17 @@
 // be credited without earning it), not at every syscall: the CUDA driver's own needs
 // (ioctl, mmap, threads, read-only opens) stay open, while everything that reaches outside
 // the host is stopped — new processes and exec, sockets, ptrace and cross-process memory,
-// signals to other processes, any open for writing or creating, file-system changes,
+// signals to other processes, opens that create or truncate, file-system changes,
 // System V / POSIX IPC that could carry state to a later candidate, io_uring (which
 // bypasses seccomp), namespaces, BPF and perf. A stopped call raises SIGSYS in the caller
 // (SECCOMP_RET_TRAP); the host's handler reports the syscall number on its channel and
-// exits with kViolationExit.
+// exits with kViolationExit. Writes to files are confined by Landlock (path-based, which a
+// seccomp filter cannot be): nothing is writable but the paths the policy names (the GPU
+// device nodes); the candidate's own descriptors (its channel, its log) stay usable.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kforge::sandbox {
 
@@ -32,6 +35,10 @@ struct ConfinePolicy {
   long max_file_bytes = 1L << 20;  ///< RLIMIT_FSIZE: caps the host's log (its only writable file)
   long max_open_files = 1024;      ///< RLIMIT_NOFILE
   bool seccomp = true;             ///< false only for tests of the other layers
+  /// Glob patterns of files that may still be opened for writing (Landlock), e.g. the GPU's
+  /// device nodes "/dev/nvidia*". Where the kernel has no Landlock, every open for writing
+  /// is stopped by the seccomp filter instead (a cpu host needs none).
+  std::vector<std::string> writable_paths;
 };
 
 /// Confines the calling process (see the header comment). Returns "" on success, else what
