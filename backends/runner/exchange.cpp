@@ -110,6 +110,11 @@ void Exchange::allocate(Arena& a, bool device, bool read_only) {
 #ifdef KFORGE_RUNNER_CUDA
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, static_cast<std::size_t>(a.bytes));
+    if (e != cudaSuccess) {  // PyTorch's caching allocator may hold what is needed: give it back, retry
+      cudaGetLastError();
+      release_cached_memory();
+      e = cudaMalloc(&p, static_cast<std::size_t>(a.bytes));
+    }
     if (e != cudaSuccess) {
       cudaGetLastError();
       throw std::runtime_error("exchange: cudaMalloc of " + std::to_string(a.bytes) +

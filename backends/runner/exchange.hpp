@@ -76,6 +76,10 @@ class Exchange {
   std::vector<std::pair<int64_t, int64_t>> out_regions_;  ///< [begin, end) of every output
 };
 
+/// Returns the blocks PyTorch's caching allocator holds unused to the device
+/// (torch.cuda.empty_cache(); python_reference.cpp).
+void release_cached_memory();
+
 /// Fills t with the poison bit pattern of its dtype (tensor_check.cpp).
 void poison_fill(at::Tensor& t);
 

@@ -169,13 +169,14 @@ int64_t bytes_of(const std::vector<TensorSpec>& specs, bool params) {
 }
 
 /// How many input/output sets the bench rotates through: enough bytes that the last level
-/// cache cannot hold them (twice the L2; 64 MiB on the CPU), at least 2 and at most 64, and
+/// cache cannot hold them (twice the L2; 64 MiB on the CPU), at most 64, and
 /// few enough that the exchange, the judge's copies and the reference fit in free memory.
 int choose_sets(const JudgeContext& ctx, const LoadedTask& task) {
   const int64_t per_set =
       std::max<int64_t>(1, bytes_of(task.in_specs, false) + bytes_of(task.out_specs, false));
   const int64_t target = ctx.l2_bytes > 0 ? 2 * ctx.l2_bytes : (64LL << 20);
-  int k = static_cast<int>(std::clamp<int64_t>((target + per_set - 1) / per_set, 2, 64));
+  // One set already larger than the target is cold by itself: no rotation needed.
+  int k = static_cast<int>(std::clamp<int64_t>((target + per_set - 1) / per_set, 1, 64));
 #ifdef KFORGE_RUNNER_CUDA
   if (ctx.device.is_cuda()) {
     size_t free_b = 0, total_b = 0;
@@ -298,8 +299,8 @@ json stats_json(const Stats& s, int sets) {
 /// calls and 3 batches are in); else go on until kMinBatches batches are in and either `reps`
 /// calls or kEnoughMs of timed calls are.
 struct BenchPlan {
-  static constexpr int kMinBatches = 10;
-  static constexpr double kEnoughMs = 100;
+  static constexpr int kMinBatches = 5;
+  static constexpr double kEnoughMs = 60;
   int warmup = 5, reps = 100, min_reps = 10;
   double budget_ms = 5000;
   bool more(int batches, int calls, double timed_ms, Clock::time_point t0) const {

@@ -2,6 +2,7 @@
 // interpreter and hands tensors to C++ as zero-copy views.
 #include <stdexcept>
 
+#include "exchange.hpp"
 #include "runner.hpp"
 
 namespace kforge::runner {
@@ -221,6 +222,11 @@ HeldTensor hold(py::handle obj) {
   auto opts = at::TensorOptions().dtype(scalar_type_of(dt)).device(at::Device(dev));
   h.t = at::from_blob(reinterpret_cast<void*>(ptr), sizes, strides, opts);
   return h;
+}
+
+void release_cached_memory() {
+  auto torch = py::module_::import("torch");
+  if (torch.attr("cuda").attr("is_available")().cast<bool>()) torch.attr("cuda").attr("empty_cache")();
 }
 
 }  // namespace kforge::runner

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "kforge/common/hash.hpp"
@@ -152,6 +153,12 @@ TimingStats stats_of(const json& j) {
   s.reps = j.value("reps", 0);
   return s;
 }
+/// A numeric reply field; JSON has no NaN or infinity (they arrive as null): infinity then.
+double number(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return 0;
+  return it->is_number() ? it->get<double>() : std::numeric_limits<double>::infinity();
+}
 Outcome outcome_of(const json& j) {
   auto o = outcome_from_string(j.value("outcome", "runtime_error"));
   return o ? *o : Outcome::runtime_error;
@@ -285,10 +292,10 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   c.sub_kind = b.value("sub_kind", std::string());
   c.message = b.value("message", std::string());
   c.trials_passed = b.value("trials_passed", 0);
-  c.max_abs_err = b.value("max_abs_err", 0.0);
-  c.max_rel_err = b.value("max_rel_err", 0.0);
-  c.tolerance_ratio = b.value("tolerance_ratio", 0.0);
-  c.mismatch_fraction = b.value("mismatch_fraction", 0.0);
+  c.max_abs_err = number(b, "max_abs_err");
+  c.max_rel_err = number(b, "max_rel_err");
+  c.tolerance_ratio = number(b, "tolerance_ratio");
+  c.mismatch_fraction = number(b, "mismatch_fraction");
   return c;
 }
 

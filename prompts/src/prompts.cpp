@@ -218,23 +218,24 @@ Prompt render_prompt(const PromptInput& in) {
                                                                         : describe(in.hardware);
   const std::string mode_words =
       in.module_mode == "train"
-          ? "training mode, as its suite's harness runs it: `.eval()` is never called, so BatchNorm "
+          ? "**training mode**, as its suite's harness runs it: `.eval()` is never called, so BatchNorm "
             "normalises with the statistics of the batch it is given (its running statistics are not "
             "used), and it runs under `torch.no_grad()`"
-          : "eval mode (`model.eval()`): BatchNorm normalises with its running statistics, Dropout is "
+          : "**eval mode** (`model.eval()`): BatchNorm normalises with its running statistics, Dropout is "
             "the identity, and it runs under `torch.no_grad()`";
   std::string checks;
   for (const auto& c : in.checks) checks += "- " + c + "\n";
-  std::string user = fill(load_template("task.md"), {{"task_id", in.task_id},
-                                                     {"category", in.category.empty() ? "-" : in.category},
-                                                     {"device", device},
-                                                     {"hardware", hardware},
-                                                     {"reference", trim(in.reference)},
-                                                     {"module_mode", in.module_mode},
-                                                     {"module_mode_words", mode_words},
-                                                     {"checks", checks.empty() ? "- (none stated)\n" : checks},
-                                                     {"tensor_table", table},
-                                                     {"tolerances", render_tolerances(in)}});
+  std::string user = fill(load_template("task.md"),
+                          {{"task_id", in.task_id},
+                           {"category", in.category.empty() ? "-" : in.category},
+                           {"device", device},
+                           {"hardware", hardware},
+                           {"reference", trim(in.reference)},
+                           {"module_mode", in.module_mode},
+                           {"module_mode_words", mode_words},
+                           {"checks", checks.empty() ? "" : "How your kernel is judged:\n\n" + checks},
+                           {"tensor_table", table},
+                           {"tolerances", render_tolerances(in)}});
   for (const auto& e : in.exemplars)
     user += "\n" +
             fill(load_template("exemplar.md"),

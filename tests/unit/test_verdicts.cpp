@@ -350,7 +350,7 @@ TEST_CASE("the module mode is the suite's: KernelBench runs BatchNorm in trainin
   in.module_mode = "train";
   in.checks = agent::judged_checks(*bn, {{"out", "output", "float32", {4, 3, 8, 8}}}, 5, {});
   auto p = prompts::render_prompt(in);
-  CHECK(p.user.find("**train mode**") != std::string::npos);
+  CHECK(p.user.find("**training mode**") != std::string::npos);
   CHECK(p.user.find("statistics of the batch") != std::string::npos);
   CHECK(p.user.find("5 trials") != std::string::npos);
   CHECK(p.user.find("atol = 0.0001") != std::string::npos);
