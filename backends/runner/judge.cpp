@@ -63,7 +63,13 @@ std::string cuda_sub_kind(const std::string& name) {
 
 /// Bit-for-bit equality: a NaN where a number was, or a different NaN, is a change.
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.reshape({-1}).view(at::kByte).eq(b.reshape({-1}).view(at::kByte)).all().item<bool>();
+  auto x = a.reshape({-1}).view(at::kByte), y = b.reshape({-1}).view(at::kByte);
+  constexpr int64_t kChunk = int64_t{1} << 30;  // bounded temporaries on multi-GB inputs
+  for (int64_t i = 0; i < x.numel(); i += kChunk) {
+    const int64_t len = std::min(kChunk, x.numel() - i);
+    if (!x.narrow(0, i, len).eq(y.narrow(0, i, len)).all().item<bool>()) return false;
+  }
+  return true;
 }
 
 std::vector<bool> host_resident(const std::vector<HeldTensor>& inputs,
@@ -244,7 +250,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     sync_device(ctx.device);
     if (!failed) failed = check_untouched(*s.ex, task, inputs);
     for (std::size_t k = 0; !failed && k < s.ex->n_out(); ++k) {
-      Comparison cmp = compare(s.ex->out(0, k), expected.at(k).t, tol);
+      Comparison cmp = compare_chunked(s.ex->out(0, k), expected.at(k).t, tol);
       max_abs = std::max(max_abs, cmp.max_abs);
       max_rel = std::max(max_rel, cmp.max_rel);
       max_ratio = std::max(max_ratio, cmp.tolerance_ratio);
@@ -353,7 +359,7 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     if (failed) return failed;
     sync_device(ctx.device);
     for (std::size_t j = 0; verify && j < s.ex->n_out(); ++j) {
-      Comparison cmp = compare(s.ex->out(v, j), expected.at(j).t, tol);
+      Comparison cmp = compare_chunked(s.ex->out(v, j), expected.at(j).t, tol);
       if (!cmp.ok)
         return mismatch_reply(
             cmp, "bench_only",

@@ -123,7 +123,14 @@ at::Tensor poison_mask(const at::Tensor& t);
 /// Compares one output: floats elementwise |a - e| <= effective_atol + rtol |e| (NaN matches NaN),
 /// then rejects a constant output where the reference is not constant; integers and bool
 /// exactly, in their own dtype. Fills the error figures on passes too.
-Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
+/// `rms_expected` >= 0: the root-mean-square of the finite reference values, given by a caller
+/// that compares a large tensor in chunks (compare_chunked); < 0: computed here.
+Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol,
+                   double rms_expected = -1);
+/// compare() over slices of at most 2^27 elements, so that its temporaries stay bounded on
+/// multi-GB outputs; the magnitude scaling uses the whole reference's RMS. A failure reports
+/// the first failing slice (counts are that slice's).
+Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
 
 /// A task loaded in the judge: the reference model, its pristine parameters and buffers (the
 /// judge's own; candidates only ever see copies) and the tensor specs of the C ABI.

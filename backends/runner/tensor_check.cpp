@@ -179,7 +179,8 @@ double effective_atol(double atol, double rms_expected) {
   return std::min(atol, kAtolScale * rms_expected);
 }
 
-Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol) {
+Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol,
+                   double rms_expected) {
   Comparison c;
   c.numel = expected.numel();
   if (actual.sizes() != expected.sizes()) {
@@ -213,12 +214,14 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
     // Scale: atol is a floor for values near zero; where the reference's values are small next
     // to it, it shrinks with their root-mean-square (effective_atol), so an all-zero output is
     // not "close" to a softmax over many classes (KernelBench issue #165).
-    auto finite_e = e.isfinite();
-    const int64_t n_finite = finite_e.sum().item<int64_t>();
-    const double rms =
-        n_finite ? std::sqrt(e.masked_fill(~finite_e, 0).to(at::kDouble).square().sum().item<double>() /
-                             static_cast<double>(n_finite))
-                 : 0.0;
+    double rms = rms_expected;
+    if (rms < 0) {
+      auto finite_e = e.isfinite();
+      const int64_t n_finite = finite_e.sum().item<int64_t>();
+      rms = n_finite ? std::sqrt(at::sum(e.masked_fill(~finite_e, 0).square(), at::kDouble).item<double>() /
+                                 static_cast<double>(n_finite))
+                     : 0.0;
+    }
     c.effective_atol = effective_atol(atol, rms);
     diff = (a - e).abs();
     const auto same = a.eq(e) | (a.isnan() & e.isnan());
@@ -318,6 +321,56 @@ namespace kforge::runner {
 void poison_fill(at::Tensor& t) {
   auto [itype, pattern] = poison_of(t.scalar_type());
   t.view(itype).fill_(pattern);
+}
+
+}  // namespace kforge::runner
+
+namespace kforge::runner {
+
+Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol) {
+  constexpr int64_t kChunk = int64_t{1} << 27;
+  if (expected.numel() <= kChunk || actual.sizes() != expected.sizes() ||
+      actual.scalar_type() != expected.scalar_type())
+    return compare(actual, expected, tol);
+  auto a = actual.reshape({-1}), e = expected.reshape({-1});
+  const int64_t n = e.numel();
+  double rms = -1;
+  if (at::isFloatingType(e.scalar_type())) {
+    double sum = 0;
+    int64_t finite = 0;
+    for (int64_t i = 0; i < n; i += kChunk) {
+      auto x = e.narrow(0, i, std::min(kChunk, n - i));
+      auto f = x.isfinite();
+      finite += f.sum().item<int64_t>();
+      sum += at::sum(x.masked_fill(~f, 0).square(), at::kDouble).item<double>();
+    }
+    rms = finite ? std::sqrt(sum / static_cast<double>(finite)) : 0.0;
+  }
+  Comparison all;
+  all.numel = n;
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t len = std::min(kChunk, n - i);
+    Comparison c = compare(a.narrow(0, i, len), e.narrow(0, i, len), tol, rms);
+    all.atol = c.atol;
+    all.rtol = c.rtol;
+    all.effective_atol = c.effective_atol;
+    all.max_abs = std::max(all.max_abs, c.max_abs);
+    all.max_rel = std::max(all.max_rel, c.max_rel);
+    all.tolerance_ratio = std::max(all.tolerance_ratio, c.tolerance_ratio);
+    all.unwritten += c.unwritten;
+    all.nan_inf += c.nan_inf;
+    all.mismatched += c.mismatched;
+    if (!c.ok) {  // the first failing slice decides; its index is made global
+      c.numel = n;
+      c.max_abs = all.max_abs;
+      c.max_rel = all.max_rel;
+      c.tolerance_ratio = all.tolerance_ratio;
+      if (!c.worst_index.empty()) c.worst_index = unravel(i + c.worst_index[0], expected.sizes());
+      c.message = "in elements " + std::to_string(i) + ".." + std::to_string(i + len - 1) + ": " + c.message;
+      return c;
+    }
+  }
+  return all;
 }
 
 }  // namespace kforge::runner
