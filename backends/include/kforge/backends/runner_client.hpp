@@ -1,15 +1,20 @@
 // kforge/backends/runner_client.hpp — the agent side of the warm kforge-runner worker
 // (DESIGN.md §4), and its JSON-lines protocol.
 //
-// A RunnerClient owns one kforge-runner child process (sandbox::LineChild) bound to one
-// device ("cpu" or "cuda:N"). It loads a task once and then checks and benchmarks many
-// candidates. A candidate that crashes the worker (signal, exit(), sticky CUDA error) or
-// hangs it (past the request's timeout) becomes that call's runtime_error / timeout value;
-// the worker is killed and a fresh one is started (and the task reloaded) on the next call.
-// Workers are also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is
-// NOT thread-safe: one owner at a time (RunnerPool hands them out).
+// A RunnerClient owns one kforge-runner child process (sandbox::LineChild), the judge, bound
+// to one device ("cpu" or "cuda:N"). It loads a task once and then checks and benchmarks many
+// candidates. Candidates never run in the judge: it starts a confined kforge-host per
+// candidate (docs/ARCHITECTURE.md, "The trust boundary"), so a crash, exit() or hang of a
+// candidate is the judge's verdict (runtime_error / timeout / forbidden_api), within the
+// deadline_ms the client passes. A judge that dies, hangs past the client's timeout, answers
+// with the wrong request id or an error is infra_error (sub-kinds judge_died, judge_timeout,
+// judge_protocol, runner_failed, reference_failed, python_exception, runner): kforge's own
+// failure, never charged to the model; a fresh worker is started on the next call. Workers are
+// also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is NOT
+// thread-safe: one owner at a time (RunnerPool hands them out).
 //
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
+// Every request carries a fresh "id" that its reply echoes.
 //   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[])
 //   {"cmd":"load","task","file","source","device","model_seed","flops","bytes","module_mode"} ->
 //        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms","cached"}; spec =
@@ -23,18 +28,21 @@
 //        the request field is not forwarded. A reference whose outputs differ between two runs
 //        on the same inputs fails to load with a message starting "unjudgeable:".
 //   {"cmd":"reference","trials","seed"} -> {"ms":[...]} (runs the reference only)
-//   {"cmd":"check","artifact","trials","seed","tolerances":{dtype:[atol,rtol]}} ->
+//   {"cmd":"check","artifact","trials","seed","deadline_ms","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
-//         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms","fatal"};
-//        the task's parameters and buffers are restored afterwards (a kernel cannot corrupt them).
+//         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms"};
+//        the candidate only ever sees copies of the inputs and parameters (cpu: read-only).
 //        Error figures (runner Comparison, on passes too, max over trials and outputs):
 //        max_abs_err = max |a - e|; max_rel_err = max |a - e| / (|e| + atol); tolerance_ratio =
 //        max |a - e| / (atol_eff + rtol |e|) (<= 1 within tolerance), atol_eff = min(atol,
 //        0.01 rms(e)). Integer and bool outputs compare exactly.
-//   {"cmd":"bench","artifact"?,"reps","min_reps","warmup","budget_ms","baseline","seed"} ->
-//        {"candidate":stats,"reference":stats,"reference_compile"?:stats,"candidate_ms",
-//         "reference_ms","speedup","flags":[...],"bench_ms"}; stats = {median_ms,p10_ms,p90_ms,
-//         mean_ms,min_ms,cv,reps}
+//   {"cmd":"bench","artifact"?,"reps","min_reps","warmup","budget_ms","baseline","seed",
+//    "deadline_ms"} -> {"candidate":stats,"reference":stats,"reference_compile"?:stats,
+//         "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],"sets","timing":
+//         "judge_clock","verified_batches","flags":[],"bench_ms"}; stats = {median_ms,p10_ms,
+//         p90_ms,mean_ms,min_ms,cv,reps,batches} over batches (one sample per batch of `sets`
+//         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
+//         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
 //   Errors: {"ok":false,"error":"python_exception|runner|protocol","message"}.
 #pragma once
