@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   std::printf("%-34s %10.1f\n", "compile (cold cache)", ev.compile_ms);
   std::printf("%-34s %10.1f\n", "check (5 trials)", ev.check_ms);
   std::printf("%-34s %10.1f\n", "bench (candidate + reference)", ev.bench_ms);
+  if (ev.bench)
+    for (const auto& [k, v] : ev.bench->phases_ms) std::printf("  bench: %-26s %10.1f\n", k.c_str(), v);
   std::printf("%-34s %10.1f\n", "evaluation total (compile..bench)", eval_ms);
   if (ev.bench && ev.bench->ok)
     std::printf("candidate %.4f ms, reference %.4f ms, speedup %.2fx\n", ev.bench->candidate_ms,

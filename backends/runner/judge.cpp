@@ -319,7 +319,8 @@ struct BenchPlan {
 /// verification, K calls in a shuffled order timed by the judge's clock. Fills *per_rep_ms.
 std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Session& s,
                                    const BenchPlan& plan, const Tolerances& tol, const Deadline& dl,
-                                   std::vector<double>* per_rep_ms, int* verified) {
+                                   std::vector<double>* per_rep_ms, int* verified, json* phases) {
+  double inputs_ms = 0, verify_ms = 0, control_ms = 0, timed_wall_ms = 0;
   std::random_device rd;
   std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
   const int K = s.ex->sets();
@@ -333,6 +334,7 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     // every other batch on average is verified (skipping work in any batch risks it).
     const bool verify = batch < 3 || std::bernoulli_distribution(0.5)(rng);
     const int v = verify ? std::uniform_int_distribution<int>(0, K - 1)(rng) : -1;
+    auto p0 = Clock::now();
     std::vector<HeldTensor> expected;
     std::vector<HeldTensor> v_inputs;
     for (int k = 0; k < K; ++k) {
@@ -349,15 +351,22 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     // Still poisoned, every output of the batch: work that a candidate left running on the GPU
     // (a persistent kernel watching for fresh inputs) cannot do the batch's work untimed.
     if (auto f = still_poisoned(*s.ex)) return f;
+    inputs_ms += ms_since(p0);
+    p0 = Clock::now();
     s.host->resume();
     HostFailure f;  // an untimed ping: the host is scheduled again before the clock starts
     if (!s.host->request("ping", dl.left(), &f, "pong")) return failure(f);
+    control_ms += ms_since(p0);
     const auto b0 = Clock::now();
     auto failed = run_sets(s, order, dl);
     const double wall = ms_since(b0);
+    timed_wall_ms += wall;
+    p0 = Clock::now();
     s.host->freeze();
     if (failed) return failed;
     sync_device(ctx.device);
+    control_ms += ms_since(p0);
+    p0 = Clock::now();
     for (std::size_t j = 0; verify && j < s.ex->n_out(); ++j) {
       Comparison cmp = compare_chunked(s.ex->out(v, j), expected.at(j).t, tol);
       if (!cmp.ok)
@@ -366,6 +375,11 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
             "correct in the check but wrong on a timed repetition (output '" + task.out_specs[j].name + "')");
     }
     *verified += verify;
+    verify_ms += ms_since(p0);
+    *phases = {{"inputs_ms", inputs_ms},
+               {"host_control_ms", control_ms},
+               {"timed_ms", timed_wall_ms},
+               {"verify_ms", verify_ms}};
     if (batch == 0 && plan.warmup > 0) continue;  // the first batch warms up (module loading, clocks)
     per_rep_ms->push_back(std::max(0.0, wall - s.round_trip_ms) / K);
     calls += K;
@@ -426,16 +440,22 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     copy_params(*s.ex, task, task.in_specs.size() - task.params.size());
     int verified = 0;
     s.host->freeze();
-    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified);
+    json phases = json::object();
+    const auto c0 = Clock::now();
+    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, &phases);
+    phases["candidate_total_ms"] = ms_since(c0);
     session.reset();  // the host is killed and reaped: its context is gone before the reference is timed
     if (failed) return *failed;
     Stats cs = stats_of(cand);
     j["candidate"] = stats_json(cs, K);
     j["candidate_ms"] = cs.median;
     j["verified_batches"] = verified;
+    j["phases"] = phases;
   }
   j["sets"] = K;
+  const auto r0 = Clock::now();
   auto ref = time_reference(ctx, task, K, plan, false);
+  if (j.contains("phases")) j["phases"]["reference_total_ms"] = ms_since(r0);
   Stats rs = stats_of(ref);
   j["reference"] = stats_json(rs, K);
   j["reference_ms"] = rs.median;

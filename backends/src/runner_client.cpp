@@ -345,6 +345,9 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
     b.speedup_ci_high = j["speedup_ci"][1].get<double>();
   }
   b.sets = j.value("sets", 0);
+  if (j.contains("phases") && j["phases"].is_object())
+    for (auto& [k, v] : j["phases"].items())
+      if (v.is_number()) b.phases_ms[k] = v.get<double>();
   b.flags = j.value("flags", std::vector<std::string>{});
   b.bench_ms = j.value("bench_ms", 0.0);
   return b;

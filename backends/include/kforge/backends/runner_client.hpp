@@ -54,11 +54,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "kforge/common/outcome.hpp"
 
@@ -142,9 +141,10 @@ struct BenchResult {
   std::optional<TimingStats> reference_compile;
   double candidate_ms = 0;  ///< the candidate's time used for speedup (see flags)
   double reference_ms = 0;
-  double speedup = 0;              ///< reference_ms / candidate_ms
+  double speedup = 0;                              ///< reference_ms / candidate_ms
   double speedup_ci_low = 0, speedup_ci_high = 0;  ///< 95% percentile-bootstrap interval over batches
-  int sets = 0;                    ///< input/output sets the timed calls rotated through
+  int sets = 0;                                    ///< input/output sets the timed calls rotated through
+  std::map<std::string, double> phases_ms;         ///< where the judge's bench time went (reply "phases")
   std::vector<std::string> flags;
   double bench_ms = 0;
 };
