@@ -186,7 +186,8 @@ backends::Evaluation judge(backends::RunnerClient& runner, const backends::TaskR
 
 }  // namespace
 
-TEST_CASE("a task whose reference fails to load does not break the next task on the worker", "[verdicts]") {
+TEST_CASE("a task whose reference fails to load does not break the next task on the worker",
+          "[verdicts][runner]") {
   backends::RunnerClient runner(cpu_runner());
   auto good = agent::task_ref(fixture_task("act/relu"), "");
   auto bad = agent::task_ref(fixture_task("bad/raises_at_load"), "");
@@ -252,7 +253,7 @@ TEST_CASE("infra failures are infra_error records, never scored, and fill_record
 }
 
 TEST_CASE("kforge eval without g++ on PATH: infra_error, a count of unjudged attempts, exit 76",
-          "[verdicts]") {
+          "[verdicts][runner]") {
   fs::path dir = vtemp("nogxx");
   fs::create_directories(dir / "emptybin");
   Ran r = run_cmd(
@@ -270,7 +271,7 @@ TEST_CASE("kforge eval without g++ on PATH: infra_error, a count of unjudged att
 }
 
 TEST_CASE("kforge run: a task whose reference raises at load is listed unusable and costs no LLM call",
-          "[verdicts]") {
+          "[verdicts][runner]") {
   fs::path dir = vtemp("unusable");
   std::ofstream(dir / "script.json")
       << json{{"default", {{"content", reply_with(fixture_kernels() / "act/relu/kernel.cpp")}}}}.dump();
@@ -314,7 +315,8 @@ TEST_CASE("kforge run: a task whose reference raises at load is listed unusable 
   fs::remove_all(dir);
 }
 
-TEST_CASE("the module mode is the suite's: KernelBench runs BatchNorm in training mode", "[verdicts]") {
+TEST_CASE("the module mode is the suite's: KernelBench runs BatchNorm in training mode",
+          "[verdicts][runner]") {
   // The loaders: KernelBench (and MultiKernelBench) tasks are "train"; kforge suites declare it.
   const Task* bn = kb_suite().find("level1/1_BatchNorm2d");
   REQUIRE(bn);
@@ -357,7 +359,8 @@ TEST_CASE("the module mode is the suite's: KernelBench runs BatchNorm in trainin
   CHECK(p.user.find("TF32") != std::string::npos);
 }
 
-TEST_CASE("a task whose output is random in its module mode is unjudgeable, and listed so", "[verdicts]") {
+TEST_CASE("a task whose output is random in its module mode is unjudgeable, and listed so",
+          "[verdicts][runner]") {
   const Task* drop = kb_suite().find("level1/2_Dropout");
   REQUIRE(drop);
   backends::RunnerClient runner(cpu_runner());
@@ -389,7 +392,7 @@ TEST_CASE("a task whose output is random in its module mode is unjudgeable, and 
   fs::remove_all(dir);
 }
 
-TEST_CASE("integer outputs compare exactly: off by one above 2^24 is a mismatch", "[verdicts]") {
+TEST_CASE("integer outputs compare exactly: off by one above 2^24 is a mismatch", "[verdicts][runner]") {
   backends::RunnerClient runner(cpu_runner());
   auto ref = agent::task_ref(fixture_task("int/big_int64"), "");
   auto ev = judge(runner, ref, "int_off_by_one");
@@ -402,7 +405,8 @@ TEST_CASE("integer outputs compare exactly: off by one above 2^24 is a mismatch"
   CHECK(ev.outcome == Outcome::pass);
 }
 
-TEST_CASE("the tolerance scales with the output: all zeros fails a softmax over many classes", "[verdicts]") {
+TEST_CASE("the tolerance scales with the output: all zeros fails a softmax over many classes",
+          "[verdicts][runner]") {
   backends::RunnerClient runner(cpu_runner());
   auto ref = agent::task_ref(fixture_task("softmax/many_classes"), "");
   auto ev = judge(runner, ref, "zeros", 2);
@@ -415,7 +419,7 @@ TEST_CASE("the tolerance scales with the output: all zeros fails a softmax over 
   CHECK(ev.outcome == Outcome::pass);
 }
 
-TEST_CASE("error figures are real on passes", "[verdicts]") {
+TEST_CASE("error figures are real on passes", "[verdicts][runner]") {
   backends::RunnerClient runner(cpu_runner());
   auto ev = judge(runner, agent::task_ref(fixture_task("act/relu"), ""), "relu_plus_2e-5", 2);
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
@@ -522,7 +526,7 @@ TEST_CASE("a pass with disallowed precision is not credited; the report shows bo
 TEST_CASE(
     "kforge run without g++: infra_error turns, never shown to the model, stop at --max-infra-failures "
     "(exit 76), asked again on --resume",
-    "[verdicts]") {
+    "[verdicts][runner]") {
   fs::path dir = vtemp("runnogxx");
   fs::create_directories(dir / "emptybin");
   std::ofstream(dir / "script.json")
