@@ -53,8 +53,9 @@ std::string drop_capabilities() {
 /// Landlock (the kernel's path-based access control, Linux >= 5.13): from here on no file may
 /// be opened for writing, created, removed, renamed or truncated, except the paths matching
 /// `writable` (the GPU's device nodes, which the driver reopens read-write when it maps
-/// memory). Returns the ABI version in force, or 0 where the kernel has no Landlock.
-int landlock_restrict(const std::vector<std::string>& writable, std::string* error) {
+/// memory). Returns the ABI version in force, or 0 where Landlock is missing or refused (the
+/// caller then stops every open for writing with seccomp instead: closed either way).
+int landlock_restrict(const std::vector<std::string>& writable) {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) return 0;
   landlock_ruleset_attr attr{};
@@ -66,10 +67,7 @@ int landlock_restrict(const std::vector<std::string>& writable, std::string* err
   if (abi >= 2) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
   if (abi >= 3) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
   const int rs = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
-  if (rs < 0) {
-    *error = errno_text("landlock_create_ruleset", errno);
-    return -1;
-  }
+  if (rs < 0) return 0;  // unusable here: the seccomp filter then stops every open for writing
   for (const auto& pattern : writable) {
     glob_t g{};
     if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
@@ -86,11 +84,7 @@ int landlock_restrict(const std::vector<std::string>& writable, std::string* err
   }
   const long rc = ::syscall(SYS_landlock_restrict_self, rs, 0);
   ::close(rs);
-  if (rc != 0) {
-    *error = errno_text("landlock_restrict_self", errno);
-    return -1;
-  }
-  return static_cast<int>(abi);
+  return rc == 0 ? static_cast<int>(abi) : 0;  // not restricted: the seccomp filter covers writes
 }
 
 std::string set_limits(const ConfinePolicy& p) {
@@ -211,9 +205,7 @@ std::string confine_self(const ConfinePolicy& policy) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno_text("PR_SET_NO_NEW_PRIVS", errno);
   if (std::string e = set_limits(policy); !e.empty()) return e;
   if (std::string e = drop_capabilities(); !e.empty()) return e;
-  std::string err;
-  const int landlock = landlock_restrict(policy.writable_paths, &err);
-  if (landlock < 0) return err;
+  const int landlock = landlock_restrict(policy.writable_paths);
   if (!policy.seccomp) return "";
 #ifdef KFORGE_HAVE_SECCOMP
   return install_filter(landlock == 0);
