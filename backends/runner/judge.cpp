@@ -194,6 +194,63 @@ int choose_sets(const JudgeContext& ctx, const LoadedTask& task) {
   return k;
 }
 
+bool has_float_parameter(const LoadedTask& task) {
+  const std::size_t n_inputs = task.in_specs.size() - task.params.size();
+  for (std::size_t k = 0; k < task.params.size(); ++k)
+    if (task.in_specs[n_inputs + k].kind == "parameter" && at::isFloatingType(task.params[k].t.scalar_type()))
+      return true;
+  return false;
+}
+
+/// For one trial: adds noise to the model's floating parameters (not its buffers, whose
+/// invariants such as running_var > 0 must hold), scale 0.1 (rms + 0.1), and puts them back when
+/// it goes out of scope. The judge's own model is perturbed, so the reference sees the same values.
+class ParameterPerturbation {
+ public:
+  ParameterPerturbation(LoadedTask& task, bool on, int64_t seed) : task_(task) {
+    if (!on) return;
+    at::manual_seed(static_cast<uint64_t>(seed));
+    const std::size_t n_inputs = task.in_specs.size() - task.params.size();
+    for (std::size_t k = 0; k < task.params.size(); ++k) {
+      at::Tensor& t = task.params[k].t;
+      if (task.in_specs[n_inputs + k].kind != "parameter" || !at::isFloatingType(t.scalar_type())) continue;
+      saved_.emplace_back(k, t.clone());
+      const double rms = t.numel() ? t.to(at::kFloat).square().mean().sqrt().item<double>() : 0.0;
+      t.add_(at::randn_like(t) * (0.1 * (rms + 0.1)));
+    }
+  }
+  ~ParameterPerturbation() {
+    for (auto& [k, copy] : saved_) task_.params[k].t.copy_(copy);
+  }
+  ParameterPerturbation(const ParameterPerturbation&) = delete;
+  ParameterPerturbation& operator=(const ParameterPerturbation&) = delete;
+
+ private:
+  LoadedTask& task_;
+  std::vector<std::pair<std::size_t, at::Tensor>> saved_;
+};
+
+/// Replaces every floating, non-scalar input with a normal draw scaled to max(1, 3 rms): values of
+/// both signs and beyond [0, 1) (KernelBench's torch.rand), where approximations differ. False
+/// when no input is floating.
+bool widen_inputs(std::vector<HeldTensor>& inputs, int64_t seed) {
+  at::manual_seed(static_cast<uint64_t>(seed) ^ 0x5eedULL);
+  bool any = false;
+  for (auto& h : inputs) {
+    if (!at::isFloatingType(h.t.scalar_type()) || h.t.numel() <= 1) continue;
+    const double rms = h.t.to(at::kFloat).square().mean().sqrt().item<double>();
+    h.t.copy_(at::randn_like(h.t) * std::max(1.0, 3 * rms));
+    any = true;
+  }
+  return any;
+}
+
+bool all_finite(const std::vector<HeldTensor>& outs) {
+  for (const auto& o : outs)
+    if (at::isFloatingType(o.t.scalar_type()) && !o.t.isfinite().all().item<bool>()) return false;
+  return true;
+}
+
 /// nullopt when every output of every set holds the poison the judge just wrote.
 std::optional<json> still_poisoned(const Exchange& ex) {
   for (int k = 0; k < ex.sets(); ++k)
@@ -236,10 +293,27 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl)) return *r;
   json result{{"ok", true}, {"trials", trials}};
   double max_abs = 0, max_rel = 0, max_ratio = 0;
-  for (int i = 0; i < trials; ++i) {
+  // The task's own trials, then one with the model's floating parameters perturbed (a kernel that
+  // ignores or mis-indexes a parameter fails even where the initial values hide it: LayerNorm's
+  // ones and zeros) and one on a wider input distribution, where the reference stays finite.
+  const bool perturb = req.value("perturb_parameters", true) && has_float_parameter(task);
+  const bool wide = req.value("wide_inputs", true);
+  const int total = trials + perturb + wide;
+  json checks = json::array({std::to_string(trials) + " trials on the task's own inputs"});
+  for (int i = 0; i < total; ++i) {
+    const bool p_trial = perturb && i == trials, w_trial = wide && i == trials + perturb;
+    const std::string what = p_trial ? " (parameters perturbed)" : w_trial ? " (wider inputs)" : "";
     s.host->freeze();  // the reference runs while nothing of the candidate can
     if (i > 0) inputs = task.ref.make_inputs(seed + i);
+    ParameterPerturbation perturbation(task, p_trial, seed + i);
+    if (w_trial && !widen_inputs(inputs, seed + i)) continue;
     auto expected = task.ref.run(inputs);
+    if (w_trial && !all_finite(expected)) {
+      checks.push_back("wider inputs: skipped (the reference is not finite on them)");
+      continue;
+    }
+    if (p_trial) checks.push_back("1 trial with the floating parameters perturbed");
+    if (w_trial) checks.push_back("1 trial on scaled-normal inputs");
     copy_inputs(*s.ex, 0, inputs);
     copy_params(*s.ex, task, inputs.size());
     s.ex->poison(0);
@@ -256,15 +330,17 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
       max_ratio = std::max(max_ratio, cmp.tolerance_ratio);
       if (!cmp.ok)
         failed = mismatch_reply(cmp, cmp.sub_kind,
-                                "trial " + std::to_string(i + 1) + " of " + std::to_string(trials) +
+                                "trial " + std::to_string(i + 1) + " of " + std::to_string(total) + what +
                                     ", output '" + task.out_specs[k].name + "'");
     }
     if (failed) {
       (*failed)["trials_passed"] = i;
+      (*failed)["checks"] = checks;
       (*failed)["check_ms"] = ms_since(t0);
       return *failed;
     }
   }
+  result["checks"] = checks;
   *keep = std::move(session);
   result["outcome"] = "pass";
   result["trials_passed"] = trials;

@@ -337,10 +337,13 @@ TEST_CASE("the module mode is the suite's: KernelBench runs BatchNorm in trainin
   ev = judge(runner, ref, "batchnorm_train");
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::pass);
-  // The same file declared eval in a kforge suite: the identity is (numerically) right there.
+  // The same file declared eval in a kforge suite: with the initial running statistics and
+  // affine parameters the identity is (numerically) right on the task's own trials, and only the
+  // trial with the parameters perturbed (weight and bias no longer ones and zeros) exposes it.
   ev = judge(runner, agent::task_ref(fixture_task("norm/batchnorm_eval"), ""), "identity");
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
-  CHECK(ev.outcome == Outcome::pass);
+  CHECK(ev.outcome == Outcome::output_mismatch);
+  CHECK(ev.message.find("(parameters perturbed)") != std::string::npos);
   ev = judge(runner, agent::task_ref(fixture_task("norm/batchnorm_train"), ""), "identity");
   CHECK(ev.outcome == Outcome::output_mismatch);
 
@@ -585,4 +588,27 @@ TEST_CASE(
   for (const auto& e : fs::recursive_directory_iterator(out))
     if (e.path().filename() == "prompt.md") CHECK(slurp(e.path()).find("was not found") == std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "every parameter and a wider input range are checked: ignoring LayerNorm's affine or "
+    "approximating GELU fails",
+    "[verdicts][runner]") {
+  static Suite kb = load_suite(fs::path(KFORGE_TESTS_DIR) / "fixtures/checks_kb");
+  backends::RunnerClient runner(cpu_runner());
+  // Weight ones and bias zeros: the task's own trials cannot tell; the perturbed trial can.
+  auto ln = agent::task_ref(*kb.find("level1/4_LayerNorm"), "");
+  auto ev = judge(runner, ln, "layernorm_no_affine");
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::output_mismatch);
+  CHECK(ev.message.find("(parameters perturbed)") != std::string::npos);
+  // torch.rand inputs in [0, 1): the tanh GELU is within tolerance there, not on wider inputs.
+  auto gelu = agent::task_ref(*kb.find("level1/5_GELU"), "");
+  ev = judge(runner, gelu, "gelu_tanh_approx");
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::output_mismatch);
+  CHECK(ev.message.find("(wider inputs)") != std::string::npos);
+  ev = judge(runner, gelu, "gelu_exact");
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
 }
