@@ -151,6 +151,10 @@ std::vector<std::string> judged_checks(const Task& task, const std::vector<backe
   v.push_back(std::to_string(trials) +
               " trials, each on fresh random inputs from get_inputs() (a new seed per trial); outputs are "
               "pre-filled with a poison value, so every element must be written");
+  v.push_back(
+      "then one trial with the model's floating parameters perturbed (every weight and bias must be read "
+      "and used, even where its initial value is 1 or 0) and one on scaled-normal inputs of both signs "
+      "(where the reference stays finite): exact semantics, not an approximation that holds on [0, 1)");
   std::set<std::string> dtypes;
   for (const auto& o : outputs) dtypes.insert(o.dtype);
   for (const auto& dt : dtypes) {

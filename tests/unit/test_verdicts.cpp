@@ -358,6 +358,7 @@ TEST_CASE("the module mode is the suite's: KernelBench runs BatchNorm in trainin
   CHECK(p.user.find("**training mode**") != std::string::npos);
   CHECK(p.user.find("statistics of the batch") != std::string::npos);
   CHECK(p.user.find("5 trials") != std::string::npos);
+  CHECK(p.user.find("parameters perturbed") != std::string::npos);
   CHECK(p.user.find("atol = 0.0001") != std::string::npos);
   CHECK(p.user.find("TF32") != std::string::npos);
 }
