@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "kforge/backends/resource_usage.hpp"
 #include "kforge/backends/precision.hpp"
+#include "kforge/backends/resource_usage.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"

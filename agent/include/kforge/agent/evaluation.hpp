@@ -4,8 +4,8 @@
 #pragma once
 
 #include <filesystem>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,8 +89,8 @@ struct EvalCommand {
   std::string arch;    ///< cuda target, "" = detect
   std::string device;  ///< "" = cpu for the cpu backend, cuda:0 for cuda
   std::string baseline = "eager";
-  std::string only;               ///< evaluate only task ids containing this substring
-  std::string profiler = "auto";  ///< none | basic | ncu | auto (ncu where it works, else basic)
+  std::string only;                          ///< evaluate only task ids containing this substring
+  std::string profiler = "auto";             ///< none | basic | ncu | auto (ncu where it works, else basic)
   std::vector<std::string> allow_precision;  ///< lower-precision kinds credited: tf32, fp16, bf16
 };
 
