@@ -24,16 +24,23 @@ int64_t align_up(int64_t v) {
   return (v + kAlign - 1) / kAlign * kAlign;
 }
 
+}  // namespace
+
 int64_t bytes_of(const TensorSpec& s) {
   int64_t n = 1;
   for (auto d : s.shape) n *= d;
   return n * static_cast<int64_t>(c10::elementSize(scalar_type_of(s.dtype)));
 }
 
-bool shared_param(const TensorSpec& s) {
+bool is_model_state(const TensorSpec& s) {
   return s.kind == "parameter" || s.kind == "buffer";
 }
-}  // namespace
+
+bool all_finite(const std::vector<HeldTensor>& ts) {
+  for (const auto& h : ts)
+    if (at::isFloatingType(h.t.scalar_type()) && !h.t.isfinite().all().item<bool>()) return false;
+  return true;
+}
 
 Exchange::Exchange(const at::Device& device, const std::vector<TensorSpec>& in_specs,
                    const std::vector<bool>& in_on_host, const std::vector<TensorSpec>& out_specs, int sets)
@@ -50,14 +57,14 @@ Exchange::Exchange(const at::Device& device, const std::vector<TensorSpec>& in_s
   std::vector<std::vector<std::pair<int, int64_t>>> in_at(sets), out_at(sets);
   std::vector<std::pair<int, int64_t>> param_at(in_specs.size(), {-1, 0});
   for (std::size_t i = 0; i < in_specs.size(); ++i)
-    if (shared_param(in_specs[i])) {
+    if (is_model_state(in_specs[i])) {
       int a = arena_of_input(i);
       param_at[i] = {a, size[a]};
       size[a] = align_up(size[a] + bytes_of(in_specs[i]));
     }
   for (int k = 0; k < sets; ++k) {
     for (std::size_t i = 0; i < in_specs.size(); ++i) {
-      if (shared_param(in_specs[i])) {
+      if (is_model_state(in_specs[i])) {
         in_at[k].push_back(param_at[i]);
         continue;
       }

@@ -25,10 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Ms = std::chrono::milliseconds;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 void sync_device(const at::Device& d) {
 #ifdef KFORGE_RUNNER_CUDA
   if (d.is_cuda()) cudaDeviceSynchronize();
@@ -163,14 +159,12 @@ std::optional<json> check_untouched(const Exchange& ex, const LoadedTask& task,
   return std::nullopt;
 }
 
-int64_t bytes_of(const std::vector<TensorSpec>& specs, bool params) {
+/// Bytes of one input/output set: everything but the model's parameters and buffers.
+int64_t set_bytes(const LoadedTask& task) {
   int64_t b = 0;
-  for (const auto& s : specs) {
-    if ((s.kind == "parameter" || s.kind == "buffer") != params) continue;
-    int64_t n = 1;
-    for (auto d : s.shape) n *= d;
-    b += n * static_cast<int64_t>(c10::elementSize(scalar_type_of(s.dtype)));
-  }
+  for (const auto& s : task.in_specs)
+    if (!is_model_state(s)) b += bytes_of(s);
+  for (const auto& s : task.out_specs) b += bytes_of(s);
   return b;
 }
 
@@ -178,8 +172,7 @@ int64_t bytes_of(const std::vector<TensorSpec>& specs, bool params) {
 /// cache cannot hold them (twice the L2; 64 MiB on the CPU), at most 64, and
 /// few enough that the exchange, the judge's copies and the reference fit in free memory.
 int choose_sets(const JudgeContext& ctx, const LoadedTask& task) {
-  const int64_t per_set =
-      std::max<int64_t>(1, bytes_of(task.in_specs, false) + bytes_of(task.out_specs, false));
+  const int64_t per_set = std::max<int64_t>(1, set_bytes(task));
   const int64_t target = ctx.l2_bytes > 0 ? 2 * ctx.l2_bytes : (64LL << 20);
   // One set already larger than the target is cold by itself: no rotation needed.
   int k = static_cast<int>(std::clamp<int64_t>((target + per_set - 1) / per_set, 1, 64));
@@ -194,12 +187,22 @@ int choose_sets(const JudgeContext& ctx, const LoadedTask& task) {
   return k;
 }
 
-bool has_float_parameter(const LoadedTask& task) {
+/// Parameter k of the model may be perturbed: a floating parameter (buffers keep invariants
+/// such as running_var > 0).
+bool perturbable(const LoadedTask& task, std::size_t k) {
   const std::size_t n_inputs = task.in_specs.size() - task.params.size();
+  return task.in_specs[n_inputs + k].kind == "parameter" &&
+         at::isFloatingType(task.params[k].t.scalar_type());
+}
+
+bool has_float_parameter(const LoadedTask& task) {
   for (std::size_t k = 0; k < task.params.size(); ++k)
-    if (task.in_specs[n_inputs + k].kind == "parameter" && at::isFloatingType(task.params[k].t.scalar_type()))
-      return true;
+    if (perturbable(task, k)) return true;
   return false;
+}
+
+double rms_of(const at::Tensor& t) {
+  return t.numel() ? t.to(at::kFloat).square().mean().sqrt().item<double>() : 0.0;
 }
 
 /// For one trial: adds noise to the model's floating parameters (not its buffers, whose
@@ -210,13 +213,11 @@ class ParameterPerturbation {
   ParameterPerturbation(LoadedTask& task, bool on, int64_t seed) : task_(task) {
     if (!on) return;
     at::manual_seed(static_cast<uint64_t>(seed));
-    const std::size_t n_inputs = task.in_specs.size() - task.params.size();
     for (std::size_t k = 0; k < task.params.size(); ++k) {
+      if (!perturbable(task, k)) continue;
       at::Tensor& t = task.params[k].t;
-      if (task.in_specs[n_inputs + k].kind != "parameter" || !at::isFloatingType(t.scalar_type())) continue;
       saved_.emplace_back(k, t.clone());
-      const double rms = t.numel() ? t.to(at::kFloat).square().mean().sqrt().item<double>() : 0.0;
-      t.add_(at::randn_like(t) * (0.1 * (rms + 0.1)));
+      t.add_(at::randn_like(t) * (0.1 * (rms_of(t) + 0.1)));
     }
   }
   ~ParameterPerturbation() {
@@ -238,17 +239,10 @@ bool widen_inputs(std::vector<HeldTensor>& inputs, int64_t seed) {
   bool any = false;
   for (auto& h : inputs) {
     if (!at::isFloatingType(h.t.scalar_type()) || h.t.numel() <= 1) continue;
-    const double rms = h.t.to(at::kFloat).square().mean().sqrt().item<double>();
-    h.t.copy_(at::randn_like(h.t) * std::max(1.0, 3 * rms));
+    h.t.copy_(at::randn_like(h.t) * std::max(1.0, 3 * rms_of(h.t)));
     any = true;
   }
   return any;
-}
-
-bool all_finite(const std::vector<HeldTensor>& outs) {
-  for (const auto& o : outs)
-    if (at::isFloatingType(o.t.scalar_type()) && !o.t.isfinite().all().item<bool>()) return false;
-  return true;
 }
 
 /// nullopt when every output of every set holds the poison the judge just wrote.

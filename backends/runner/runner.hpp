@@ -11,6 +11,7 @@
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -131,6 +132,19 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
 /// multi-GB outputs; the magnitude scaling uses the whole reference's RMS. A failure reports
 /// the first failing slice (counts are that slice's).
 Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
+
+/// Bytes of a contiguous tensor of this spec (exchange.cpp).
+int64_t bytes_of(const TensorSpec& s);
+/// True for the model's parameters and buffers: one copy shared by every input set.
+bool is_model_state(const TensorSpec& s);
+
+/// Milliseconds since t0 on the steady clock.
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// True when no floating-point tensor holds a NaN or an infinity.
+bool all_finite(const std::vector<HeldTensor>& ts);
 
 /// A task loaded in the judge: the reference model, its pristine parameters and buffers (the
 /// judge's own; candidates only ever see copies) and the tensor specs of the C ABI.

@@ -36,9 +36,6 @@ using namespace kforge::runner;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 int g_out_fd = -1;
 FILE* g_in = nullptr;
@@ -260,10 +257,7 @@ class Worker {
       auto outs = cur().task.ref.run(inputs);
       sync();
       ms.push_back(ms_since(t0));
-      bool finite = true;
-      for (auto& o : outs)
-        if (at::isFloatingType(o.t.scalar_type()) && !o.t.isfinite().all().item<bool>()) finite = false;
-      if (!finite)
+      if (!all_finite(outs))
         return {{"ok", false}, {"error", "reference"}, {"message", "reference output has NaN/Inf"}};
     }
     return {{"ok", true}, {"ms", ms}};
