@@ -28,6 +28,7 @@
 #include "kforge/common/util.hpp"
 #include "kforge/prompts/prompts.hpp"
 #include "kforge/runs/run_dir.hpp"
+#include "scripted_server.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -95,51 +96,7 @@ Ran run_cmd(const std::vector<std::string>& args, const std::map<std::string, st
   return r;
 }
 
-class ScriptedLlm {
- public:
-  ScriptedLlm(const fs::path& script, const fs::path& log) {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, STDERR_FILENO);
-      std::string bin = std::string(KFORGE_BUILD_DIR) + "/tests/kforge-scripted-llm";
-      std::vector<std::string> a{bin, "--port", "0", "--script", script.string(), "--log", log.string()};
-      std::vector<char*> argv;
-      for (auto& s : a) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    std::string line;
-    pollfd p{fds[0], POLLIN, 0};
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      if (poll(&p, 1, 100) <= 0) continue;
-      char buf[256];
-      ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<std::size_t>(n));
-    }
-    close(fds[0]);
-    const std::string prefix = "listening on 127.0.0.1:";
-    REQUIRE(line.rfind(prefix, 0) == 0);
-    url_ = "http://127.0.0.1:" + std::to_string(std::stoi(line.substr(prefix.size())));
-  }
-  ~ScriptedLlm() {
-    kill(pid_, SIGTERM);
-    int st = 0;
-    waitpid(pid_, &st, 0);
-  }
-  const std::string& url() const { return url_; }
-
- private:
-  pid_t pid_ = -1;
-  std::string url_;
-};
+using ScriptedLlm = kforge::test::ScriptedServer;
 
 std::string reply_with(const fs::path& kernel) {
   return "Here is the kernel.\n\n```cpp\n" + slurp(kernel) + "```\n";
