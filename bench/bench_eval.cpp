@@ -1,7 +1,8 @@
 // bench_eval: one full evaluation of a candidate (compile, 5 trials, timing of candidate and
 // reference), with a per-phase breakdown. Default: activation/gelu_tanh at its `large`
 // profile (4 GiB of input) on cuda:0. Target (issue 3): <= 10 s wall on an H100.
-// Usage: bench_eval [out.json] [backend] [profile] [task]
+// Usage: bench_eval [out.json] [backend] [profile] [task] [suite] [kernel source]
+// (suite: a name or directory, default kforge-core; source: default the task's exemplar)
 #include <filesystem>
 
 #include "bench_util.hpp"
@@ -14,12 +15,13 @@ int main(int argc, char** argv) {
   std::string backend_name = argc > 2 ? argv[2] : "cuda";
   std::string profile = argc > 3 ? argv[3] : "large";
   std::string task_id = argc > 4 ? argv[4] : "activation/gelu_tanh";
-  Suite suite = load_suite(kforge_home() / "benchmarks/suites/kforge-core");
+  Suite suite = load_suite(resolve_suite(argc > 5 ? argv[5] : "kforge-core"));
   const Task* task = suite.find(task_id);
   if (!task) return std::fprintf(stderr, "no task %s\n", task_id.c_str()), 1;
   const auto& backend = backends::get_backend(backend_name);
-  std::string source =
-      read_file(kforge_home() / "prompts/exemplars" / backend_name / task_id / backend.source_file_name());
+  std::string source = read_file(argc > 6 ? fs::path(argv[6])
+                                          : kforge_home() / "prompts/exemplars" / backend_name / task_id /
+                                                backend.source_file_name());
   backends::RunnerConfig rc;
   rc.device = backend_name == "cpu" ? "cpu" : "cuda:0";
   backends::RunnerClient runner(rc);
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
   std::printf("%-34s %10.1f\n", "task load (model + probe run)", load_ms);
   std::printf("%-34s %10.1f\n", "compile (cold cache)", ev.compile_ms);
   std::printf("%-34s %10.1f\n", "check (5 trials)", ev.check_ms);
+  if (ev.check)
+    for (const auto& [k, v] : ev.check->phases_ms) std::printf("  check: %-26s %10.1f\n", k.c_str(), v);
   std::printf("%-34s %10.1f\n", "bench (candidate + reference)", ev.bench_ms);
   if (ev.bench)
     for (const auto& [k, v] : ev.bench->phases_ms) std::printf("  bench: %-26s %10.1f\n", k.c_str(), v);
@@ -68,6 +72,8 @@ int main(int argc, char** argv) {
                      {"check_ms", ev.check_ms},
                      {"bench_ms", ev.bench_ms},
                      {"evaluation_ms", eval_ms},
+                     {"check_phases_ms", ev.check ? ev.check->phases_ms : std::map<std::string, double>{}},
+                     {"bench_phases_ms", ev.bench ? ev.bench->phases_ms : std::map<std::string, double>{}},
                      {"speedup", ev.bench && ev.bench->ok ? ev.bench->speedup : 0.0}});
   return ev.outcome == Outcome::pass ? 0 : 1;
 }

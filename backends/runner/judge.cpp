@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -86,16 +87,33 @@ Tolerances tolerances_of(const json& req) {
 
 using Session = CandidateSession;
 
+/// Wall time per named phase of one request (ms), reported in the reply as "phases": each
+/// lap(name) adds the time since the previous lap to that phase.
+class Laps {
+ public:
+  void lap(const char* name) {
+    const auto now = Clock::now();
+    ms_[name] += std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+  }
+  json to_json() const { return json(ms_); }
+
+ private:
+  Clock::time_point last_ = Clock::now();
+  std::map<std::string, double> ms_;
+};
+
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
 /// candidate is loaded yet, so it cannot inflate it) and loads the artifact. A reply in *out
 /// when the candidate failed to load; throws on the judge's own failures.
 std::optional<json> open_session(const JudgeContext& ctx, const std::string& artifact, Session& s,
-                                 const Deadline& dl) {
+                                 const Deadline& dl, Laps& laps) {
   std::string err;
   s.artifact = artifact;
   s.host = CandidateHost::start(ctx.host_exe, artifact, ctx.device.is_cuda() ? ctx.device.index() : -1,
                                 s.ex->host_fds(), &err);
   if (!s.host) throw std::runtime_error(err);
+  laps.lap("host_start_ms");
   HostFailure f;
   std::string bad;
   if (!s.host->pipeline(s.ex->host_lines(4), dl.left(), &bad, &f))
@@ -110,7 +128,9 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   }
   std::nth_element(rt.begin(), rt.begin() + 4, rt.end());
   s.round_trip_ms = rt[4];
+  laps.lap("host_setup_ms");
   auto r = s.host->request("load", dl.left(), &f);
+  laps.lap("host_load_ms");
   if (!r) return failure(f);
   if (*r == "ok") return std::nullopt;
   if (r->rfind("err entry_point", 0) == 0) return failure("format_error", "entry_point", r->substr(16));
@@ -278,13 +298,15 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   const int trials = req.value("trials", 5);
   const int64_t seed = req.value("seed", 1000);
   const Deadline dl(req.value("deadline_ms", 50'000));
+  Laps laps;
   auto inputs = task.ref.make_inputs(seed);
   auto session = std::make_unique<Session>();
   Session& s = *session;
   // As many sets as the bench will rotate through, so that the bench can reuse this host.
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
-  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl)) return *r;
+  laps.lap("exchange_ms");
+  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps)) return *r;
   json result{{"ok", true}, {"trials", trials}};
   double max_abs = 0, max_rel = 0, max_ratio = 0;
   // The task's own trials, then one with the model's floating parameters perturbed (a kernel that
@@ -301,7 +323,10 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     if (i > 0) inputs = task.ref.make_inputs(seed + i);
     ParameterPerturbation perturbation(task, p_trial, seed + i);
     if (w_trial && !widen_inputs(inputs, seed + i)) continue;
+    laps.lap("inputs_ms");
     auto expected = task.ref.run(inputs);
+    sync_device(ctx.device);
+    laps.lap("reference_ms");
     if (w_trial && !all_finite(expected)) {
       checks.push_back("wider inputs: skipped (the reference is not finite on them)");
       continue;
@@ -312,11 +337,14 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     copy_params(*s.ex, task, inputs.size());
     s.ex->poison(0);
     sync_device(ctx.device);
+    laps.lap("exchange_ms");
     s.host->resume();
     auto failed = run_sets(s, {0}, dl);
     s.host->freeze();  // a thread left running cannot finish while the judge looks
     sync_device(ctx.device);
+    laps.lap("candidate_ms");
     if (!failed) failed = check_untouched(*s.ex, task, inputs);
+    laps.lap("untouched_ms");
     for (std::size_t k = 0; !failed && k < s.ex->n_out(); ++k) {
       Comparison cmp = compare_chunked(s.ex->out(0, k), expected.at(k).t, tol);
       max_abs = std::max(max_abs, cmp.max_abs);
@@ -327,6 +355,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
                                 "trial " + std::to_string(i + 1) + " of " + std::to_string(total) + what +
                                     ", output '" + task.out_specs[k].name + "'");
     }
+    laps.lap("compare_ms");
     if (failed) {
       (*failed)["trials_passed"] = i;
       (*failed)["checks"] = checks;
@@ -343,6 +372,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   result["tolerance_ratio"] = max_ratio;
   result["mismatch_fraction"] = 0.0;
   result["check_ms"] = ms_since(t0);
+  result["phases"] = laps.to_json();
   return result;
 }
 
@@ -389,8 +419,7 @@ struct BenchPlan {
 /// verification, K calls in a shuffled order timed by the judge's clock. Fills *per_rep_ms.
 std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Session& s,
                                    const BenchPlan& plan, const Tolerances& tol, const Deadline& dl,
-                                   std::vector<double>* per_rep_ms, int* verified, json* phases) {
-  double inputs_ms = 0, verify_ms = 0, control_ms = 0, timed_wall_ms = 0;
+                                   std::vector<double>* per_rep_ms, int* verified, Laps& laps) {
   std::random_device rd;
   std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
   const int K = s.ex->sets();
@@ -404,15 +433,15 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     // every other batch on average is verified (skipping work in any batch risks it).
     const bool verify = batch < 3 || std::bernoulli_distribution(0.5)(rng);
     const int v = verify ? std::uniform_int_distribution<int>(0, K - 1)(rng) : -1;
-    auto p0 = Clock::now();
     std::vector<HeldTensor> expected;
-    std::vector<HeldTensor> v_inputs;
     for (int k = 0; k < K; ++k) {
       auto inputs = task.ref.make_inputs(static_cast<int64_t>(rng() >> 33));
       copy_inputs(*s.ex, k, inputs);
       if (k == v) {
+        laps.lap("inputs_ms");
         expected = task.ref.run(inputs);
-        v_inputs = std::move(inputs);
+        sync_device(ctx.device);
+        laps.lap("verify_reference_ms");
       }
       s.ex->poison(k);
     }
@@ -421,22 +450,19 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     // Still poisoned, every output of the batch: work that a candidate left running on the GPU
     // (a persistent kernel watching for fresh inputs) cannot do the batch's work untimed.
     if (auto f = still_poisoned(*s.ex)) return f;
-    inputs_ms += ms_since(p0);
-    p0 = Clock::now();
+    laps.lap("inputs_ms");
     s.host->resume();
     HostFailure f;  // an untimed ping: the host is scheduled again before the clock starts
     if (!s.host->request("ping", dl.left(), &f, "pong")) return failure(f);
-    control_ms += ms_since(p0);
+    laps.lap("host_control_ms");
     const auto b0 = Clock::now();
     auto failed = run_sets(s, order, dl);
     const double wall = ms_since(b0);
-    timed_wall_ms += wall;
-    p0 = Clock::now();
+    laps.lap("timed_ms");
     s.host->freeze();
     if (failed) return failed;
     sync_device(ctx.device);
-    control_ms += ms_since(p0);
-    p0 = Clock::now();
+    laps.lap("host_control_ms");
     for (std::size_t j = 0; verify && j < s.ex->n_out(); ++j) {
       Comparison cmp = compare_chunked(s.ex->out(v, j), expected.at(j).t, tol);
       if (!cmp.ok)
@@ -445,11 +471,7 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
             "correct in the check but wrong on a timed repetition (output '" + task.out_specs[j].name + "')");
     }
     *verified += verify;
-    verify_ms += ms_since(p0);
-    *phases = {{"inputs_ms", inputs_ms},
-               {"host_control_ms", control_ms},
-               {"timed_ms", timed_wall_ms},
-               {"verify_ms", verify_ms}};
+    laps.lap("verify_ms");
     if (batch == 0 && plan.warmup > 0) continue;  // the first batch warms up (module loading, clocks)
     per_rep_ms->push_back(std::max(0.0, wall - s.round_trip_ms) / K);
     calls += K;
@@ -494,6 +516,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   const Deadline dl(req.value("deadline_ms", 150'000));
   int K = choose_sets(ctx, task);
   json j{{"ok", true}, {"timing", "judge_clock"}};
+  Laps laps;
   std::vector<double> cand;
   if (req.contains("artifact")) {
     const std::string artifact = req.at("artifact").get<std::string>();
@@ -503,29 +526,26 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
       session->ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),
                                                task.out_specs, K);
       probe.clear();
-      if (auto r = open_session(ctx, artifact, *session, dl)) return *r;
+      if (auto r = open_session(ctx, artifact, *session, dl, laps)) return *r;
     }
     Session& s = *session;
     K = s.ex->sets();
     copy_params(*s.ex, task, task.in_specs.size() - task.params.size());
     int verified = 0;
     s.host->freeze();
-    json phases = json::object();
-    const auto c0 = Clock::now();
-    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, &phases);
-    phases["candidate_total_ms"] = ms_since(c0);
+    laps.lap("params_ms");
+    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps);
     session.reset();  // the host is killed and reaped: its context is gone before the reference is timed
+    laps.lap("host_exit_ms");
     if (failed) return *failed;
     Stats cs = stats_of(cand);
     j["candidate"] = stats_json(cs, K);
     j["candidate_ms"] = cs.median;
     j["verified_batches"] = verified;
-    j["phases"] = phases;
   }
   j["sets"] = K;
-  const auto r0 = Clock::now();
   auto ref = time_reference(ctx, task, K, plan, false);
-  if (j.contains("phases")) j["phases"]["reference_total_ms"] = ms_since(r0);
+  laps.lap("reference_timing_ms");
   Stats rs = stats_of(ref);
   j["reference"] = stats_json(rs, K);
   j["reference_ms"] = rs.median;
@@ -537,6 +557,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["speedup_ci"] = {lo, hi};
   }
   j["flags"] = json::array();
+  j["phases"] = laps.to_json();
   j["bench_ms"] = ms_since(t0);
   return j;
 }

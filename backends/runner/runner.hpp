@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,16 +122,24 @@ GuardedOutput make_guarded_output(const std::vector<int64_t>& shape, at::ScalarT
 bool guards_intact(const GuardedOutput& g);
 /// True where the element still holds the poison bit pattern.
 at::Tensor poison_mask(const at::Tensor& t);
-/// Compares one output: floats elementwise |a - e| <= effective_atol + rtol |e| (NaN matches NaN),
-/// then rejects a constant output where the reference is not constant; integers and bool
-/// exactly, in their own dtype. Fills the error figures on passes too.
-/// `rms_expected` >= 0: the root-mean-square of the finite reference values, given by a caller
-/// that compares a large tensor in chunks (compare_chunked); < 0: computed here.
+/// Compares one output: floats elementwise |a - e| <= effective_atol + rtol |e| where the
+/// reference is finite (NaN matches NaN; an infinity matches only itself), then rejects a constant output
+/// where the reference is not constant; integers and bool exactly, in their own dtype. Fills the error
+/// figures on passes too. `rms_expected` >= 0: the root-mean-square of the finite reference values, given by
+/// a caller that compares a large tensor in chunks (compare_chunked); < 0: computed here.
 Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol,
                    double rms_expected = -1);
-/// compare() over slices of at most 2^27 elements, so that its temporaries stay bounded on
-/// multi-GB outputs; the magnitude scaling uses the whole reference's RMS. A failure reports
-/// the first failing slice (counts are that slice's).
+/// The passing Comparison of a float output (float32/64, float16, bfloat16) when compare()'s rule
+/// holds for every element and the output is not constant where the reference varies, found in
+/// two reads of memory (compare_core.hpp; on the GPU, compare_cuda.cu); nullopt when it does
+/// not hold or the path does not apply. One difference from compare_chunked's slices: the
+/// constant-output rule looks at the whole output.
+std::optional<Comparison> fused_pass(const at::Tensor& actual, const at::Tensor& expected,
+                                     const Tolerances& tol);
+/// The judge's comparison of one output: fused_pass() first; anything it does not pass goes
+/// to compare() over slices of at most 2^27 elements, so that its temporaries stay bounded on
+/// multi-GB outputs (the magnitude scaling uses the whole reference's RMS), which has the last
+/// word and describes the failure: the first failing slice (counts are that slice's).
 Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
 
 /// Bytes of a contiguous tensor of this spec (exchange.cpp).

@@ -1,10 +1,18 @@
 // Output poisoning, canary guards and the reference comparison of kforge-runner
 // (DESIGN.md §4: poisoned outputs, per-dtype tolerances, a mismatch report).
+#include <ATen/Parallel.h>
+
 #include <cmath>
 #include <cstdio>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
+#include "compare_core.hpp"
 #include "runner.hpp"
+#ifdef KFORGE_RUNNER_CUDA
+#include "compare_cuda.hpp"
+#endif
 
 namespace kforge::runner {
 
@@ -225,7 +233,8 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
     c.effective_atol = effective_atol(atol, rms);
     diff = (a - e).abs();
     const auto same = a.eq(e) | (a.isnan() & e.isnan());
-    close = diff.le(c.effective_atol + rtol * e.abs()) | same;
+    // An infinite reference is matched only by itself (as torch.allclose does).
+    close = (diff.le(c.effective_atol + rtol * e.abs()) & e.isfinite()) | same;
     auto bad_nonfinite = (a.isnan() | a.isinf()) & ~(e.isnan() | e.isinf());
     c.nan_inf = (bad_nonfinite & ~unwritten).sum().item<int64_t>();
     diff = diff.masked_fill(same, 0);
@@ -327,7 +336,102 @@ void poison_fill(at::Tensor& t) {
 
 namespace kforge::runner {
 
+namespace {
+
+std::optional<fused::FloatKind> float_kind(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return fused::FloatKind::f32;
+    case at::kDouble:
+      return fused::FloatKind::f64;
+    case at::kHalf:
+      return fused::FloatKind::f16;
+    case at::kBFloat16:
+      return fused::FloatKind::bf16;
+    default:
+      return std::nullopt;
+  }
+}
+
+/// Both passes of the one-pass rule over contiguous host or device buffers of n elements. False
+/// when the device path failed (the caller falls back to compare()).
+bool fused_stats(const at::Tensor& a, const at::Tensor& e, fused::FloatKind kind, const Tolerances& tol,
+                 fused::Rule* rule, fused::ReferenceStats* rs, fused::OutputStats* os) {
+  const int64_t n = e.numel();
+  const void *ap = a.data_ptr(), *ep = e.data_ptr();
+  auto [atol, rtol] = tol.for_dtype(dtype_name(e.scalar_type()));
+  rule->atol = atol;
+  rule->rtol = rtol;
+  rule->poison_bits = static_cast<uint64_t>(poison_of(e.scalar_type()).second);
+  auto finish_rule = [&] {
+    const double rms = rs->finite ? std::sqrt(rs->sumsq / static_cast<double>(rs->finite)) : 0.0;
+    rule->effective_atol = effective_atol(atol, rms);
+  };
+  if (e.is_cuda()) {
+#ifdef KFORGE_RUNNER_CUDA
+    auto scratch = at::empty({static_cast<int64_t>(fused::cuda_scratch_bytes())},
+                             at::TensorOptions().dtype(at::kByte).device(e.device()));
+    if (!fused::cuda_reference_stats(ep, n, kind, scratch.data_ptr(), rs).empty()) return false;
+    finish_rule();
+    return fused::cuda_output_stats(ap, ep, n, kind, *rule, scratch.data_ptr(), os).empty();
+#else
+    return false;
+#endif
+  }
+  std::mutex mu;
+  constexpr int64_t kGrain = int64_t{1} << 16;
+  at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t end) {
+    fused::ReferenceStats part;
+    uint64_t bits = 0;
+    for (int64_t i = b; i < end; ++i) fused::fold_reference(part, fused::load(ep, i, kind, &bits));
+    std::lock_guard<std::mutex> lock(mu);
+    fused::merge(*rs, part);
+  });
+  finish_rule();
+  at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t end) {
+    fused::OutputStats part;
+    uint64_t a_bits = 0, e_bits = 0;
+    for (int64_t i = b; i < end; ++i) {
+      const double av = fused::load(ap, i, kind, &a_bits);
+      fused::fold_output(part, av, a_bits, fused::load(ep, i, kind, &e_bits), kind, *rule);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    fused::merge(*os, part);
+  });
+  return true;
+}
+
+}  // namespace
+
+std::optional<Comparison> fused_pass(const at::Tensor& actual, const at::Tensor& expected,
+                                     const Tolerances& tol) {
+  const auto kind = float_kind(expected.scalar_type());
+  if (!kind || actual.sizes() != expected.sizes() || actual.scalar_type() != expected.scalar_type() ||
+      actual.device() != expected.device() || expected.numel() == 0)
+    return std::nullopt;
+  const at::Tensor a = actual.contiguous(), e = expected.contiguous();
+  fused::Rule rule;
+  fused::ReferenceStats rs;
+  fused::OutputStats os;
+  if (!fused_stats(a, e, *kind, tol, &rule, &rs, &os) || os.bad > 0) return std::nullopt;
+  // compare()'s constant-output rule: a constant output where the reference varies beyond its
+  // relative tolerance at its largest value.
+  const double emag = std::max(std::fabs(rs.min), std::fabs(rs.max)), spread = rs.max - rs.min;
+  if (e.numel() >= 2 && !os.nan && os.min == os.max && spread > rule.rtol * emag && spread > 0)
+    return std::nullopt;
+  Comparison c;
+  c.numel = e.numel();
+  c.atol = rule.atol;
+  c.rtol = rule.rtol;
+  c.effective_atol = rule.effective_atol;
+  c.max_abs = os.max_abs;
+  c.max_rel = os.max_rel;
+  c.tolerance_ratio = os.max_ratio;
+  return c;
+}
+
 Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol) {
+  if (auto pass = fused_pass(actual, expected, tol)) return *pass;
   constexpr int64_t kChunk = int64_t{1} << 27;
   if (expected.numel() <= kChunk || actual.sizes() != expected.sizes() ||
       actual.scalar_type() != expected.scalar_type())

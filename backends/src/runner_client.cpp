@@ -159,6 +159,14 @@ double number(const json& j, const char* key) {
   if (it == j.end()) return 0;
   return it->is_number() ? it->get<double>() : std::numeric_limits<double>::infinity();
 }
+/// The reply's "phases" object (phase name -> ms); empty when absent.
+std::map<std::string, double> phases_of(const json& j) {
+  std::map<std::string, double> m;
+  if (auto it = j.find("phases"); it != j.end() && it->is_object())
+    for (auto& [k, v] : it->items())
+      if (v.is_number()) m[k] = v.get<double>();
+  return m;
+}
 Outcome outcome_of(const json& j) {
   auto o = outcome_from_string(j.value("outcome", "runtime_error"));
   return o ? *o : Outcome::runtime_error;
@@ -296,6 +304,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   c.max_rel_err = number(b, "max_rel_err");
   c.tolerance_ratio = number(b, "tolerance_ratio");
   c.mismatch_fraction = number(b, "mismatch_fraction");
+  c.phases_ms = phases_of(b);
   return c;
 }
 
@@ -345,9 +354,7 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
     b.speedup_ci_high = j["speedup_ci"][1].get<double>();
   }
   b.sets = j.value("sets", 0);
-  if (j.contains("phases") && j["phases"].is_object())
-    for (auto& [k, v] : j["phases"].items())
-      if (v.is_number()) b.phases_ms[k] = v.get<double>();
+  b.phases_ms = phases_of(j);
   b.flags = j.value("flags", std::vector<std::string>{});
   b.bench_ms = j.value("bench_ms", 0.0);
   return b;

@@ -380,6 +380,17 @@ TEST_CASE("the tolerance scales with the output: all zeros fails a softmax over 
   CHECK(ev.outcome == Outcome::pass);
 }
 
+TEST_CASE("an infinite reference is matched only by itself", "[verdicts][runner]") {
+  backends::RunnerClient runner(cpu_runner());
+  auto ref = agent::task_ref(fixture_task("math/log_with_zeros"), "");
+  auto ev = judge(runner, ref, "log_finite_floor", 2);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::output_mismatch);
+  ev = judge(runner, ref, "log_exact", 2);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+}
+
 TEST_CASE("error figures are real on passes", "[verdicts][runner]") {
   backends::RunnerClient runner(cpu_runner());
   auto ev = judge(runner, agent::task_ref(fixture_task("act/relu"), ""), "relu_plus_2e-5", 2);

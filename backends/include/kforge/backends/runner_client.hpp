@@ -116,7 +116,8 @@ struct CheckResult {
   double max_abs_err = 0, max_rel_err = 0, mismatch_fraction = 0;
   double tolerance_ratio = 0;  ///< reply field "tolerance_ratio" (see the protocol above); 0 = not reported
   double check_ms = 0;
-  bool worker_replaced = false;  ///< the candidate took the worker down
+  std::map<std::string, double> phases_ms;  ///< where the judge's check time went (reply "phases")
+  bool worker_replaced = false;             ///< the candidate took the worker down
 };
 
 struct TimingStats {
