@@ -452,8 +452,10 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     if (auto f = still_poisoned(*s.ex)) return f;
     laps.lap("inputs_ms");
     s.host->resume();
-    HostFailure f;  // an untimed ping: the host is scheduled again before the clock starts
-    if (!s.host->request("ping", dl.left(), &f, "pong")) return failure(f);
+    // Untimed: the host is scheduled again, and the GPU switched to its context, before the
+    // clock starts (the reference, timed in the judge's own context, pays no such switch).
+    HostFailure f;
+    if (!s.host->request("touch", dl.left(), &f, "touched")) return failure(f);
     laps.lap("host_control_ms");
     const auto b0 = Clock::now();
     auto failed = run_sets(s, order, dl);
