@@ -259,8 +259,8 @@ class Host {
   /// context when the judge's clock starts (a switch from the judge's context would be timed).
   std::string touch() {
 #ifdef KFORGE_HOST_CUDA
-    if (device_ >= 0 &&
-        (cudaMemsetAsync(touch_buf_, 0, 4, stream_) != cudaSuccess || cudaStreamSynchronize(stream_) != cudaSuccess))
+    if (device_ >= 0 && (cudaMemsetAsync(touch_buf_, 0, 4, stream_) != cudaSuccess ||
+                         cudaStreamSynchronize(stream_) != cudaSuccess))
       return "err touch";
 #endif
     return "touched";

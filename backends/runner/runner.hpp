@@ -57,6 +57,9 @@ class Reference {
   std::vector<HeldTensor> parameters();
   /// Runs the model on the inputs (no grad); one tensor per output.
   std::vector<HeldTensor> run(const std::vector<HeldTensor>& inputs, bool compiled = false);
+  /// Runs a float64 copy of the model on the inputs widened to float64: the near-exact values
+  /// that a float32 reference approximates. Empty when the model cannot run in float64.
+  std::vector<HeldTensor> run_float64(const std::vector<HeldTensor>& inputs);
   /// Names of forward()'s positional arguments, parameter and buffer names.
   std::vector<TensorSpec> input_specs(const std::vector<HeldTensor>& inputs,
                                       const std::vector<HeldTensor>& params);
@@ -141,6 +144,18 @@ std::optional<Comparison> fused_pass(const at::Tensor& actual, const at::Tensor&
 /// multi-GB outputs (the magnitude scaling uses the whole reference's RMS), which has the last
 /// word and describes the failure: the first failing slice (counts are that slice's).
 Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
+/// How much more error than the reference's own is excused when a float output is judged
+/// against a float64 truth (compare_with_truth).
+inline constexpr double kOwnErrorFactor = 8;
+/// A second look at an output that `failed` (compare_chunked, sub-kind "values") against the
+/// float32 reference `expected`, for inputs where float32 itself is inexact (cancellation on
+/// wide inputs): an element also passes when |a - truth| <= effective_atol + rtol |expected| +
+/// kOwnErrorFactor * max(|expected - truth|, rms over the tensor of |expected - truth|), i.e.
+/// the candidate is about as accurate as the reference's own float32 evaluation against the
+/// float64 `truth`. Non-finite and unwritten elements keep compare()'s rule. Returns the
+/// passing Comparison, or `failed` unchanged.
+Comparison compare_with_truth(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& truth,
+                              const Comparison& failed);
 
 /// Bytes of a contiguous tensor of this spec (exchange.cpp).
 int64_t bytes_of(const TensorSpec& s);

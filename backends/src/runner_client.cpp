@@ -305,6 +305,9 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   c.tolerance_ratio = number(b, "tolerance_ratio");
   c.mismatch_fraction = number(b, "mismatch_fraction");
   c.phases_ms = phases_of(b);
+  if (auto it = b.find("checks"); it != b.end() && it->is_array())
+    for (const auto& line : *it)
+      if (line.is_string()) c.checks.push_back(line.get<std::string>());
   return c;
 }
 

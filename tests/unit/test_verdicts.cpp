@@ -581,3 +581,29 @@ TEST_CASE(
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::pass);
 }
+
+TEST_CASE(
+    "on wider inputs, float32 cancellation is judged against float64: a fused multiply-add "
+    "Horner passes",
+    "[verdicts][runner]") {
+  static Suite kb = load_suite(fs::path(KFORGE_TESTS_DIR) / "fixtures/checks_kb");
+  backends::RunnerClient runner(cpu_runner());
+  auto horner = agent::task_ref(*kb.find("level1/6_Horner"), "");
+  int judged_against_float64 = 0;
+  for (int64_t seed = 1; seed <= 8; ++seed) {
+    auto opt = quick_options();
+    opt.seed = seed;
+    fs::path work = fs::path(KFORGE_BUILD_DIR) / "test-scratch/verdicts/horner_fma";
+    fs::remove_all(work);
+    auto ev =
+        backends::evaluate(backends::get_backend("cpu"),
+                           slurp(fixture_kernels() / "horner_fma" / "kernel.cpp"), work, runner, horner, opt);
+    INFO("seed " << seed << ": " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    CHECK(ev.outcome == Outcome::pass);
+    REQUIRE(ev.check);
+    for (const auto& line : ev.check->checks)
+      judged_against_float64 += line.find("float64") != std::string::npos;
+  }
+  // Some of these seeds make float32 cancel beyond its tolerance; the float64 look decided them.
+  CHECK(judged_against_float64 > 0);
+}

@@ -117,6 +117,7 @@ struct CheckResult {
   double tolerance_ratio = 0;  ///< reply field "tolerance_ratio" (see the protocol above); 0 = not reported
   double check_ms = 0;
   std::map<std::string, double> phases_ms;  ///< where the judge's check time went (reply "phases")
+  std::vector<std::string> checks;          ///< what the check ran, one line each (reply "checks")
   bool worker_replaced = false;             ///< the candidate took the worker down
 };
 
