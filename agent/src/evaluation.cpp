@@ -93,6 +93,9 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
     rec.t_candidate_p90_ms = b.candidate.p90_ms;
     rec.cv = b.candidate.cv;
     rec.speedup = b.speedup;
+    rec.speedup_ci_low = b.speedup_ci_low;
+    rec.speedup_ci_high = b.speedup_ci_high;
+    rec.timing_anomaly = b.timing_anomaly;
     if (b.candidate_ms > 0) {
       rec.achieved_gbps = bytes / (b.candidate_ms * 1e-3) / 1e9;
       rec.achieved_tflops = flops / (b.candidate_ms * 1e-3) / 1e12;

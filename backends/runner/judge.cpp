@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
@@ -515,6 +516,39 @@ std::vector<double> time_reference(const JudgeContext& ctx, LoadedTask& task, in
   return per_rep;
 }
 
+/// How much faster than the speed of light a time may read before it is called impossible:
+/// the measured peak is what fills and copies reach, a little below what the hardware can.
+constexpr double kPhysicalMargin = 1.25;
+
+/// The speed of light of one call (ms): every output element must be written (the bench
+/// verifies outputs), and of a batch's K sets of outputs at most the cache's worth can still be
+/// held there when the batch ends; the rest crossed to memory at no more than the peak
+/// bandwidth. 0 when no bound applies (a batch's outputs fit in the cache; no peak known).
+double speed_of_light_ms(const JudgeContext& ctx, const LoadedTask& task, int K) {
+  if (ctx.peak_bytes_per_s <= 0) return 0;
+  int64_t out = 0;
+  for (const auto& s : task.out_specs) out += bytes_of(s);
+  const double cache = static_cast<double>(ctx.l2_bytes > 0 ? ctx.l2_bytes : (int64_t{64} << 20));
+  const double beyond = static_cast<double>(K) * static_cast<double>(out) - cache;
+  return beyond > 0 ? beyond / K / ctx.peak_bytes_per_s * 1e3 : 0;
+}
+
+/// Fills the bound's fields of a bench reply; a candidate time below the bound (with the
+/// margin) is a timing_anomaly: recorded, never credited (DESIGN §4).
+void apply_speed_of_light(const JudgeContext& ctx, const LoadedTask& task, int K, json& j) {
+  const double sol = speed_of_light_ms(ctx, task, K);
+  j["speed_of_light_ms"] = sol;
+  j["peak_bytes_per_s"] = ctx.peak_bytes_per_s;
+  const double cand = j.value("candidate_ms", 0.0);
+  if (sol <= 0 || cand <= 0 || cand * kPhysicalMargin >= sol) return;
+  char why[256];
+  std::snprintf(why, sizeof why,
+                "%.4g ms per call is faster than writing its outputs allows: at least %.4g ms at the "
+                "measured peak of %.4g GB/s (%.4g GB/s implied)",
+                cand, sol, ctx.peak_bytes_per_s / 1e9, ctx.peak_bytes_per_s / 1e9 * sol / cand);
+  j["timing_anomaly"] = why;
+}
+
 }  // namespace
 
 json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
@@ -560,6 +594,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   j["reference_ms"] = rs.median;
   if (req.value("baseline", std::string("eager")) == "compile")
     j["reference_compile"] = stats_json(stats_of(time_reference(ctx, task, K, plan, true)), K);
+  apply_speed_of_light(ctx, task, K, j);
   if (!cand.empty() && j["candidate_ms"].get<double>() > 0) {
     j["speedup"] = rs.median / j["candidate_ms"].get<double>();
     auto [lo, hi] = bootstrap_speedup_ci(ref, cand);

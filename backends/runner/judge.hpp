@@ -34,6 +34,9 @@ struct JudgeContext {
   at::Device device{at::kCPU};
   std::string host_exe;  ///< kforge-host
   int64_t l2_bytes = 0;  ///< the device's L2 (cpu: 0, a fixed working-set target is used)
+  /// The device's peak bandwidth in bytes/s (measure_peak_bandwidth), for the speed-of-light
+  /// bound; 0 = not known (no bound).
+  double peak_bytes_per_s = 0;
 };
 
 /// One candidate's host and the exchange it maps: created by a check, handed to the bench of

@@ -107,6 +107,7 @@ class Worker {
   };
   std::map<std::string, std::unique_ptr<Loaded>> tasks_;  ///< key: task, device, seed, source, formulas
   std::unique_ptr<CandidateSession> session_;             ///< the last passed check's host, for its bench
+  std::map<std::string, double> peak_bytes_per_s_;        ///< device -> measured peak bandwidth (bytes/s)
   Loaded* cur_ = nullptr;                                 ///< the task check/bench use; null: none
   uint64_t use_clock_ = 0;
   at::Device device_{at::kCPU};
@@ -166,6 +167,11 @@ class Worker {
     } catch (py::error_already_set&) {
       j["triton"] = nullptr;
     }
+    // The reference's own precision (DESIGN §4): whether PyTorch lets fp32 matmuls and cuDNN
+    // convolutions use TF32 here. Recorded per run (the manifest holds this reply).
+    auto backends = torch.attr("backends");
+    j["reference_tf32"] = {{"matmul", backends.attr("cuda").attr("matmul").attr("allow_tf32").cast<bool>()},
+                           {"cudnn", backends.attr("cudnn").attr("allow_tf32").cast<bool>()}};
     auto tc = torch.attr("cuda");
     bool avail = tc.attr("is_available")().cast<bool>();
     j["cuda_available"] = avail;
@@ -272,7 +278,15 @@ class Worker {
 
   /// Times the candidate (in a fresh host, killed afterwards) and then the reference.
   json bench(const json& req) {
-    return bench_candidate(judge_context(), cur().task, req, std::move(session_));
+    JudgeContext ctx = judge_context();
+    // The speed-of-light bound's bandwidth: measured once per device (the host is frozen).
+    auto [it, fresh] = peak_bytes_per_s_.try_emplace(device_.str(), 0.0);
+    if (fresh) {
+      it->second = measure_peak_bandwidth(device_);
+      release_cached_memory();
+    }
+    ctx.peak_bytes_per_s = req.value("peak_bytes_per_s", it->second);
+    return bench_candidate(ctx, cur().task, req, std::move(session_));
   }
 
   JudgeContext judge_context() const {

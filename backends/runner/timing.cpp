@@ -5,7 +5,44 @@
 
 #include "runner.hpp"
 
+#ifdef KFORGE_RUNNER_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace kforge::runner {
+
+double measure_peak_bandwidth(const at::Device& device) {
+  int64_t n = int64_t{256} << 20;
+  auto sync = [&] {
+#ifdef KFORGE_RUNNER_CUDA
+    if (device.is_cuda()) cudaDeviceSynchronize();
+#endif
+  };
+#ifdef KFORGE_RUNNER_CUDA
+  if (device.is_cuda()) {
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    n = std::min<int64_t>(int64_t{1} << 30, static_cast<int64_t>(free_b / 8));
+  }
+#endif
+  auto a = at::empty({n}, at::TensorOptions().dtype(at::kByte).device(device));
+  auto b = at::empty_like(a);
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    sync();
+    auto t0 = std::chrono::steady_clock::now();
+    a.fill_(i + 1);
+    sync();
+    const double fill_s = ms_since(t0) * 1e-3;
+    t0 = std::chrono::steady_clock::now();
+    b.copy_(a);
+    sync();
+    const double copy_s = ms_since(t0) * 1e-3;
+    if (i == 0) continue;  // first touch: page faults, clocks
+    best = std::max({best, static_cast<double>(n) / fill_s, 2.0 * static_cast<double>(n) / copy_s});
+  }
+  return best;
+}
 
 Stats stats_of(std::vector<double> ms) {
   Stats s;

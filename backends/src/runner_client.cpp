@@ -327,6 +327,7 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
            {"deadline_ms", judge_deadline_ms(cfg_.bench_timeout)},
            {"baseline", o.compile_baseline ? "compile" : "eager"}};
   if (!artifact.empty()) req["artifact"] = std::filesystem::absolute(artifact).string();
+  if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
   Reply r = request(req, cfg_.bench_timeout);
   if (r.kind != Reply::ok) {
     judge_failed(&b.outcome, &b.sub_kind, &b.message, reply_kind_name(r), r.message);
@@ -358,6 +359,9 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
   }
   b.sets = j.value("sets", 0);
   b.phases_ms = phases_of(j);
+  b.speed_of_light_ms = number(j, "speed_of_light_ms");
+  b.peak_bytes_per_s = number(j, "peak_bytes_per_s");
+  b.timing_anomaly = j.value("timing_anomaly", std::string());
   b.flags = j.value("flags", std::vector<std::string>{});
   b.bench_ms = j.value("bench_ms", 0.0);
   return b;

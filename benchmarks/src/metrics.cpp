@@ -66,7 +66,8 @@ struct Problem {
 struct EpisodeView {
   bool compiled = false;
   bool passed = false;
-  double speedup = 0;  // best measured speedup of a passing attempt; 0 = none
+  double speedup = 0;      // best measured speedup of a passing attempt; 0 = none
+  double speedup_low = 0;  // best low end of a credited speedup's 95% interval; 0 = none
 };
 
 EpisodeView view_upto(const Episode& e, int turn) {
@@ -75,7 +76,10 @@ EpisodeView view_upto(const Episode& e, int turn) {
     if (r->turn > turn) break;
     v.compiled |= r->compiled();
     v.passed |= r->passed();
-    if (r->has_speedup()) v.speedup = std::max(v.speedup, r->speedup);
+    if (r->has_speedup()) {
+      v.speedup = std::max(v.speedup, r->speedup);
+      v.speedup_low = std::max(v.speedup_low, r->speedup_ci_low);
+    }
   }
   return v;
 }
@@ -86,7 +90,10 @@ EpisodeView view_final(const Episode& e) {
   const AttemptRecord* r = e.turns.back();
   v.compiled = r->compiled();
   v.passed = r->passed();
-  if (r->has_speedup()) v.speedup = r->speedup;
+  if (r->has_speedup()) {
+    v.speedup = r->speedup;
+    v.speedup_low = r->speedup_ci_low;
+  }
   return v;
 }
 
@@ -96,20 +103,21 @@ Scores score(const std::vector<std::vector<EpisodeView>>& problems, const Metric
   std::map<int, double> compile_sum, pass_sum;
   std::map<int, int> k_count;
   std::map<double, std::map<int, double>> alpha_sum;
-  std::map<double, int> fast_count;
-  for (double p : cfg.fast_ps) fast_count[p] = 0;
+  std::map<double, int> fast_count, confident_count;
+  for (double p : cfg.fast_ps) fast_count[p] = confident_count[p] = 0;
   double log_sum = 0;
   for (const auto& eps : problems) {
     int n = static_cast<int>(eps.size());
     if (n == 0) continue;
     s.episodes += n;
     int c_compile = 0, c_pass = 0;
-    double best = 0;
+    double best = 0, best_low = 0;
     std::map<double, int> c_alpha;
     for (const auto& v : eps) {
       c_compile += v.compiled;
       c_pass += v.passed;
       best = std::max(best, v.speedup);
+      best_low = std::max(best_low, v.speedup_low);
       for (double a : cfg.alphas)
         if (v.passed && v.speedup > 0 && v.speedup >= a) ++c_alpha[a];
     }
@@ -122,8 +130,10 @@ Scores score(const std::vector<std::vector<EpisodeView>>& problems, const Metric
     }
     if (c_pass > 0) {
       ++s.correct_tasks;
-      for (double p : cfg.fast_ps)
+      for (double p : cfg.fast_ps) {
         if (p <= 0 ? true : best > p) ++fast_count[p];
+        if (p <= 0 ? true : best_low > p) ++confident_count[p];
+      }
     }
     if (best > 0) {
       ++s.speedup_tasks;
@@ -136,6 +146,8 @@ Scores score(const std::vector<std::vector<EpisodeView>>& problems, const Metric
     for (double a : cfg.alphas) s.speedup_at_k[a][k] = alpha_sum[a][k] / cnt;
   }
   for (const auto& [p, cnt] : fast_count) s.fast_p[p] = s.tasks ? static_cast<double>(cnt) / s.tasks : 0;
+  for (const auto& [p, cnt] : confident_count)
+    s.fast_p_confident[p] = s.tasks ? static_cast<double>(cnt) / s.tasks : 0;
   if (s.speedup_tasks) s.geomean_speedup = std::exp(log_sum / s.speedup_tasks);
   return s;
 }
@@ -334,6 +346,21 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
     for (const auto& r : credited) cp.push_back(&r);
     s.credit_all_precision = make_slice("all", cp, config).best;
   }
+  std::vector<double> halfwidths;
+  for (const AttemptRecord* r : rs) {
+    if (r->passed() && !r->timing_anomaly.empty()) ++s.timing_anomalies;
+    if (r->has_speedup() && r->speedup_ci_high > r->speedup_ci_low && r->speedup_ci_low > 0)
+      halfwidths.push_back((r->speedup_ci_high - r->speedup_ci_low) / 2 / r->speedup);
+  }
+  if (!halfwidths.empty()) {
+    std::nth_element(halfwidths.begin(), halfwidths.begin() + static_cast<long>(halfwidths.size() / 2),
+                     halfwidths.end());
+    s.speedup_ci_rel_halfwidth = halfwidths[halfwidths.size() / 2];
+  }
+  if (s.timing_anomalies > 0)
+    s.warnings.push_back(std::to_string(s.timing_anomalies) +
+                         " pass(es) timed faster than the device can write their outputs (timing_anomaly): "
+                         "their speedups are recorded but not credited");
   s.llm_errors = s.overall.stats.llm_errors;
   if (s.llm_errors > 0)
     s.warnings.push_back(std::to_string(s.llm_errors) +
@@ -368,6 +395,8 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
 json to_json(const Scores& s) {
   json fast = json::object();
   for (const auto& [p, v] : s.fast_p) fast[threshold_label(p)] = v;
+  json confident = json::object();
+  for (const auto& [p, v] : s.fast_p_confident) confident[threshold_label(p)] = v;
   json sp = json::object();
   for (const auto& [a, m] : s.speedup_at_k) sp[threshold_label(a)] = k_map(m);
   return {{"tasks", s.tasks},
@@ -376,6 +405,7 @@ json to_json(const Scores& s) {
           {"compile_at_k", k_map(s.compile_at_k)},
           {"pass_at_k", k_map(s.pass_at_k)},
           {"fast_p", fast},
+          {"fast_p_confident", confident},
           {"speedup_alpha_at_k", sp},
           {"geomean_speedup", s.geomean_speedup},
           {"speedup_tasks", s.speedup_tasks}};
@@ -444,6 +474,8 @@ json to_json(const Summary& s) {
           {"unusable", s.unusable},
           {"precision_disallowed", s.precision_disallowed},
           {"credit_all_precision", to_json(s.credit_all_precision)},
+          {"timing_anomalies", s.timing_anomalies},
+          {"speedup_ci_rel_halfwidth", s.speedup_ci_rel_halfwidth},
           {"warnings", s.warnings}};
 }
 

@@ -180,6 +180,18 @@ std::string render_report_md(const Summary& s, const std::string& title) {
     scores_row(t, "best attempt", s, all.best, ks);
     scores_row(t, "final attempt", s, all.final_attempt, ks);
   }
+  if (s.speedup_ci_rel_halfwidth > 0) {
+    os << "\nTiming noise: the median speedup's 95% interval is +-"
+       << fmt("%.1f%%", 100 * s.speedup_ci_rel_halfwidth)
+       << ". fast_p counting only speedups whose whole interval clears p (best attempt):";
+    for (const auto& [p, v] : all.best.fast_p_confident)
+      os << " fast_" << threshold_label(p) << " " << frac(v);
+    os << ".\n";
+  }
+  if (s.timing_anomalies > 0)
+    os << "\n**Timing anomalies:** " << s.timing_anomalies
+       << " pass(es) read faster than the device can write their outputs at its measured peak bandwidth; "
+          "their speedups are not credited (see `timing_anomaly` in attempts.jsonl).\n";
 
   if (!all.by_turn.empty()) {
     os << "\n## Repair curve\n\n"

@@ -13,7 +13,7 @@ bool AttemptRecord::compiled() const {
 }
 
 bool AttemptRecord::has_speedup() const {
-  return passed() && std::isfinite(speedup) && speedup > 0 && !precision_disallowed;
+  return passed() && std::isfinite(speedup) && speedup > 0 && !precision_disallowed && timing_anomaly.empty();
 }
 
 namespace {
@@ -180,6 +180,9 @@ json to_json(const AttemptRecord& r) {
   j["t_candidate_p90_ms"] = number_or_string(r.t_candidate_p90_ms);
   j["cv"] = number_or_string(r.cv);
   j["speedup"] = number_or_string(r.speedup);
+  j["speedup_ci_low"] = number_or_string(r.speedup_ci_low);
+  j["speedup_ci_high"] = number_or_string(r.speedup_ci_high);
+  j["timing_anomaly"] = r.timing_anomaly;
   j["achieved_gbps"] = number_or_string(r.achieved_gbps);
   j["achieved_tflops"] = number_or_string(r.achieved_tflops);
   j["source_sha"] = r.source_sha;
@@ -239,6 +242,9 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.real("t_candidate_p90_ms", r.t_candidate_p90_ms);
   rd.real("cv", r.cv);
   rd.real("speedup", r.speedup);
+  rd.real("speedup_ci_low", r.speedup_ci_low);
+  rd.real("speedup_ci_high", r.speedup_ci_high);
+  rd.str("timing_anomaly", r.timing_anomaly);
   rd.real("achieved_gbps", r.achieved_gbps);
   rd.real("achieved_tflops", r.achieved_tflops);
   rd.str("source_sha", r.source_sha);

@@ -210,6 +210,42 @@ TEST_CASE("fast_p, SpeedUp_a@k and geomean on known speedups", "[metrics]") {
   CHECK(near(b.compile_at_k.at(1), 0.9));
 }
 
+TEST_CASE("fast_p from intervals, the timing noise, and impossible speedups not credited", "[metrics]") {
+  // a: 1.3x with interval [1.1, 1.5] clears 1; b: 1.3x with [0.9, 1.7] does not; c: 3x but a
+  // timing anomaly; d: 2.2x, interval not recorded (never confident).
+  std::vector<AttemptRecord> rs{att("a", 0, 1, Outcome::pass, 1.3), att("b", 0, 1, Outcome::pass, 1.3),
+                                att("c", 0, 1, Outcome::pass, 3.0), att("d", 0, 1, Outcome::pass, 2.2)};
+  rs[0].speedup_ci_low = 1.1;
+  rs[0].speedup_ci_high = 1.5;
+  rs[1].speedup_ci_low = 0.9;
+  rs[1].speedup_ci_high = 1.7;
+  rs[2].speedup_ci_low = 2.9;
+  rs[2].speedup_ci_high = 3.1;
+  rs[2].timing_anomaly = "faster than writing its outputs allows";
+  CHECK_FALSE(rs[2].has_speedup());
+  Summary s = summarize(rs);
+  const Scores& b = s.overall.best;
+  CHECK(near(b.fast_p.at(1.0), 3.0 / 4));  // a, b, d (c not credited)
+  CHECK(near(b.fast_p.at(2.0), 1.0 / 4));  // d
+  CHECK(near(b.fast_p_confident.at(0.0), 1.0));
+  CHECK(near(b.fast_p_confident.at(1.0), 1.0 / 4));  // a only
+  CHECK(near(b.fast_p_confident.at(2.0), 0.0));
+  CHECK(s.timing_anomalies == 1);
+  // Half-widths relative to the speedup: a 0.2/1.3, b 0.4/1.3 -> median of two = the upper one.
+  CHECK(near(s.speedup_ci_rel_halfwidth, 0.4 / 1.3, 1e-12));
+  auto j = to_json(s);
+  CHECK(j["timing_anomalies"] == 1);
+  CHECK(j["overall"]["best"]["fast_p_confident"]["1"] == 0.25);
+  // The record's fields survive attempts.jsonl.
+  auto back = attempt_from_json(to_json(rs[2]));
+  CHECK(back.timing_anomaly == rs[2].timing_anomaly);
+  CHECK(back.speedup_ci_low == 2.9);
+  CHECK(back.speedup_ci_high == 3.1);
+  const std::string md = render_report_md(s);
+  CHECK(contains(md, "Timing anomalies"));
+  CHECK(contains(md, "Timing noise"));
+}
+
 TEST_CASE("pass@k averages only over tasks with n >= k", "[metrics]") {
   std::vector<AttemptRecord> rs;
   for (int i = 0; i < 10; ++i)  // x: 10 samples, 3 pass

@@ -391,6 +391,43 @@ TEST_CASE("an infinite reference is matched only by itself", "[verdicts][runner]
   CHECK(ev.outcome == Outcome::pass);
 }
 
+TEST_CASE("a time faster than writing the outputs at the measured peak is a timing_anomaly, never credited",
+          "[verdicts][runner]") {
+  backends::RunnerClient runner(cpu_runner());
+  auto ref = agent::task_ref(fixture_task("act/relu_large"), "");
+  auto opt = quick_options();
+  opt.bench = true;
+  opt.bench_options.reps = 10;
+  opt.bench_options.budget_ms = 500;
+  const fs::path work = fs::path(KFORGE_BUILD_DIR) / "test-scratch/verdicts/speed_of_light";
+  auto eval = [&] {
+    fs::remove_all(work);
+    return backends::evaluate(backends::get_backend("cpu"), slurp(fixture_kernels() / "act/relu/kernel.cpp"),
+                              work, runner, ref, opt);
+  };
+  auto ev = eval();
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  REQUIRE(ev.outcome == Outcome::pass);
+  REQUIRE(ev.bench);
+  REQUIRE(ev.bench->ok);
+  CHECK(ev.bench->peak_bytes_per_s > 1e8);  // measured by the judge
+  CHECK(ev.bench->speed_of_light_ms > 0);   // 96 MiB of outputs, 32 MiB beyond the cache allowance
+  CHECK(ev.bench->candidate_ms > ev.bench->speed_of_light_ms);
+  CHECK(ev.bench->timing_anomaly.empty());
+  CHECK(ev.bench->speedup_ci_low > 0);
+  // The same kernel on a device said to write 1 MB/s: its time is impossible there.
+  opt.bench_options.peak_bytes_per_s = 1e6;
+  ev = eval();
+  REQUIRE(ev.bench);
+  INFO(ev.bench->timing_anomaly);
+  CHECK(ev.bench->timing_anomaly.find("faster than writing its outputs") != std::string::npos);
+  AttemptRecord rec;
+  agent::fill_record(rec, ev, 0, 0);
+  CHECK(rec.passed());
+  CHECK_FALSE(rec.has_speedup());
+  CHECK(rec.timing_anomaly == ev.bench->timing_anomaly);
+}
+
 TEST_CASE("error figures are real on passes", "[verdicts][runner]") {
   backends::RunnerClient runner(cpu_runner());
   auto ev = judge(runner, agent::task_ref(fixture_task("act/relu"), ""), "relu_plus_2e-5", 2);

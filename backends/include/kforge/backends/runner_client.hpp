@@ -132,6 +132,9 @@ struct BenchOptions {
   int warmup = 5;
   double budget_ms = 5000;        ///< per timed function, after min_reps
   bool compile_baseline = false;  ///< also time torch.compile(model)
+  /// Bytes/s to use as the device's peak bandwidth in the speed-of-light bound instead of the
+  /// judge's measurement (0: measure). For tests and for devices the measurement misjudges.
+  double peak_bytes_per_s = 0;
   int64_t seed = 2000;
 };
 
@@ -147,6 +150,11 @@ struct BenchResult {
   double speedup_ci_low = 0, speedup_ci_high = 0;  ///< 95% percentile-bootstrap interval over batches
   int sets = 0;                                    ///< input/output sets the timed calls rotated through
   std::map<std::string, double> phases_ms;         ///< where the judge's bench time went (reply "phases")
+  /// The judge's bound: the outputs' bytes at the device's measured peak bandwidth (ms per
+  /// call; 0 = no bound: outputs that fit in the cache, or no measurement).
+  double speed_of_light_ms = 0;
+  double peak_bytes_per_s = 0;  ///< the bandwidth the bound used (measured, or BenchOptions')
+  std::string timing_anomaly;   ///< why candidate_ms is physically impossible; "" = it is not
   std::vector<std::string> flags;
   double bench_ms = 0;
 };

@@ -56,6 +56,9 @@ struct Scores {
   std::map<int, double> compile_at_k;  ///< k -> compile@k (a sample compiled)
   std::map<int, double> pass_at_k;     ///< k -> pass@k
   std::map<double, double> fast_p;     ///< p -> fraction of problems correct with speedup > p
+  /// p -> fraction of problems correct with a speedup whose 95% interval lies above p (its low
+  /// end > p; attempts without a recorded interval never count): fast_p that noise cannot make.
+  std::map<double, double> fast_p_confident;
   /// α -> k -> SpeedUp_α@k: the pass@k estimator with c = samples reaching speedup >= α.
   std::map<double, std::map<int, double>> speedup_at_k;
   double geomean_speedup = 0;  ///< over problems with a measured speedup, each its best; 0 = none
@@ -135,6 +138,11 @@ struct Summary {
   /// best-attempt scores with those speedups credited.
   int precision_disallowed = 0;
   Scores credit_all_precision;
+  /// Passes whose time was physically impossible (AttemptRecord::timing_anomaly): not credited.
+  int timing_anomalies = 0;
+  /// The timing noise: median over credited passes with an interval of its half-width relative
+  /// to the speedup ((high - low) / 2 / speedup); 0 = no intervals recorded.
+  double speedup_ci_rel_halfwidth = 0;
   std::vector<std::string> warnings;
 };
 

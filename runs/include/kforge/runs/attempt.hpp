@@ -84,8 +84,13 @@ struct AttemptRecord {
   double t_candidate_p90_ms = 0;  ///< 90th percentile
   double cv = 0;                  ///< coefficient of variation of the candidate's times
   double speedup = 0;             ///< t_reference_ms / t_candidate_ms; 0 = not benchmarked
-  double achieved_gbps = 0;       ///< bytes moved per second / 1e9 (task's byte formula)
-  double achieved_tflops = 0;     ///< FLOP per second / 1e12 (task's FLOP formula)
+  /// 95% percentile-bootstrap interval of the speedup over timed batches (0, 0 = not recorded).
+  double speedup_ci_low = 0, speedup_ci_high = 0;
+  /// Why the time is physically impossible (faster than writing the outputs at the device's
+  /// measured peak bandwidth); "" = none. Such a speedup is recorded but never credited.
+  std::string timing_anomaly;
+  double achieved_gbps = 0;    ///< bytes moved per second / 1e9 (task's byte formula)
+  double achieved_tflops = 0;  ///< FLOP per second / 1e12 (task's FLOP formula)
 
   // --- provenance -------------------------------------------------------------------------
   std::string source_sha;  ///< sha256 hex of the candidate source
@@ -105,7 +110,7 @@ struct AttemptRecord {
   /// {format_error, compile_error, forbidden_api} (compile@k counts these).
   bool compiled() const;
   /// True for a pass with a measured, finite, positive speedup that is credited: a pass using
-  /// lower precision than its task allows (precision_disallowed) is not.
+  /// lower precision than its task allows (precision_disallowed) or with a timing_anomaly is not.
   bool has_speedup() const;
 };
 
