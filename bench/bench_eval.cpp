@@ -56,8 +56,11 @@ int main(int argc, char** argv) {
     for (const auto& [k, v] : ev.bench->phases_ms) std::printf("  bench: %-26s %10.1f\n", k.c_str(), v);
   std::printf("%-34s %10.1f\n", "evaluation total (compile..bench)", eval_ms);
   if (ev.bench && ev.bench->ok)
-    std::printf("candidate %.4f ms, reference %.4f ms, speedup %.2fx\n", ev.bench->candidate_ms,
-                ev.bench->reference_ms, ev.bench->speedup);
+    std::printf("candidate %.4f ms, reference %.4f ms, speedup %.2fx [%.2f, %.2f]; speed of light %.4f ms at the "
+                "measured peak %.1f GB/s%s%s\n",
+                ev.bench->candidate_ms, ev.bench->reference_ms, ev.bench->speedup, ev.bench->speedup_ci_low,
+                ev.bench->speedup_ci_high, ev.bench->speed_of_light_ms, ev.bench->peak_bytes_per_s / 1e9,
+                ev.bench->timing_anomaly.empty() ? "" : "; timing_anomaly: ", ev.bench->timing_anomaly.c_str());
   bench::write_json(argc, argv, "eval",
                     {{"task", task_id},
                      {"profile", profile},
