@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -643,4 +644,49 @@ TEST_CASE(
   }
   // Some of these seeds make float32 cancel beyond its tolerance; the float64 look decided them.
   CHECK(judged_against_float64 > 0);
+}
+
+TEST_CASE("issue 9's verdict cases hold on the cuda backend", "[.gpu]") {
+  const fs::path dir = fs::path(KFORGE_TESTS_DIR) / "data/verdicts_cuda";
+  const auto manifest = json::parse(slurp(dir / "manifest.json"));
+  backends::RunnerConfig rc;
+  rc.device = "cuda:0";
+  rc.check_timeout = std::chrono::milliseconds(60'000);
+  backends::RunnerClient runner(rc);
+  std::map<std::string, Suite> suites;
+  int judged = 0;
+  for (const auto& c : manifest.at("cases")) {
+    const std::string suite = c.at("suite"), task = c.at("task"), kernel = c.at("kernel");
+    if (!suites.count(suite))
+      suites.emplace(suite, load_suite(fs::path(KFORGE_TESTS_DIR) / "fixtures" / suite));
+    const Task* t = suites.at(suite).find(task);
+    REQUIRE(t);
+    auto ref = agent::task_ref(*t, "");
+    auto opt = quick_options();
+    opt.bench = c.value("bench", false);
+    opt.bench_options.reps = 10;
+    opt.bench_options.peak_bytes_per_s = c.value("peak_bytes_per_s", 0.0);
+    for (int64_t seed : c.value("seeds", std::vector<int64_t>{-1})) {
+      opt.seed = seed;
+      fs::path work = fs::path(KFORGE_BUILD_DIR) / "test-scratch/verdicts_cuda" / kernel;
+      fs::remove_all(work);
+      auto ev = backends::evaluate(backends::get_backend("cuda"), slurp(dir / kernel / "kernel.cu"), work,
+                                   runner, ref, opt);
+      INFO(kernel << " on " << task << " (seed " << ev.seed << "): " << to_string(ev.outcome) << "/"
+                  << ev.sub_kind << ": " << ev.message);
+      CHECK(std::string(to_string(ev.outcome)) == c.at("outcome").get<std::string>());
+      if (c.contains("timing_anomaly")) {
+        REQUIRE(ev.bench);
+        INFO("speed of light " << ev.bench->speed_of_light_ms << " ms at " << ev.bench->peak_bytes_per_s / 1e9
+                               << " GB/s; candidate " << ev.bench->candidate_ms << " ms");
+        CHECK(ev.bench->timing_anomaly.empty() != c.at("timing_anomaly").get<bool>());
+      }
+      std::printf("[verdicts cuda] %-20s %-22s -> %s %s\n", kernel.c_str(), task.c_str(),
+                  std::string(to_string(ev.outcome)).c_str(),
+                  ev.bench && !ev.bench->timing_anomaly.empty() ? "(timing_anomaly)" : "");
+      ++judged;
+    }
+  }
+  CHECK(judged >= 17);
+  CHECK(runner.workers_started() == 1);
 }
