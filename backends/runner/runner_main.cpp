@@ -81,6 +81,8 @@ class Worker {
         r = check(req);
       else if (cmd == "bench")
         r = bench(req);
+      else if (cmd == "peaks")
+        r = peaks(req);
       else if (cmd == "triton_bench")
         r = triton_bench(req);
       else
@@ -277,16 +279,34 @@ class Worker {
   }
 
   /// Times the candidate (in a fresh host, killed afterwards) and then the reference.
-  json bench(const json& req) {
-    JudgeContext ctx = judge_context();
-    // The speed-of-light bound's bandwidth: measured once per device (the host is frozen).
-    auto [it, fresh] = peak_bytes_per_s_.try_emplace(device_.str(), 0.0);
+  /// The device's measured peak bandwidth, measured once per device (bytes/s).
+  double peak_bandwidth(const at::Device& d) {
+    auto [it, fresh] = peak_bytes_per_s_.try_emplace(d.str(), 0.0);
     if (fresh) {
-      it->second = measure_peak_bandwidth(device_);
+      it->second = measure_peak_bandwidth(d);
       release_cached_memory();
     }
-    ctx.peak_bytes_per_s = req.value("peak_bytes_per_s", it->second);
+    return it->second;
+  }
+
+  json bench(const json& req) {
+    JudgeContext ctx = judge_context();
+    // The speed-of-light bound's bandwidth (the host, if any, is frozen while it is measured).
+    ctx.peak_bytes_per_s = req.value("peak_bytes_per_s", peak_bandwidth(device_));
     return bench_candidate(ctx, cur().task, req, std::move(session_));
+  }
+
+  json peaks(const json& req) {
+    const at::Device d(req.value("device", device_.str()));
+    const double flops = measure_fp32_flops(d);
+    release_cached_memory();
+    return {{"ok", true},
+            {"device", d.str()},
+            {"dram_bytes_per_s", peak_bandwidth(d)},
+            {"flops_per_s", flops},
+            {"method", std::string("DRAM: best of 5 fills and copies of ") +
+                           (d.is_cuda() ? "1 GiB" : "256 MiB") + "; FP32: best of 5 at::mm of " +
+                           (d.is_cuda() ? "4096" : "1024") + "^2, TF32 off; measured by kforge-runner"}};
   }
 
   JudgeContext judge_context() const {

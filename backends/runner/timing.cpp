@@ -11,13 +11,19 @@
 
 namespace kforge::runner {
 
+namespace {
+void sync_if_cuda(const at::Device& device) {
+#ifdef KFORGE_RUNNER_CUDA
+  if (device.is_cuda()) cudaDeviceSynchronize();
+#else
+  (void)device;
+#endif
+}
+}  // namespace
+
 double measure_peak_bandwidth(const at::Device& device) {
   int64_t n = int64_t{256} << 20;
-  auto sync = [&] {
-#ifdef KFORGE_RUNNER_CUDA
-    if (device.is_cuda()) cudaDeviceSynchronize();
-#endif
-  };
+  auto sync = [&] { sync_if_cuda(device); };
 #ifdef KFORGE_RUNNER_CUDA
   if (device.is_cuda()) {
     size_t free_b = 0, total_b = 0;
@@ -41,6 +47,27 @@ double measure_peak_bandwidth(const at::Device& device) {
     if (i == 0) continue;  // first touch: page faults, clocks
     best = std::max({best, static_cast<double>(n) / fill_s, 2.0 * static_cast<double>(n) / copy_s});
   }
+  return best;
+}
+
+double measure_fp32_flops(const at::Device& device) {
+  const int64_t n = device.is_cuda() ? 4096 : 1024;
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+  auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
+  const bool tf32 = at::globalContext().allowTF32CuBLAS();
+  at::globalContext().setAllowTF32CuBLAS(false);
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    sync_if_cuda(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = at::mm(a, b);
+    sync_if_cuda(device);
+    const double s = ms_since(t0) * 1e-3;
+    if (i > 0)
+      best =
+          std::max(best, 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s);
+  }
+  at::globalContext().setAllowTF32CuBLAS(tf32);
   return best;
 }
 

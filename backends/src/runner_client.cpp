@@ -192,6 +192,16 @@ std::string RunnerClient::hello() {
   return r.kind == Reply::ok ? r.body.dump() : "";
 }
 
+std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
+  Reply r = request(json{{"cmd", "peaks"}, {"device", cfg_.device}}, cfg_.load_timeout);
+  if (r.kind != Reply::ok || !r.body.value("ok", false)) return std::nullopt;
+  MeasuredPeaks p;
+  p.dram_bytes_per_s = number(r.body, "dram_bytes_per_s");
+  p.flops_per_s = number(r.body, "flops_per_s");
+  p.method = r.body.value("method", std::string());
+  return p;
+}
+
 std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, LoadResult* out) {
   if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();
   std::string key = task.cache_key();

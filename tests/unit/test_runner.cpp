@@ -203,3 +203,15 @@ TEST_CASE("every cuda exemplar passes at the default profile", "[.gpu]") {
 TEST_CASE("adversarial cuda kernels get their expected outcomes", "[.gpu]") {
   run_adversarial("cuda", "cuda:0");
 }
+
+TEST_CASE("the judge measures its device's peaks: DRAM bandwidth and FP32 FLOP/s", "[runner]") {
+  backends::RunnerClient runner(runner_config("cpu"));
+  auto p = runner.measure_peaks();
+  REQUIRE(p);
+  INFO(p->dram_bytes_per_s / 1e9 << " GB/s, " << p->flops_per_s / 1e9 << " GFLOP/s; " << p->method);
+  CHECK(p->dram_bytes_per_s > 1e8);  // any machine fills memory faster than 0.1 GB/s
+  CHECK(p->dram_bytes_per_s < 1e13);
+  CHECK(p->flops_per_s > 1e8);
+  CHECK(p->flops_per_s < 1e15);
+  CHECK(p->method.find("TF32 off") != std::string::npos);
+}

@@ -15,7 +15,9 @@
 //
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
 // Every request carries a fresh "id" that its reply echoes.
-//   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[])
+//   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[],
+//        reference_tf32 {matmul, cudnn}: whether PyTorch lets the reference use TF32)
+//   {"cmd":"peaks","device"} -> {"dram_bytes_per_s","flops_per_s","method"} (measure_peaks)
 //   {"cmd":"load","task","file","source","device","model_seed","flops","bytes","module_mode"} ->
 //        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms","cached"}; spec =
 //        {name, kind (input|parameter|buffer|output), shape, dtype}. The worker keeps the most
@@ -30,16 +32,18 @@
 //   {"cmd":"reference","trials","seed"} -> {"ms":[...]} (runs the reference only)
 //   {"cmd":"check","artifact","trials","seed","deadline_ms","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
-//         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms"};
+//         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms",
+//         "checks":[what ran],"phases"};
 //        the candidate only ever sees copies of the inputs and parameters (cpu: read-only).
 //        Error figures (runner Comparison, on passes too, max over trials and outputs):
 //        max_abs_err = max |a - e|; max_rel_err = max |a - e| / (|e| + atol); tolerance_ratio =
 //        max |a - e| / (atol_eff + rtol |e|) (<= 1 within tolerance), atol_eff = min(atol,
 //        0.01 rms(e)). Integer and bool outputs compare exactly.
 //   {"cmd":"bench","artifact"?,"reps","min_reps","warmup","budget_ms","baseline","seed",
-//    "deadline_ms"} -> {"candidate":stats,"reference":stats,"reference_compile"?:stats,
-//         "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],"sets","timing":
-//         "judge_clock","verified_batches","flags":[],"bench_ms"}; stats = {median_ms,p10_ms,
+//    "deadline_ms","peak_bytes_per_s"?} -> {"candidate":stats,"reference":stats,
+//         "reference_compile"?:stats, "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],
+//         "sets","timing":"judge_clock","verified_batches","speed_of_light_ms","peak_bytes_per_s",
+//         "timing_anomaly"?,"phases","flags":[],"bench_ms"}; stats = {median_ms,p10_ms,
 //         p90_ms,mean_ms,min_ms,cv,reps,batches} over batches (one sample per batch of `sets`
 //         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
@@ -108,6 +112,13 @@ struct LoadResult {
   bool cached = false;  ///< the worker still held the task: selected, not rebuilt
 };
 
+/// A device's peaks as the judge measured them.
+struct MeasuredPeaks {
+  double dram_bytes_per_s = 0;  ///< best of fills (bytes written / s) and copies ((read + written) / s)
+  double flops_per_s = 0;       ///< FP32 matmul, 2 n^3 / time, TF32 off
+  std::string method;           ///< sizes and repetitions, free text
+};
+
 struct CheckResult {
   Outcome outcome = Outcome::runtime_error;
   std::string sub_kind;
@@ -168,6 +179,10 @@ class RunnerClient {
 
   /// Versions and devices as the worker reports them (JSON text); empty on failure.
   std::string hello();
+  /// This runner's device measured by the judge (issue 11 §1: a copy/fill for DRAM bandwidth,
+  /// an FP32 matmul with TF32 off for FLOP/s); nullopt when the worker failed. Takes about a
+  /// second on a GPU, a few on a CPU; callers cache the result (roofline.hpp's peaks file).
+  std::optional<MeasuredPeaks> measure_peaks();
   /// Loads the task unless it is already loaded. Failures are values (LoadResult::error).
   LoadResult load(const TaskRef& task);
   /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...).
