@@ -3,6 +3,7 @@
 // GPU variants are tagged [.gpu] (hidden); CTest runs them as the `gpu` test, which the
 // test main skips (exit 77) when no GPU is present.
 #include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
@@ -214,4 +215,16 @@ TEST_CASE("the judge measures its device's peaks: DRAM bandwidth and FP32 FLOP/s
   CHECK(p->flops_per_s > 1e8);
   CHECK(p->flops_per_s < 1e15);
   CHECK(p->method.find("TF32 off") != std::string::npos);
+}
+
+TEST_CASE("the judge measures the GPU's peaks", "[.gpu]") {
+  backends::RunnerClient runner(runner_config("cuda:0"));
+  auto p = runner.measure_peaks();
+  REQUIRE(p);
+  std::printf("[peaks] cuda:0: %.1f GB/s, %.2f TFLOP/s FP32; %s\n", p->dram_bytes_per_s / 1e9, p->flops_per_s / 1e12,
+              p->method.c_str());
+  CHECK(p->dram_bytes_per_s > 1e11);  // any CUDA GPU of the last decade: > 100 GB/s
+  CHECK(p->dram_bytes_per_s < 2e13);
+  CHECK(p->flops_per_s > 1e12);
+  CHECK(p->flops_per_s < 2e14);
 }
