@@ -165,17 +165,20 @@ void copy_params(Exchange& ex, const LoadedTask& task, std::size_t n_inputs) {
   for (std::size_t p = 0; p < task.params.size(); ++p) ex.in(0, n_inputs + p).copy_(task.params[p].t);
 }
 
-/// After a call (host frozen): canaries, then inputs and parameters bit for bit.
+/// After calls (host frozen): canaries, then set 0's inputs (when given) and the parameters bit
+/// for bit. `when` ends the message ("" in the check, " during the timed calls" in the bench).
 std::optional<json> check_untouched(const Exchange& ex, const LoadedTask& task,
-                                    const std::vector<HeldTensor>& inputs) {
+                                    const std::vector<HeldTensor>* inputs, const std::string& when = "") {
   if (!ex.canaries_intact())
     return failure("runtime_error", "out_of_bounds_write",
-                   "the kernel wrote outside its outputs (canary bytes changed)");
-  for (std::size_t k = 0; k < ex.n_in(); ++k) {
-    const at::Tensor& pristine = k < inputs.size() ? inputs[k].t : task.params[k - inputs.size()].t;
+                   "the kernel wrote outside its outputs (canary bytes changed)" + when);
+  const std::size_t n_inputs = task.in_specs.size() - task.params.size();
+  for (std::size_t k = inputs ? 0 : n_inputs; k < ex.n_in(); ++k) {
+    const at::Tensor& pristine = k < n_inputs ? (*inputs)[k].t : task.params[k - n_inputs].t;
     if (!bitwise_equal(ex.in(0, k), pristine))
-      return failure("output_mismatch", "input_modified",
-                     "the kernel modified its input '" + task.in_specs[k].name + "'; inputs are read-only");
+      return failure(
+          "output_mismatch", "input_modified",
+          "the kernel modified its input '" + task.in_specs[k].name + "'" + when + "; inputs are read-only");
   }
   return std::nullopt;
 }
@@ -344,7 +347,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     s.host->freeze();  // a thread left running cannot finish while the judge looks
     sync_device(ctx.device);
     laps.lap("candidate_ms");
-    if (!failed) failed = check_untouched(*s.ex, task, inputs);
+    if (!failed) failed = check_untouched(*s.ex, task, &inputs);
     laps.lap("untouched_ms");
     std::vector<HeldTensor> truth;  // float64, made only when a wide-input comparison fails
     for (std::size_t k = 0; !failed && k < s.ex->n_out(); ++k) {
@@ -482,6 +485,10 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     }
     *verified += verify;
     laps.lap("verify_ms");
+    // The exchange's parameters are copied once per bench (and are writable on cuda): each batch
+    // must leave them, and every canary, as the judge put them.
+    if (auto f = check_untouched(*s.ex, task, nullptr, " during the timed calls")) return f;
+    laps.lap("untouched_ms");
     if (batch == 0 && plan.warmup > 0) continue;  // the first batch warms up (module loading, clocks)
     per_rep_ms->push_back(std::max(0.0, wall - s.round_trip_ms) / K);
     calls += K;
