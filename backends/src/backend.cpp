@@ -394,6 +394,10 @@ class CudaBackend final : public Backend {
         "-shared",
         "-Xcompiler",
         "-fPIC",
+        // ptxas's per-kernel registers, spills and shared memory in the build log (issue 11 §1;
+        // resource_usage.hpp reads them, also where cuobjdump is missing).
+        "-Xptxas",
+        "-v",
         // A shared CUDA runtime: the static one imports dlopen, sockets, ... which would hide
         // the candidate's own use of them from the symbol check.
         "--cudart",

@@ -168,6 +168,7 @@ ResourceUsage resource_usage(const fs::path& artifact, std::string_view build_lo
   if (!tool) {
     r.kernels = ptxas;
     r.note = "cuobjdump not found (set KFORGE_CUOBJDUMP or put the CUDA toolkit's bin on PATH)";
+    if (!ptxas.empty()) r.note += "; registers, spills and shared memory from the build's ptxas -v";
     return r;
   }
   sandbox::Spec spec;

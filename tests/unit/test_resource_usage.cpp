@@ -90,12 +90,7 @@ TEST_CASE("resource usage: a missing cuobjdump is a note, never a failure", "[pr
 }
 
 TEST_CASE("resource usage of a kernel built here with nvcc -shared (no GPU needed)", "[profile]") {
-  auto tool = find_cuobjdump();
-  if (!tool) {
-    WARN(std::string("SKIPPED: ") +
-         "cuobjdump not found (set KFORGE_CUOBJDUMP); the parsers are tested on the fixture");
-    return;
-  }
+  // With cuobjdump: its dump plus ptxas -v's spills; without it (CI): ptxas -v alone.
   const fs::path dir = fs::temp_directory_path() / ("kforge-ru-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::copy_file(kData / "resource_kernels.cu", dir / "kernel.cu", fs::copy_options::overwrite_existing);
@@ -122,7 +117,10 @@ TEST_CASE("resource usage of a kernel built here with nvcc -shared (no GPU neede
   CHECK(heavy->spill_store_bytes > 0);  // __launch_bounds__(1024, 2) forces spills
   CHECK(heavy->registers <= 32);
   CHECK(by_prefix(ru.kernels, "spill_kernel(")->shared_static_bytes >= 1024);
-  CHECK(ru.note.empty());
+  if (find_cuobjdump())
+    CHECK(ru.note.empty());
+  else
+    CHECK_THAT(ru.note, Catch::Contains("from the build's ptxas -v"));
 
   // The record keeps them, and they survive attempts.jsonl.
   AttemptRecord rec;
