@@ -293,6 +293,38 @@ json mismatch_reply(const Comparison& cmp, const std::string& sub_kind, const st
   return r;
 }
 
+/// Error figures over a check's trials: the maxima over trials and outputs (on passes too).
+struct Figures {
+  double max_abs = 0, max_rel = 0, max_ratio = 0;
+  void add(const Comparison& c) {
+    max_abs = std::max(max_abs, c.max_abs);
+    max_rel = std::max(max_rel, c.max_rel);
+    max_ratio = std::max(max_ratio, c.tolerance_ratio);
+  }
+};
+
+/// Compares every output of set 0 with the reference's; on the wide-input trial, an output that
+/// float32 cancellation puts beyond tolerance gets a second look against float64 (noted in
+/// `checks`). The failure reply, `where` naming the trial, or nullopt.
+std::optional<json> compare_outputs(LoadedTask& task, const Exchange& ex,
+                                    const std::vector<HeldTensor>& inputs,
+                                    const std::vector<HeldTensor>& expected, const Tolerances& tol,
+                                    bool wide_trial, const std::string& where, Figures& fig, json& checks) {
+  std::vector<HeldTensor> truth;  // float64, made only when a wide-input comparison fails
+  for (std::size_t k = 0; k < ex.n_out(); ++k) {
+    Comparison cmp = compare_chunked(ex.out(0, k), expected.at(k).t, tol);
+    if (!cmp.ok && wide_trial) {
+      if (truth.empty()) truth = task.ref.run_float64(inputs);
+      if (k < truth.size()) cmp = compare_with_truth(ex.out(0, k), expected.at(k).t, truth[k].t, cmp);
+      if (cmp.ok) checks.push_back("wider inputs, output '" + task.out_specs[k].name + "': " + cmp.message);
+    }
+    fig.add(cmp);
+    if (!cmp.ok)
+      return mismatch_reply(cmp, cmp.sub_kind, where + ", output '" + task.out_specs[k].name + "'");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
@@ -312,7 +344,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   laps.lap("exchange_ms");
   if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps)) return *r;
   json result{{"ok", true}, {"trials", trials}};
-  double max_abs = 0, max_rel = 0, max_ratio = 0;
+  Figures fig;
   // The task's own trials, then one with the model's floating parameters perturbed (a kernel that
   // ignores or mis-indexes a parameter fails even where the initial values hide it: LayerNorm's
   // ones and zeros) and one on a wider input distribution, where the reference stays finite.
@@ -349,23 +381,10 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     laps.lap("candidate_ms");
     if (!failed) failed = check_untouched(*s.ex, task, &inputs);
     laps.lap("untouched_ms");
-    std::vector<HeldTensor> truth;  // float64, made only when a wide-input comparison fails
-    for (std::size_t k = 0; !failed && k < s.ex->n_out(); ++k) {
-      Comparison cmp = compare_chunked(s.ex->out(0, k), expected.at(k).t, tol);
-      if (!cmp.ok && w_trial) {
-        // Wide inputs can make float32 itself inexact (cancellation): judge against float64.
-        if (truth.empty()) truth = task.ref.run_float64(inputs);
-        if (k < truth.size()) cmp = compare_with_truth(s.ex->out(0, k), expected.at(k).t, truth[k].t, cmp);
-        if (cmp.ok) checks.push_back("wider inputs, output '" + task.out_specs[k].name + "': " + cmp.message);
-      }
-      max_abs = std::max(max_abs, cmp.max_abs);
-      max_rel = std::max(max_rel, cmp.max_rel);
-      max_ratio = std::max(max_ratio, cmp.tolerance_ratio);
-      if (!cmp.ok)
-        failed = mismatch_reply(cmp, cmp.sub_kind,
-                                "trial " + std::to_string(i + 1) + " of " + std::to_string(total) + what +
-                                    ", output '" + task.out_specs[k].name + "'");
-    }
+    if (!failed)
+      failed = compare_outputs(task, *s.ex, inputs, expected, tol, w_trial,
+                               "trial " + std::to_string(i + 1) + " of " + std::to_string(total) + what, fig,
+                               checks);
     laps.lap("compare_ms");
     if (failed) {
       (*failed)["trials_passed"] = i;
@@ -378,9 +397,9 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   *keep = std::move(session);
   result["outcome"] = "pass";
   result["trials_passed"] = trials;
-  result["max_abs_err"] = max_abs;
-  result["max_rel_err"] = max_rel;
-  result["tolerance_ratio"] = max_ratio;
+  result["max_abs_err"] = fig.max_abs;
+  result["max_rel_err"] = fig.max_rel;
+  result["tolerance_ratio"] = fig.max_ratio;
   result["mismatch_fraction"] = 0.0;
   result["check_ms"] = ms_since(t0);
   result["phases"] = laps.to_json();
