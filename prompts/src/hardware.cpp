@@ -47,7 +47,7 @@ std::string describe(const HardwareFacts& f) {
     if (f.smem_per_block_kib > 0)
       line("shared memory per block (opt-in)", std::to_string(f.smem_per_block_kib) + " KiB");
     if (f.measured_dram_gbps > 0)
-      line("measured DRAM bandwidth (copy kernel)", num("%.0f GB/s", f.measured_dram_gbps));
+      line("measured DRAM bandwidth (fills and copies)", num("%.0f GB/s", f.measured_dram_gbps));
     if (f.measured_fp32_tflops > 0)
       line("measured FP32 rate (matmul)", num("%.1f TFLOP/s", f.measured_fp32_tflops));
   } else {

@@ -105,9 +105,19 @@ std::vector<std::string> repair_pass1(const fs::path& run) {
 TEST_CASE("kforge run repairs gelu_tanh over three turns with feedback in the prompts", "[agent]") {
   Server srv(fs::path(KFORGE_TESTS_DIR) / "data/scripted/repair_demo.json");
   fs::path out = temp_dir("repair") / "run";
+  // No peaks cached for this device: the run has the judge measure them and caches them.
+  const fs::path peaks = out.parent_path() / "device_peaks.json";
+  setenv("KFORGE_PEAKS_FILE", peaks.c_str(), 1);
   pid_t pid = spawn(
       run_args(srv.url(), out, {"--only", "activation/gelu_tanh", "--turns", "3", "--trials", "2"}), -1);
-  REQUIRE(wait_exit(pid) == 0);
+  const int rc = wait_exit(pid);
+  unsetenv("KFORGE_PEAKS_FILE");
+  REQUIRE(rc == 0);
+  REQUIRE(fs::exists(peaks));
+  const auto cached = json::parse(slurp(peaks));
+  REQUIRE(cached["devices"].size() == 1);
+  CHECK(cached["devices"].begin().value()["dram_bytes_per_s"].get<double>() > 1e8);
+  CHECK(cached["devices"].begin().value()["flops_per_s"].get<double>() > 1e8);
   auto recs = kforge::load_attempts(out).records;
   REQUIRE(recs.size() == 3);
   std::map<int, std::string> by_turn;
@@ -123,6 +133,7 @@ TEST_CASE("kforge run repairs gelu_tanh over three turns with feedback in the pr
   CHECK(p3.find("elements") != std::string::npos);
   CHECK(p3.find("differ") != std::string::npos);
   CHECK(p3.find("kSqrt2OverPi' was not declared") == std::string::npos);  // history policy: last
+  CHECK(p2.find("measured memory bandwidth") != std::string::npos);  // the prompt states the measured peaks
   CHECK(fs::exists(ep / "3/kernel.cpp"));
   CHECK(fs::exists(ep / "1/build.log"));
   CHECK(fs::exists(ep / "1/response.txt"));
