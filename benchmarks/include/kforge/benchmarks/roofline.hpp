@@ -28,11 +28,12 @@
 
 namespace kforge {
 
-/// A device's measured peaks: what the runner measures once per device (a copy kernel for DRAM
-/// bandwidth, an FP32 matmul for FLOP/s) and caches by device name.
+/// A device's measured peaks: what the runner measures once per device (the `peaks` request:
+/// fills and copies for DRAM bandwidth, an FP32 matmul for FLOP/s) and `kforge run` caches by
+/// device name.
 struct DevicePeaks {
   std::string device;           ///< the name the device reports: "NVIDIA H100 80GB HBM3", a CPU model
-  double dram_bytes_per_s = 0;  ///< copy kernel: (read + write bytes) / time
+  double dram_bytes_per_s = 0;  ///< best of fills (bytes written / time) and copies ((read + write) / time)
   double flops_per_s = 0;       ///< FP32 (no TF32), 2*M*N*K / time
   std::string measured_at;      ///< ISO-8601 UTC
   std::string method;           ///< free text: sizes, repetitions, library
