@@ -27,12 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Ms = std::chrono::milliseconds;
 
-void sync_device(const at::Device& d) {
-#ifdef KFORGE_RUNNER_CUDA
-  if (d.is_cuda()) cudaDeviceSynchronize();
-#endif
-}
-
 /// The judge's deadline for one request (inside the client's own, so that a slow candidate is
 /// judged a timeout here rather than costing the judge).
 struct Deadline {
@@ -183,6 +177,10 @@ std::optional<json> check_untouched(const Exchange& ex, const LoadedTask& task,
   return std::nullopt;
 }
 
+/// What the judge assumes a CPU's caches can hold (it knows the GPU's L2): the bench's working
+/// set on the CPU, and the bytes the speed-of-light bound lets stay in cache.
+constexpr int64_t kCpuCacheBytes = int64_t{64} << 20;
+
 /// Bytes of one input/output set: everything but the model's parameters and buffers.
 int64_t set_bytes(const LoadedTask& task) {
   int64_t b = 0;
@@ -197,7 +195,7 @@ int64_t set_bytes(const LoadedTask& task) {
 /// few enough that the exchange, the judge's copies and the reference fit in free memory.
 int choose_sets(const JudgeContext& ctx, const LoadedTask& task) {
   const int64_t per_set = std::max<int64_t>(1, set_bytes(task));
-  const int64_t target = ctx.l2_bytes > 0 ? 2 * ctx.l2_bytes : (64LL << 20);
+  const int64_t target = ctx.l2_bytes > 0 ? 2 * ctx.l2_bytes : kCpuCacheBytes;
   // One set already larger than the target is cold by itself: no rotation needed.
   int k = static_cast<int>(std::clamp<int64_t>((target + per_set - 1) / per_set, 1, 64));
 #ifdef KFORGE_RUNNER_CUDA
@@ -554,7 +552,7 @@ double speed_of_light_ms(const JudgeContext& ctx, const LoadedTask& task, int K)
   if (ctx.peak_bytes_per_s <= 0) return 0;
   int64_t out = 0;
   for (const auto& s : task.out_specs) out += bytes_of(s);
-  const double cache = static_cast<double>(ctx.l2_bytes > 0 ? ctx.l2_bytes : (int64_t{64} << 20));
+  const double cache = static_cast<double>(ctx.l2_bytes > 0 ? ctx.l2_bytes : kCpuCacheBytes);
   const double beyond = static_cast<double>(K) * static_cast<double>(out) - cache;
   return beyond > 0 ? beyond / K / ctx.peak_bytes_per_s * 1e3 : 0;
 }

@@ -185,6 +185,9 @@ struct Stats {
 };
 Stats stats_of(std::vector<double> ms);
 
+/// Waits for everything queued on a CUDA device (cudaDeviceSynchronize); nothing on the CPU.
+void sync_device(const at::Device& device);
+
 /// The device's peak memory bandwidth as the judge can reach it (bytes/s): the best of five
 /// timed fills (bytes written / s) and copies (bytes read + written / s) of a buffer far larger
 /// than the last-level cache (cuda: 1 GiB, or an eighth of free memory; cpu: 256 MiB), after one

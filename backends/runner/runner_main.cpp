@@ -146,11 +146,7 @@ class Worker {
 
   bool cuda() const { return device_.is_cuda(); }
 
-  void sync() {
-#ifdef KFORGE_RUNNER_CUDA
-    if (cuda()) cudaDeviceSynchronize();
-#endif
-  }
+  void sync() { sync_device(device_); }
 
   json hello() {
     json j{{"ok", true}};

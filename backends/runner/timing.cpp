@@ -11,19 +11,33 @@
 
 namespace kforge::runner {
 
-namespace {
-void sync_if_cuda(const at::Device& device) {
+void sync_device(const at::Device& device) {
 #ifdef KFORGE_RUNNER_CUDA
   if (device.is_cuda()) cudaDeviceSynchronize();
 #else
   (void)device;
 #endif
 }
+
+namespace {
+/// `units` per second of `work`, the best of five timed calls after an untimed first one (page
+/// faults, clocks), each waited for on the device.
+template <class Work>
+double best_rate(const at::Device& device, double units, Work&& work) {
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    sync_device(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    work(i);
+    sync_device(device);
+    if (i > 0) best = std::max(best, units / (ms_since(t0) * 1e-3));
+  }
+  return best;
+}
 }  // namespace
 
 double measure_peak_bandwidth(const at::Device& device) {
   int64_t n = int64_t{256} << 20;
-  auto sync = [&] { sync_if_cuda(device); };
 #ifdef KFORGE_RUNNER_CUDA
   if (device.is_cuda()) {
     size_t free_b = 0, total_b = 0;
@@ -33,21 +47,10 @@ double measure_peak_bandwidth(const at::Device& device) {
 #endif
   auto a = at::empty({n}, at::TensorOptions().dtype(at::kByte).device(device));
   auto b = at::empty_like(a);
-  double best = 0;
-  for (int i = 0; i < 6; ++i) {
-    sync();
-    auto t0 = std::chrono::steady_clock::now();
-    a.fill_(i + 1);
-    sync();
-    const double fill_s = ms_since(t0) * 1e-3;
-    t0 = std::chrono::steady_clock::now();
-    b.copy_(a);
-    sync();
-    const double copy_s = ms_since(t0) * 1e-3;
-    if (i == 0) continue;  // first touch: page faults, clocks
-    best = std::max({best, static_cast<double>(n) / fill_s, 2.0 * static_cast<double>(n) / copy_s});
-  }
-  return best;
+  const auto bytes = static_cast<double>(n);
+  const double fill = best_rate(device, bytes, [&](int i) { a.fill_(i + 1); });
+  const double copy = best_rate(device, 2 * bytes, [&](int) { b.copy_(a); });  // read + write
+  return std::max(fill, copy);
 }
 
 double measure_fp32_flops(const at::Device& device) {
@@ -56,17 +59,8 @@ double measure_fp32_flops(const at::Device& device) {
   auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
   const bool tf32 = at::globalContext().allowTF32CuBLAS();
   at::globalContext().setAllowTF32CuBLAS(false);
-  double best = 0;
-  for (int i = 0; i < 6; ++i) {
-    sync_if_cuda(device);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto c = at::mm(a, b);
-    sync_if_cuda(device);
-    const double s = ms_since(t0) * 1e-3;
-    if (i > 0)
-      best =
-          std::max(best, 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s);
-  }
+  const auto dim = static_cast<double>(n);
+  const double best = best_rate(device, 2 * dim * dim * dim, [&](int) { at::mm(a, b); });
   at::globalContext().setAllowTF32CuBLAS(tf32);
   return best;
 }
