@@ -132,14 +132,20 @@ const Suite& kb_suite() {
 }
 
 /// Compiles and judges fixture kernel data/verdicts/<kernel>/kernel.cpp against `ref`.
+/// Evaluates the cpu kernel tests/data/verdicts/<kernel>/kernel.cpp against `ref` with `opt`.
 backends::Evaluation judge(backends::RunnerClient& runner, const backends::TaskRef& ref,
-                           const std::string& kernel, int trials = 3) {
-  auto opt = quick_options();
-  opt.trials = trials;
+                           const std::string& kernel, const backends::EvalOptions& opt) {
   fs::path work = fs::path(KFORGE_BUILD_DIR) / "test-scratch/verdicts" / kernel / ref.module_mode;
   fs::remove_all(work);
   return backends::evaluate(backends::get_backend("cpu"), slurp(fixture_kernels() / kernel / "kernel.cpp"),
                             work, runner, ref, opt);
+}
+
+backends::Evaluation judge(backends::RunnerClient& runner, const backends::TaskRef& ref,
+                           const std::string& kernel, int trials = 3) {
+  auto opt = quick_options();
+  opt.trials = trials;
+  return judge(runner, ref, kernel, opt);
 }
 
 }  // namespace
@@ -400,13 +406,7 @@ TEST_CASE("a time faster than writing the outputs at the measured peak is a timi
   opt.bench = true;
   opt.bench_options.reps = 10;
   opt.bench_options.budget_ms = 500;
-  const fs::path work = fs::path(KFORGE_BUILD_DIR) / "test-scratch/verdicts/speed_of_light";
-  auto eval = [&] {
-    fs::remove_all(work);
-    return backends::evaluate(backends::get_backend("cpu"), slurp(fixture_kernels() / "act/relu/kernel.cpp"),
-                              work, runner, ref, opt);
-  };
-  auto ev = eval();
+  auto ev = judge(runner, ref, "act/relu", opt);
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   REQUIRE(ev.outcome == Outcome::pass);
   REQUIRE(ev.bench);
@@ -418,7 +418,7 @@ TEST_CASE("a time faster than writing the outputs at the measured peak is a timi
   CHECK(ev.bench->speedup_ci_low > 0);
   // The same kernel on a device said to write 1 MB/s: its time is impossible there.
   opt.bench_options.peak_bytes_per_s = 1e6;
-  ev = eval();
+  ev = judge(runner, ref, "act/relu", opt);
   REQUIRE(ev.bench);
   INFO(ev.bench->timing_anomaly);
   CHECK(ev.bench->timing_anomaly.find("faster than writing its outputs") != std::string::npos);
@@ -631,11 +631,7 @@ TEST_CASE(
   for (int64_t seed = 1; seed <= 8; ++seed) {
     auto opt = quick_options();
     opt.seed = seed;
-    fs::path work = fs::path(KFORGE_BUILD_DIR) / "test-scratch/verdicts/horner_fma";
-    fs::remove_all(work);
-    auto ev =
-        backends::evaluate(backends::get_backend("cpu"),
-                           slurp(fixture_kernels() / "horner_fma" / "kernel.cpp"), work, runner, horner, opt);
+    auto ev = judge(runner, horner, "horner_fma", opt);
     INFO("seed " << seed << ": " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
     CHECK(ev.outcome == Outcome::pass);
     REQUIRE(ev.check);
