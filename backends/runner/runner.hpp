@@ -196,5 +196,7 @@ double measure_peak_bandwidth(const at::Device& device);
 /// FP32 FLOP/s of an n x n matmul (n = 4096 on cuda, 1024 on cpu) with TF32 off for the
 /// measurement: 2 n^3 / the best of five timed calls after one untimed.
 double measure_fp32_flops(const at::Device& device);
+/// How the two measurements above are made on this device, for the record.
+std::string peak_measurements(const at::Device& device);
 
 }  // namespace kforge::runner

@@ -288,7 +288,8 @@ class Worker {
   json bench(const json& req) {
     JudgeContext ctx = judge_context();
     // The speed-of-light bound's bandwidth (the host, if any, is frozen while it is measured).
-    ctx.peak_bytes_per_s = req.value("peak_bytes_per_s", peak_bandwidth(device_));
+    ctx.peak_bytes_per_s =
+        req.contains("peak_bytes_per_s") ? req["peak_bytes_per_s"].get<double>() : peak_bandwidth(device_);
     return bench_candidate(ctx, cur().task, req, std::move(session_));
   }
 
@@ -300,9 +301,7 @@ class Worker {
             {"device", d.str()},
             {"dram_bytes_per_s", peak_bandwidth(d)},
             {"flops_per_s", flops},
-            {"method", std::string("DRAM: best of 5 fills and copies of ") +
-                           (d.is_cuda() ? "1 GiB" : "256 MiB") + "; FP32: best of 5 at::mm of " +
-                           (d.is_cuda() ? "4096" : "1024") + "^2, TF32 off; measured by kforge-runner"}};
+            {"method", peak_measurements(d)}};
   }
 
   JudgeContext judge_context() const {

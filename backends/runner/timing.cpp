@@ -34,15 +34,21 @@ double best_rate(const at::Device& device, double units, Work&& work) {
   }
   return best;
 }
+
+constexpr int64_t kHostBandwidthBytes = int64_t{256} << 20;
+constexpr int64_t kDeviceBandwidthBytes = int64_t{1} << 30;
+int64_t matmul_dim(const at::Device& device) {
+  return device.is_cuda() ? 4096 : 1024;
+}
 }  // namespace
 
 double measure_peak_bandwidth(const at::Device& device) {
-  int64_t n = int64_t{256} << 20;
+  int64_t n = kHostBandwidthBytes;
 #ifdef KFORGE_RUNNER_CUDA
   if (device.is_cuda()) {
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    n = std::min<int64_t>(int64_t{1} << 30, static_cast<int64_t>(free_b / 8));
+    n = std::min<int64_t>(kDeviceBandwidthBytes, static_cast<int64_t>(free_b / 8));
   }
 #endif
   auto a = at::empty({n}, at::TensorOptions().dtype(at::kByte).device(device));
@@ -54,7 +60,7 @@ double measure_peak_bandwidth(const at::Device& device) {
 }
 
 double measure_fp32_flops(const at::Device& device) {
-  const int64_t n = device.is_cuda() ? 4096 : 1024;
+  const int64_t n = matmul_dim(device);
   auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
   auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
   const bool tf32 = at::globalContext().allowTF32CuBLAS();
@@ -63,6 +69,13 @@ double measure_fp32_flops(const at::Device& device) {
   const double best = best_rate(device, 2 * dim * dim * dim, [&](int) { at::mm(a, b); });
   at::globalContext().setAllowTF32CuBLAS(tf32);
   return best;
+}
+
+std::string peak_measurements(const at::Device& device) {
+  const int64_t mib = (device.is_cuda() ? kDeviceBandwidthBytes : kHostBandwidthBytes) >> 20;
+  return "DRAM: best of 5 fills and copies of " + std::to_string(mib) + " MiB" +
+         (device.is_cuda() ? " (less where free memory is short)" : "") + "; FP32: best of 5 at::mm of " +
+         std::to_string(matmul_dim(device)) + "^2, TF32 off; measured by kforge-runner";
 }
 
 Stats stats_of(std::vector<double> ms) {
