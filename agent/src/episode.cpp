@@ -61,6 +61,7 @@ struct Shared {
   std::string device_name;
   prompts::HardwareFacts hardware;
   std::optional<DevicePeaks> peaks;  // measured once per device (cache file), when known
+  std::unique_ptr<ProfileStep> profile_step;
   backends::EvalOptions opt;
   std::mutex mu;  // library, load cache
   std::vector<retrieval::Exemplar> library;
@@ -94,6 +95,8 @@ void add_profile(prompts::PastAttempt& p, const AttemptRecord& r) {
   p.bottleneck_reason = r.profile.bottleneck_reason;
   p.findings = r.profile.findings;
   p.profiler_note = r.profile.profiler_note;
+  p.candidate_kernels = r.profile.candidate_kernels;
+  p.reference_kernels = r.profile.reference_kernels;
   if (r.passed()) p.resources = backends::describe_resources(r.profile.resources);
 }
 
@@ -258,10 +261,13 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
       }
       sh.compile_slots->release();
       if (ev.compile.ok()) {
-        auto lease = sh.runners->acquire();  // check + bench of this attempt hold the slot
+        auto lease = sh.runners->acquire();  // check, bench and profile of this attempt hold the slot
         backends::check_and_bench(ev, *lease, ref, sh.opt);
+        fill_record(rec, ev, lr.flops, task_bytes(lr));
+        record_profiler(rec, *sh.profile_step, *lease, ref, ev, workdir / "profile");
+      } else {
+        fill_record(rec, ev, lr.flops, task_bytes(lr));
       }
-      fill_record(rec, ev, lr.flops, task_bytes(lr));
       record_roofline(rec, sh.peaks, lr.flops, task_bytes(lr));
       rec.module_mode = ref.module_mode;
       auto allowed = cmd.allow_precision;
@@ -609,19 +615,10 @@ int run_agent(const RunCommand& cmd_in) {
   sh.device_name = device_name;
   sh.hardware = device == "cpu" ? cpu_facts() : cuda_facts(hello_j, cuda_index(device));
   if (sh.hardware.name.empty()) sh.hardware.name = device_name;
-  sh.peaks = load_peaks(default_peaks_file(), sh.hardware.name);
-  if (!sh.peaks && cmd.profiler != "none") {
-    // Measured once per device by the judge, then cached (issue 11 §1).
+  sh.profile_step = make_profile_step(cmd.profiler, cmd.backend);
+  if (sh.profile_step->profiler != "none") {
     auto lease = runners.acquire();
-    if (auto m = lease->measure_peaks()) {
-      DevicePeaks p{sh.hardware.name, m->dram_bytes_per_s, m->flops_per_s, utc_now(), m->method};
-      try {
-        save_peaks(default_peaks_file(), p);
-      } catch (const std::exception& e) {
-        spdlog::warn("peaks measured but not cached: {}", e.what());
-      }
-      sh.peaks = p;
-    }
+    sh.peaks = device_peaks(*lease, sh.hardware.name);
   }
   if (sh.peaks) {
     sh.hardware.measured_dram_gbps = sh.peaks->dram_bytes_per_s / 1e9;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "kforge/agent/hardware.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/resource_usage.hpp"
 #include "kforge/common/hash.hpp"
@@ -119,6 +120,49 @@ void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks
   rec.profile.bottleneck_reason = r.reason;
 }
 
+std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const std::string& device_name) {
+  if (auto p = load_peaks(default_peaks_file(), device_name)) return p;
+  auto m = runner.measure_peaks();
+  if (!m) return std::nullopt;
+  DevicePeaks p{device_name, m->dram_bytes_per_s, m->flops_per_s, utc_now(), m->method};
+  try {
+    save_peaks(default_peaks_file(), p);
+  } catch (const std::exception& e) {
+    spdlog::warn("peaks measured but not cached: {}", e.what());
+  }
+  return p;
+}
+
+std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend) {
+  auto step = std::make_unique<ProfileStep>();
+  const auto ncu = backend == "cuda" ? backends::find_ncu() : std::nullopt;
+  auto resolved = backends::resolve_profiler(requested, ncu.has_value());
+  if (!resolved) throw std::invalid_argument("--profiler: unknown profiler '" + requested + "'");
+  step->profiler = *resolved;
+  if (backend != "cuda" && step->profiler == "ncu") step->profiler = "basic";  // ncu profiles GPU kernels
+  if (backend == "cuda" && !ncu && step->profiler != "none") {
+    step->profiler = "basic";
+    step->note = "ncu not found (KFORGE_NCU, PATH, CUDA_HOME, /usr/local/cuda/bin): basic profile only";
+  }
+  if (step->profiler == "ncu")
+    step->ncu = std::make_unique<backends::NcuProfiler>(*ncu, backends::load_ncu_metrics());
+  return step;
+}
+
+void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
+                     const backends::TaskRef& ref, const backends::Evaluation& ev, const fs::path& dir) {
+  rec.profile.profiler = step.profiler;
+  if (!rec.passed()) return;
+  rec.profile.profiler_note = step.note;
+  if (!step.ncu || ev.compile.artifact.empty()) return;
+  backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir);
+  rec.profile.profiler_ms = p.profiler_ms;
+  rec.profile.profiler_note = p.note;
+  rec.profile.findings = backends::ncu_findings(p.candidate);
+  rec.profile.candidate_kernels = backends::kernel_times(p.candidate);
+  rec.profile.reference_kernels = backends::kernel_times(p.reference);
+}
+
 double task_bytes(const backends::LoadResult& lr) {
   if (lr.bytes > 0) return lr.bytes;
   std::vector<TensorBytes> in, out;
@@ -209,6 +253,20 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
+/// One info line per profiled pass: the bottleneck, the top finding, the kernels and the note.
+void log_profile(const AttemptRecord& rec) {
+  const auto& p = rec.profile;
+  if (!rec.passed() || (p.bottleneck.empty() && p.findings.empty() && p.profiler_note.empty())) return;
+  std::string s = p.bottleneck.empty() ? "" : p.bottleneck + " (" + p.bottleneck_reason + ")";
+  if (!p.findings.empty())
+    s += "; top finding: " + p.findings[0].label + " - " + p.findings[0].interpretation;
+  if (!p.candidate_kernels.empty())
+    s += "; " + std::to_string(p.candidate_kernels.size()) + " kernel(s), profiled in " +
+         fmt("%.0f", p.profiler_ms) + " ms";
+  if (!p.profiler_note.empty()) s += "; " + p.profiler_note;
+  spdlog::info("{}: {}", rec.task, s);
+}
+
 }  // namespace
 
 int run_eval(const EvalCommand& cmd) {
@@ -289,6 +347,21 @@ int run_eval(const EvalCommand& cmd) {
     return 2;
   }
 
+  // The profile step: the device's measured peaks (roofline) and, for cuda where ncu works, ncu.
+  std::unique_ptr<ProfileStep> step;
+  try {
+    step = make_profile_step(cmd.profiler, cmd.backend);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge eval: " << e.what() << "\n";
+    return 2;
+  }
+  std::optional<DevicePeaks> peaks;
+  if (step->profiler != "none") {
+    const auto hello_j = nlohmann::json::parse(hello, nullptr, false);
+    peaks = device_peaks(runner,
+                         device == "cpu" ? cpu_facts().name : cuda_facts(hello_j, cuda_index(device)).name);
+  }
+
   backends::EvalOptions opt;
   opt.trials = cmd.trials;
   opt.bench = cmd.bench;
@@ -347,6 +420,8 @@ int run_eval(const EvalCommand& cmd) {
     fs::path workdir = run->attempt_path(t->id, 0, 1);
     backends::Evaluation ev = backends::evaluate(*backend, source, workdir, runner, ref, opt);
     fill_record(rec, ev, lr.flops, task_bytes(lr));
+    record_roofline(rec, peaks, lr.flops, task_bytes(lr));
+    record_profiler(rec, *step, runner, ref, ev, workdir / "profile");
     rec.module_mode = ref.module_mode;
     auto allowed = cmd.allow_precision;
     allowed.insert(allowed.end(), t->allow_precision.begin(), t->allow_precision.end());
@@ -368,6 +443,7 @@ int run_eval(const EvalCommand& cmd) {
                 rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
                 rec.speedup > 0 ? fmt("%.2fx", rec.speedup).c_str() : "-");
     if (ev.outcome != Outcome::pass) spdlog::info("{}: {}", t->id, truncate_middle(ev.message, 600));
+    log_profile(rec);
     std::fflush(stdout);
   }
   write_unusable(cmd.out, unusable);

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "host.hpp"
 #include "kforge/kernel_abi.h"
 #include "kforge/sandbox/confine.hpp"
 
@@ -68,8 +69,12 @@ void reply(const std::string& s) {
   write_all(kChannel, s + "\n");
 }
 
-// Reports the stopped syscall (and, for open/openat, the path it named) and exits. Only
-// async-signal-safe calls.
+}  // namespace
+
+namespace kforge::host {
+
+// Reports the stopped syscall (and, for open/openat, the path it named) on the channel and
+// exits. Only async-signal-safe calls.
 void on_sigsys(int, siginfo_t* si, void* ctx) {
   char buf[320];
   int n = std::snprintf(buf, sizeof buf, "violation %d", si->si_syscall);
@@ -91,22 +96,6 @@ void on_sigsys(int, siginfo_t* si, void* ctx) {
   ::_exit(kforge::sandbox::kViolationExit);
 }
 
-/// Reads one line from the channel (blocking); false at end of stream.
-bool read_line(std::string* line) {
-  static std::string buf;
-  for (;;) {
-    if (auto nl = buf.find('\n'); nl != std::string::npos) {
-      *line = buf.substr(0, nl);
-      buf.erase(0, nl + 1);
-      return true;
-    }
-    char tmp[4096];
-    ssize_t n = ::read(kChannel, tmp, sizeof tmp);
-    if (n <= 0) return false;
-    buf.append(tmp, static_cast<std::size_t>(n));
-  }
-}
-
 int elem_size(int dtype) {
   switch (dtype) {
     case KF_FLOAT32:
@@ -124,7 +113,44 @@ int elem_size(int dtype) {
   }
 }
 
-using KfForward = int (*)(const kf_tensor*, int, kf_tensor*, int, void*);
+std::string confine_and_load(const std::string& artifact, int device, KfForward* fn) {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_sigsys;
+  sa.sa_flags = SA_SIGINFO;
+  ::sigaction(SIGSYS, &sa, nullptr);
+  const bool no_seccomp = std::getenv("KFORGE_HOST_NO_SECCOMP") != nullptr;  // tests of other layers
+  kforge::sandbox::ConfinePolicy policy;
+  policy.seccomp = !no_seccomp;
+  if (device >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
+  if (std::string e = kforge::sandbox::confine_self(policy); !e.empty()) return "confine " + e;
+  void* h = ::dlopen(artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();
+  *fn = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));
+  if (!*fn) return "entry_point the artifact exports no kf_forward";
+  return "";
+}
+
+}  // namespace kforge::host
+
+namespace {
+using kforge::host::elem_size;
+using kforge::host::KfForward;
+
+/// Reads one line from the channel (blocking); false at end of stream.
+bool read_line(std::string* line) {
+  static std::string buf;
+  for (;;) {
+    if (auto nl = buf.find('\n'); nl != std::string::npos) {
+      *line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      return true;
+    }
+    char tmp[4096];
+    ssize_t n = ::read(kChannel, tmp, sizeof tmp);
+    if (n <= 0) return false;
+    buf.append(tmp, static_cast<std::size_t>(n));
+  }
+}
 
 struct Arena {
   char* base = nullptr;
@@ -239,20 +265,8 @@ class Host {
   }
 
   std::string load() {
-    struct sigaction sa {};
-    sa.sa_sigaction = on_sigsys;
-    sa.sa_flags = SA_SIGINFO;
-    ::sigaction(SIGSYS, &sa, nullptr);
-    const bool no_seccomp = std::getenv("KFORGE_HOST_NO_SECCOMP") != nullptr;  // tests of other layers
-    kforge::sandbox::ConfinePolicy policy;
-    policy.seccomp = !no_seccomp;
-    if (device_ >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
-    if (std::string e = kforge::sandbox::confine_self(policy); !e.empty()) return "err confine " + e;
-    void* h = ::dlopen(artifact_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) return std::string("err load cannot load the artifact: ") + ::dlerror();
-    fn_ = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));
-    if (!fn_) return "err entry_point the artifact exports no kf_forward";
-    return "ok";
+    std::string e = kforge::host::confine_and_load(artifact_, device_, &fn_);
+    return e.empty() ? "ok" : "err " + e;
   }
 
   /// A 4-byte memset on the host's stream, waited for: the GPU is running this process's
@@ -313,6 +327,9 @@ class Host {
 
 int main(int argc, char** argv) {
   // usage: kforge-host <artifact> <device: -1 cpu, N cuda ordinal> <first fd to close>
+  //        kforge-host --profile <artifact> <device> <tensor file>   (profile_mode.cpp)
+  if (argc == 5 && std::string(argv[1]) == "--profile")
+    return kforge::host::profile_main(argv[2], std::atoi(argv[3]), argv[4]);
   if (argc != 4) return 2;
   // Nothing but what the judge gave: close every descriptor above the arenas it passed.
   ::close_range(static_cast<unsigned>(std::atoi(argv[3])), ~0U, 0);

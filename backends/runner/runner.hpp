@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -198,5 +199,24 @@ double measure_peak_bandwidth(const at::Device& device);
 double measure_fp32_flops(const at::Device& device);
 /// How the two measurements above are made on this device, for the record.
 std::string peak_measurements(const at::Device& device);
+
+/// Writes the tensor file of kforge-host's profile mode (backends/host/host.hpp: a text header,
+/// then the raw bytes): `args` in the C ABI's order, then the output specs. Throws
+/// std::runtime_error naming the path when it cannot be written.
+void write_tensor_file(const std::string& path, const std::vector<at::Tensor>& args,
+                       const std::vector<TensorSpec>& out_specs);
+
+/// The `profile_setup` request (runner_client.hpp): in req["dir"], profile_tensors.bin (the
+/// task's inputs under req["seed"], its parameters and output specs) and
+/// profile_reference.json (`load_request` plus the seed); replies with the two command lines
+/// to run under Nsight Compute: the candidate host's profile mode on req["artifact"], and this
+/// runner's --profile-reference mode. Throws std::runtime_error when a file cannot be written.
+nlohmann::json profile_setup(LoadedTask& task, nlohmann::json load_request, const nlohmann::json& req,
+                             const std::string& host_exe, const std::string& runner_exe,
+                             const at::Device& device);
+
+/// `kforge-runner --profile-reference FILE`: one untimed reference call, then one between
+/// cudaProfilerStart/Stop (what Nsight Compute profiles with --profile-from-start off).
+void profile_reference_call(Reference& ref, int64_t seed, const at::Device& device);
 
 }  // namespace kforge::runner

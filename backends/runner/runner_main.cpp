@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -83,6 +85,8 @@ class Worker {
         r = bench(req);
       else if (cmd == "peaks")
         r = peaks(req);
+      else if (cmd == "profile_setup")
+        r = profile_setup(cur().task, cur().load_request, req, host_exe(), self_exe(), device_);
       else if (cmd == "triton_bench")
         r = triton_bench(req);
       else
@@ -103,7 +107,8 @@ class Worker {
   /// interleaves tasks does not rebuild a model for every candidate.
   struct Loaded {
     LoadedTask task;
-    json reply;  ///< the load reply, without load_ms
+    json reply;         ///< the load reply, without load_ms
+    json load_request;  ///< what loaded it (the profile step's reference process loads it again)
     int64_t param_bytes = 0;
     uint64_t last_use = 0;
   };
@@ -233,6 +238,8 @@ class Worker {
                 {"input_bytes", in_bytes}};
     t->reply["flops"] = t->task.ref.formula(req.value("flops", std::string()));
     t->reply["bytes"] = t->task.ref.formula(req.value("bytes", std::string()));
+    t->load_request = req;
+    t->load_request.erase("id");
     t->last_use = ++use_clock_;
     Loaded* loaded = t.get();
     tasks_[key] = std::move(t);
@@ -318,11 +325,30 @@ class Worker {
     return c;
   }
 
+  static std::string self_exe() {
+    std::error_code ec;
+    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("kforge-runner") : p.string();
+  }
+
   static std::string host_exe() {
     if (const char* p = std::getenv("KFORGE_HOST"); p && *p) return p;
     return KFORGE_HOST_DEFAULT;
   }
 
+ public:
+  /// `--profile-reference FILE`: loads the task of the load request in FILE and makes the
+  /// reference call that Nsight Compute profiles (profile_setup.cpp).
+  int profile_reference(const std::string& file) {
+    std::ifstream f(file);
+    json req = json::parse(f);
+    json r = load(req);
+    if (!r.value("ok", false)) throw std::runtime_error("load failed: " + r.dump());
+    profile_reference_call(cur().task.ref, req.value("profile_seed", 3000), device_);
+    return 0;
+  }
+
+ private:
   json triton_bench(const json& req) {
     require_task();
     auto inputs = cur().task.ref.make_inputs(req.value("seed", 2000));
@@ -367,6 +393,16 @@ int main(int argc, char** argv) {
     return 3;
   }
   Worker w;
+  if (argc == 3 && std::string(argv[1]) == "--profile-reference") {
+    try {
+      return w.profile_reference(argv[2]);
+    } catch (py::error_already_set& e) {
+      std::fprintf(stderr, "kforge-runner --profile-reference: %s\n", python_traceback(e).c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kforge-runner --profile-reference: %s\n", e.what());
+    }
+    return 1;
+  }
   bool one_shot_info = argc > 1 && std::string(argv[1]) == "--info";
   if (one_shot_info) {
     reply(w.handle({{"cmd", "hello"}}));

@@ -54,6 +54,7 @@ std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
   std::vector<std::string> argv = {opt.ncu.string(),     "--csv", "--page",    "raw",
                                    "--print-units",      "base",  "--metrics", list,
                                    "--target-processes", "all"};
+  if (!opt.profile_from_start) argv.insert(argv.end(), {"--profile-from-start", "off"});
   if (!opt.kernel_filter.empty()) argv.insert(argv.end(), {"-k", "regex:" + opt.kernel_filter});
   if (opt.launch_count > 0) argv.insert(argv.end(), {"-c", std::to_string(opt.launch_count)});
   if (!opt.report_csv.empty()) argv.insert(argv.end(), {"--log-file", opt.report_csv.string()});

@@ -15,6 +15,7 @@ namespace kforge::backends {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
 
 std::filesystem::path default_runner_path() {
   if (const char* p = std::getenv("KFORGE_RUNNER"); p && *p) return p;
@@ -200,6 +201,33 @@ std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
   p.flops_per_s = number(r.body, "flops_per_s");
   p.method = r.body.value("method", std::string());
   return p;
+}
+
+std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, const fs::path& artifact,
+                                                            const fs::path& dir, int64_t seed,
+                                                            std::string* error) {
+  if (auto e = ensure_loaded(task, nullptr)) {
+    *error = *e;
+    return std::nullopt;
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  Reply r = request(json{{"cmd", "profile_setup"},
+                         {"artifact", fs::absolute(artifact).string()},
+                         {"dir", fs::absolute(dir).string()},
+                         {"seed", seed}},
+                    cfg_.load_timeout);
+  if (r.kind != Reply::ok || !r.body.value("ok", false)) {
+    *error = r.body.value("message", std::string("the judge could not prepare the profile step"));
+    return std::nullopt;
+  }
+  try {
+    return ProfileTargets{r.body.at("candidate").get<std::vector<std::string>>(),
+                          r.body.at("reference").get<std::vector<std::string>>()};
+  } catch (const std::exception& e) {
+    *error = std::string("profile_setup reply: ") + e.what();
+    return std::nullopt;
+  }
 }
 
 std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, LoadResult* out) {

@@ -73,6 +73,19 @@ const MetricFinding* same_metric(const std::vector<MetricFinding>& v, const Metr
   return nullptr;
 }
 
+/// "name 12.3 us, name2 4.0 us x3, ... (+N more)": the kernels of one call, longest first.
+std::string kernel_list(std::vector<KernelTime> k, std::size_t max) {
+  std::stable_sort(k.begin(), k.end(), [](const auto& x, const auto& y) { return x.ms > y.ms; });
+  std::string s;
+  for (std::size_t i = 0; i < k.size() && i < max; ++i) {
+    std::string name = k[i].name.substr(0, k[i].name.find('('));  // no parameter list
+    s += (i ? ", " : "") + truncate_middle(name, 60) + " " + us(k[i].ms) + " us";
+    if (k[i].launches > 1) s += " x" + std::to_string(k[i].launches);
+  }
+  if (k.size() > max) s += " (+" + std::to_string(k.size() - max) + " more)";
+  return s;
+}
+
 std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   std::string d;
   // Times and speedup.
@@ -131,6 +144,11 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
       }
       d += " - " + m.interpretation + "\n";
     }
+  }
+  if (!a.candidate_kernels.empty()) {
+    d += "- kernels of one call (Nsight Compute): " + kernel_list(a.candidate_kernels, 5) + "\n";
+    if (!a.reference_kernels.empty())
+      d += "- PyTorch's kernels for the reference: " + kernel_list(a.reference_kernels, 5) + "\n";
   }
   if (!a.resources.empty()) {
     auto lines = split_lines(trim(a.resources));

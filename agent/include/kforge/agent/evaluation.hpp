@@ -5,11 +5,13 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kforge/backends/evaluate.hpp"
+#include "kforge/backends/profile_step.hpp"
 #include "kforge/benchmarks/roofline.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/runs/attempt.hpp"
@@ -26,11 +28,6 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile);
 /// reference failed to load or run (reference_failed) — in the check or in the bench.
 bool is_infrastructure_failure(const backends::Evaluation& ev);
 
-/// Fills the evaluation part of an attempt record: outcome, sub-kind, first line of the
-/// message, timings (ms), correctness and speed figures, compile-time resources (cuda). Achieved rates use
-/// the task's formulas: GB/s = bytes / t, TFLOP/s = flops / t (TritonBench appendix B).
-void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes);
-
 /// For a cuda attempt that compiled (rec.backend == "cuda"): runs cuobjdump on the artifact
 /// through the sandbox and records per-kernel registers, stack, static shared memory and, when
 /// the build log has ptxas -v output, spill bytes in rec.profile (a missing tool is a note).
@@ -41,6 +38,33 @@ void record_resources(AttemptRecord& rec, const backends::Evaluation& ev);
 /// peaks: fractions of peak, bottleneck class and its reason in rec.profile. No peaks or no
 /// time: the fields stay unknown.
 void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks, double flops, double bytes);
+
+/// The device's measured peaks (issue 11 §1): from the peaks file (default_peaks_file(),
+/// KFORGE_PEAKS_FILE) when it holds `device_name`'s, else measured once by the judge
+/// (RunnerClient::measure_peaks) and cached there; nullopt when the measurement failed.
+std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const std::string& device_name);
+
+/// The profile step of a run (issue 11 §1): the profiler --profiler resolves to for the
+/// backend and, for ncu, the profiler itself. One per run, shared by its episodes.
+struct ProfileStep {
+  std::string profiler = "basic";  ///< none | basic | ncu
+  std::string note;                ///< why ncu is not used although it was asked for (or auto)
+  std::unique_ptr<backends::NcuProfiler> ncu;
+};
+
+/// Resolves `requested` (none | basic | ncu | auto) for `backend`: ncu only for cuda and where
+/// ncu is found (backends::find_ncu) with the curated metric set; else basic with a note for
+/// cuda ("ncu not found ...: basic profile only"). Throws std::invalid_argument for an unknown
+/// name, std::runtime_error when the metric set cannot be read.
+std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend);
+
+/// The profiler part of a record: rec.profile.profiler and, for a pass, the profiler note; under
+/// ncu, one profiled call of the candidate and of the reference (files under `dir`): the findings
+/// (backends::ncu_findings), the kernels each launched with their times, profiler_ms, and a
+/// note when ncu gave no report (never a failure). Call it holding `runner`'s lease.
+void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
+                     const backends::TaskRef& ref, const backends::Evaluation& ev,
+                     const std::filesystem::path& dir);
 
 /// The bytes a call moves: the suite's formula when it has one (lr.bytes > 0), else every
 /// input read once and every output written once (io_bytes).

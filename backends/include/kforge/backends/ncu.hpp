@@ -4,12 +4,13 @@
 // argv, the parser of ncu's CSV output into a typed ProfileReport (per kernel launched: name,
 // time, metric values), and the findings: the 3-4 most telling metrics with a one-line reading.
 // Everything here is pure except find_ncu() and load_ncu_metrics() (file reads). Running ncu
-// against the candidate host is the runner client's job.
+// against the candidate host is profile_step.hpp's job.
 //
 // --profiler none|basic|ncu: none = no profile step; basic = timing, roofline and compile-time
 // resources; ncu = basic plus one Nsight Compute run of the candidate and of the reference.
 // The default ("auto") is ncu where ncu is found, else basic; an ncu failure (absent, counters
 // not permitted) is a note in the record and the prompt, never an attempt failure.
+// profile_step.hpp runs it.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -40,10 +41,13 @@ struct NcuOptions {
   std::string kernel_filter;         ///< -k regex:<filter> when not empty
   int launch_count = 0;              ///< -c N when > 0 (profile the first N kernels)
   std::filesystem::path report_csv;  ///< --log-file PATH when not empty (else stdout)
+  /// false: --profile-from-start off, only kernels between cudaProfilerStart/Stop are profiled
+  /// (the profile step's targets bracket their one profiled call so).
+  bool profile_from_start = true;
 };
 
 /// `ncu --csv --page raw --print-units base --metrics m1,m2,... --target-processes all
-///  [-k regex:F] [-c N] [--log-file F] <target argv...>`
+///  [--profile-from-start off] [-k regex:F] [-c N] [--log-file F] <target argv...>`
 std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
                                   const std::vector<std::string>& target, const NcuOptions& opt = {});
 

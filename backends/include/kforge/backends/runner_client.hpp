@@ -18,6 +18,9 @@
 //   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[],
 //        reference_tf32 {matmul, cudnn}: whether PyTorch lets the reference use TF32)
 //   {"cmd":"peaks","device"} -> {"dram_bytes_per_s","flops_per_s","method"} (measure_peaks)
+//   {"cmd":"profile_setup","artifact","dir","seed"} -> {"candidate":[argv],"reference":[argv]}:
+//        writes dir/profile_tensors.bin and dir/profile_reference.json for the current task and
+//        names the two processes to run under Nsight Compute (profile_targets; profile.hpp)
 //   {"cmd":"load","task","file","source","device","model_seed","flops","bytes","module_mode"} ->
 //        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms","cached"}; spec =
 //        {name, kind (input|parameter|buffer|output), shape, dtype}. The worker keeps the most
@@ -119,6 +122,13 @@ struct MeasuredPeaks {
   std::string method;           ///< sizes and repetitions, free text
 };
 
+/// The two command lines of the profile step (profile.hpp): the candidate host's profile mode
+/// on the artifact and the runner's reference-call mode, each making one untimed and one
+/// profiled call.
+struct ProfileTargets {
+  std::vector<std::string> candidate, reference;
+};
+
 struct CheckResult {
   Outcome outcome = Outcome::runtime_error;
   std::string sub_kind;
@@ -183,6 +193,13 @@ class RunnerClient {
   /// an FP32 matmul with TF32 off for FLOP/s); nullopt when the worker failed. Takes about a
   /// second on a GPU, a few on a CPU; callers cache the result (roofline.hpp's peaks file).
   std::optional<MeasuredPeaks> measure_peaks();
+  /// Has the judge write the profile step's files for `task` into `dir` (inputs under `seed`,
+  /// parameters, output specs; the reference's load request) and name the processes to
+  /// profile. nullopt with *error set when the task does not load or the files cannot be
+  /// written.
+  std::optional<ProfileTargets> profile_targets(const TaskRef& task, const std::filesystem::path& artifact,
+                                                const std::filesystem::path& dir, int64_t seed,
+                                                std::string* error);
   /// Loads the task unless it is already loaded. Failures are values (LoadResult::error).
   LoadResult load(const TaskRef& task);
   /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...).

@@ -47,6 +47,8 @@ struct PastAttempt {
   std::string bottleneck_reason;                   ///< one line from the roofline
   std::vector<MetricFinding> findings;             ///< the 3-4 most telling metrics, best first
   std::string profiler_note;                       ///< e.g. "ncu not available: basic profile only"
+  std::vector<KernelTime> candidate_kernels;       ///< per kernel of one profiled call (ncu)
+  std::vector<KernelTime> reference_kernels;       ///< what PyTorch launches for the reference
   std::string resources;                           ///< compile-time resources, one line per kernel
 };
 

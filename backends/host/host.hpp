@@ -1,0 +1,43 @@
+// backends/host/host.hpp — internals of kforge-host shared by its two modes (not a public
+// header): the judged mode (host_main.cpp: one candidate, driven over its channel by the
+// judge) and the profile mode (profile_mode.cpp: one candidate call under Nsight Compute).
+// Single-threaded; everything here runs on the host's main thread.
+#pragma once
+
+#include <signal.h>
+
+#include <string>
+
+#include "kforge/kernel_abi.h"
+
+namespace kforge::host {
+
+using KfForward = int (*)(const kf_tensor*, int, kf_tensor*, int, void*);
+
+/// Bytes of one element of a kf_dtype.
+int elem_size(int dtype);
+
+/// SIGSYS handler: writes "violation <nr>[ <path>]" to fd 3 and exits with kViolationExit.
+void on_sigsys(int, siginfo_t* si, void* ctx);
+
+/// Installs on_sigsys, confines the process (kforge/sandbox/confine.hpp; the GPU's device nodes
+/// stay writable when device >= 0), dlopens the artifact and finds kf_forward. "" on success,
+/// else "<kind> <text>" with kind confine, load or entry_point.
+std::string confine_and_load(const std::string& artifact, int device, KfForward* fn);
+
+/// The profile mode: `kforge-host --profile <artifact> <device> <tensor file>`. Reads the
+/// tensors the judge wrote (format below), confines itself exactly as the judged mode does,
+/// calls kf_forward once untimed (lazy loading, caches), then once between
+/// cudaProfilerStart/Stop (the call Nsight Compute profiles with --profile-from-start off),
+/// and exits: 0 when both calls returned 0 without a CUDA error, 1 otherwise (the reason on
+/// stderr), 2 on a bad tensor file. Nothing it does or prints decides a verdict.
+///
+/// Tensor file (written by kforge-runner's `profile_setup`): text lines
+///   kforge-tensors 1
+///   in <kf_dtype> <ndim> <size>...     one per argument, in the C ABI's order
+///   out <kf_dtype> <ndim> <size>...    one per output
+///   data
+/// followed by the raw contiguous bytes of every `in` tensor, in order.
+int profile_main(const std::string& artifact, int device, const std::string& tensor_file);
+
+}  // namespace kforge::host

@@ -1,0 +1,226 @@
+// [runner][profile] issue 11 §1, the ncu part of the profile step without a GPU: the judge's
+// profile files and command lines (profile_setup), the candidate host's profile mode (one
+// confined untimed call and one profiled call; a forbidden syscall is still stopped), the
+// runner's reference-call mode, and NcuProfiler/record_profiler against a fake `ncu` that
+// checks its arguments, writes a recorded CSV and runs the target. Live ncu runs on the GPU
+// machine (scripts/gpu-check).
+#include <filesystem>
+#include <fstream>
+
+#include "catch.hpp"
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/profile_step.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/util.hpp"
+#include "kforge/sandbox/subprocess.hpp"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::path(KFORGE_BUILD_DIR) / "test-scratch" / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+backends::RunnerConfig cpu_runner() {
+  backends::RunnerConfig rc;
+  rc.device = "cpu";
+  return rc;
+}
+
+/// The adversarial task (out = relu(x) * 2 + y) and a compiled cpu kernel of its folder.
+struct Compiled {
+  backends::TaskRef task;
+  fs::path artifact;
+};
+Compiled compile_adversarial(const std::string& kernel, const fs::path& work) {
+  const fs::path dir = fs::path(KFORGE_TESTS_DIR) / "data/adversarial";
+  auto parsed = parse_task_file(dir / "task.py", "adversarial/relu2_add");
+  REQUIRE(parsed.task);
+  backends::CompileOptions co;
+  co.cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
+  auto cr = backends::compile(backends::get_backend("cpu"), read_file(dir / kernel / "kernel.cpp"), work, co);
+  INFO(cr.log);
+  REQUIRE(cr.ok());
+  return {agent::task_ref(*parsed.task, ""), cr.artifact};
+}
+
+sandbox::Result run_argv(const std::vector<std::string>& argv) {
+  sandbox::Spec s;
+  s.argv = argv;
+  s.limits.wall = std::chrono::milliseconds(120'000);
+  s.isolate_network = false;
+  return sandbox::run(s);
+}
+
+/// A fake ncu: insists on --profile-from-start off and --log-file, logs its target's kind to
+/// `calls`, copies a recorded report (candidate or reference) to the log file and runs the
+/// target (the arguments after the last ncu option), exiting with the target's status. With
+/// `deny`, it prints ncu's counter-permission error instead and exits 1.
+fs::path fake_ncu(const fs::path& dir, bool deny = false) {
+  const fs::path slow = fs::path(KFORGE_TESTS_DIR) / "../bench/data/slow_kernels";
+  const fs::path script = dir / "ncu";
+  std::ofstream f(script);
+  f << "#!/bin/sh\n"
+    << "calls=" << (dir / "calls").string() << "\n"
+    << (deny ? "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+               "Performance Counters on the target device 0.'; exit 1\n"
+             : "")
+    << "log=; off=\n"
+    << "while [ $# -gt 0 ]; do\n"
+    << "  case \"$1\" in\n"
+    << "    --log-file) log=$2; shift 2;;\n"
+    << "    --profile-from-start) [ \"$2\" = off ] && off=1; shift 2;;\n"
+    << "    --csv) shift;;\n"
+    << "    --page|--print-units|--metrics|--target-processes|-k|-c) shift 2;;\n"
+    << "    *) break;;\n"
+    << "  esac\n"
+    << "done\n"
+    << "[ -n \"$off\" ] && [ -n \"$log\" ] || { echo 'fake ncu: bad arguments'; exit 9; }\n"
+    << "case \"$2\" in\n"
+    << "  --profile-reference) echo reference >> $calls; cp "
+    << (fs::path(KFORGE_TESTS_DIR) / "data/profile/ncu_raw.csv").string() << " \"$log\";;\n"
+    << "  *) echo candidate >> $calls; cp " << (slow / "launch_bound/ncu_candidate.csv").string()
+    << " \"$log\";;\n"
+    << "esac\n"
+    << "exec \"$@\"\n";
+  f.close();
+  fs::permissions(script, fs::perms::owner_all);
+  return script;
+}
+
+}  // namespace
+
+TEST_CASE("profile step: the judge's files and both targets run (cpu, no ncu)", "[runner][profile]") {
+  const fs::path work = scratch("profile-targets");
+  auto c = compile_adversarial("correct", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  std::string error;
+  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000, &error);
+  INFO(error);
+  REQUIRE(targets);
+  // The tensor file: both inputs, then the output, in the ABI's order, then the data.
+  std::ifstream tf(work / "profile/profile_tensors.bin", std::ios::binary);
+  std::string l1, l2, l3, l4, l5;
+  std::getline(tf, l1);
+  std::getline(tf, l2);
+  std::getline(tf, l3);
+  std::getline(tf, l4);
+  std::getline(tf, l5);
+  CHECK(l1 == "kforge-tensors 1");
+  CHECK(l2.rfind("in 0 ", 0) == 0);  // KF_FLOAT32
+  CHECK(l3.rfind("in 0 ", 0) == 0);
+  CHECK(l4.rfind("out 0 ", 0) == 0);
+  CHECK(l5 == "data");
+  // The candidate's profile mode: one untimed and one profiled call, confined, exit 0.
+  REQUIRE(targets->candidate.size() == 5);
+  CHECK(targets->candidate[1] == "--profile");
+  auto r = run_argv(targets->candidate);
+  INFO(r.out << r.err);
+  CHECK(r.ok());
+  CHECK_THAT(r.out, Catch::Contains("profiled one call"));
+  // The reference's: the runner loads the task again and makes its calls.
+  REQUIRE(targets->reference.size() == 3);
+  CHECK(targets->reference[1] == "--profile-reference");
+  auto rr = run_argv(targets->reference);
+  INFO(rr.out << rr.err);
+  CHECK(rr.ok());
+}
+
+TEST_CASE("profile step: the candidate is confined in the profile mode too", "[runner][profile]") {
+  const fs::path work = scratch("profile-confined");
+  auto c = compile_adversarial("tmp_dropper", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  std::string error;
+  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000, &error);
+  REQUIRE(targets);
+  auto r = run_argv(targets->candidate);
+  INFO(r.out << r.err);
+  CHECK_FALSE(r.ok());
+  CHECK(r.exit_code == 101);  // kViolationExit
+  CHECK_THAT(r.err, Catch::Contains("violation"));
+  CHECK_FALSE(fs::exists("/tmp/kforge_dropped.so"));
+}
+
+TEST_CASE("profile step: a bad tensor file is the host's error, not a crash", "[runner][profile]") {
+  const fs::path work = scratch("profile-bad-file");
+  auto c = compile_adversarial("correct", work / "build");
+  {
+    std::ofstream f(work / "bad.bin");
+    f << "kforge-tensors 1\nin 0 1 4\ndata\nab";  // 2 of 16 bytes
+  }
+  fs::path host = fs::path(KFORGE_BUILD_DIR) / "backends/host/kforge-host";
+  auto r = run_argv({host.string(), "--profile", c.artifact.string(), "-1", (work / "bad.bin").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("the data ends early"));
+}
+
+TEST_CASE("profile step: ncu's reports become findings and kernel times; the reference is profiled once",
+          "[runner][profile]") {
+  const fs::path work = scratch("profile-fake-ncu");
+  auto c = compile_adversarial("correct", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  agent::ProfileStep step;
+  step.profiler = "ncu";
+  step.ncu = std::make_unique<backends::NcuProfiler>(fake_ncu(work), backends::load_ncu_metrics());
+  backends::Evaluation ev;
+  ev.compile.artifact = c.artifact;
+  AttemptRecord rec;
+  rec.outcome = Outcome::pass;
+  agent::record_profiler(rec, step, runner, c.task, ev, work / "a1");
+  INFO(rec.profile.profiler_note);
+  CHECK(rec.profile.profiler == "ncu");
+  CHECK(rec.profile.profiler_note.empty());
+  REQUIRE_FALSE(rec.profile.findings.empty());
+  CHECK(rec.profile.findings[0].label == "launch overhead");
+  CHECK(rec.profile.candidate_kernels.size() == 2);  // layer_norm_step, scale_shift_step
+  CHECK_FALSE(rec.profile.reference_kernels.empty());
+  CHECK(rec.profile.profiler_ms > 0);
+  AttemptRecord again;
+  again.outcome = Outcome::pass;
+  agent::record_profiler(again, step, runner, c.task, ev, work / "a2");
+  CHECK(again.profile.reference_kernels.size() == rec.profile.reference_kernels.size());
+  CHECK(read_file(work / "calls") == "candidate\nreference\ncandidate\n");
+  // A failed attempt is not profiled.
+  AttemptRecord failed;
+  failed.outcome = Outcome::output_mismatch;
+  agent::record_profiler(failed, step, runner, c.task, ev, work / "a3");
+  CHECK(failed.profile.findings.empty());
+  CHECK(read_file(work / "calls") == "candidate\nreference\ncandidate\n");
+}
+
+TEST_CASE("profile step: ncu without counter permission is a note, never a failure", "[runner][profile]") {
+  const fs::path work = scratch("profile-denied");
+  auto c = compile_adversarial("correct", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  agent::ProfileStep step;
+  step.profiler = "ncu";
+  step.ncu = std::make_unique<backends::NcuProfiler>(fake_ncu(work, true), backends::load_ncu_metrics());
+  backends::Evaluation ev;
+  ev.compile.artifact = c.artifact;
+  AttemptRecord rec;
+  rec.outcome = Outcome::pass;
+  agent::record_profiler(rec, step, runner, c.task, ev, work / "a1");
+  CHECK(rec.passed());
+  CHECK(rec.profile.findings.empty());
+  CHECK_THAT(rec.profile.profiler_note, Catch::Contains("ERR_NVGPUCTRPERM"));
+}
+
+TEST_CASE("profile step: --profiler resolves per backend", "[profile]") {
+  CHECK(agent::make_profile_step("auto", "cpu")->profiler == "basic");
+  CHECK(agent::make_profile_step("ncu", "cpu")->profiler == "basic");  // ncu profiles GPU kernels
+  CHECK(agent::make_profile_step("none", "cuda")->profiler == "none");
+  CHECK_THROWS_AS(agent::make_profile_step("nsys", "cuda"), std::invalid_argument);
+  auto cuda = agent::make_profile_step("auto", "cuda");
+  if (backends::find_ncu()) {
+    CHECK(cuda->profiler == "ncu");
+    CHECK(cuda->ncu);
+  } else {
+    CHECK(cuda->profiler == "basic");
+    CHECK_THAT(cuda->note, Catch::Contains("ncu not found"));
+  }
+}
