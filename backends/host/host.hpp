@@ -21,12 +21,15 @@ int elem_size(int dtype);
 void on_sigsys(int, siginfo_t* si, void* ctx);
 
 /// Installs on_sigsys, confines the process (kforge/sandbox/confine.hpp; the GPU's device nodes
-/// stay writable when device >= 0), dlopens the artifact and finds kf_forward. "" on success,
-/// else "<kind> <text>" with kind confine, load or entry_point.
-std::string confine_and_load(const std::string& artifact, int device, KfForward* fn);
+/// stay writable when device >= 0; `scratch`, when not empty, is the profile mode's scratch
+/// directory), dlopens the artifact and finds kf_forward. "" on success, else "<kind> <text>"
+/// with kind confine, load or entry_point.
+std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch, KfForward* fn);
 
 /// The profile mode: `kforge-host --profile <artifact> <device> <tensor file>`. Reads the
-/// tensors the judge wrote (format below), confines itself exactly as the judged mode does,
+/// tensors the judge wrote (format below), confines itself as the judged mode does except for
+/// one scratch directory, $KFORGE_PROFILE_SCRATCH when set (where Nsight Compute's injected
+/// library keeps its lock file: ConfinePolicy::scratch_dirs),
 /// calls kf_forward once untimed (lazy loading, caches), then once between
 /// cudaProfilerStart/Stop (the call Nsight Compute profiles with --profile-from-start off),
 /// and exits: 0 when both calls returned 0 without a CUDA error, 1 otherwise (the reason on

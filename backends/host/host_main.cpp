@@ -113,7 +113,7 @@ int elem_size(int dtype) {
   }
 }
 
-std::string confine_and_load(const std::string& artifact, int device, KfForward* fn) {
+std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch, KfForward* fn) {
   struct sigaction sa {};
   sa.sa_sigaction = on_sigsys;
   sa.sa_flags = SA_SIGINFO;
@@ -122,6 +122,7 @@ std::string confine_and_load(const std::string& artifact, int device, KfForward*
   kforge::sandbox::ConfinePolicy policy;
   policy.seccomp = !no_seccomp;
   if (device >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
+  if (!scratch.empty()) policy.scratch_dirs = {scratch};
   if (std::string e = kforge::sandbox::confine_self(policy); !e.empty()) return "confine " + e;
   void* h = ::dlopen(artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();
@@ -265,7 +266,7 @@ class Host {
   }
 
   std::string load() {
-    std::string e = kforge::host::confine_and_load(artifact_, device_, &fn_);
+    std::string e = kforge::host::confine_and_load(artifact_, device_, "", &fn_);
     return e.empty() ? "ok" : "err " + e;
   }
 

@@ -27,9 +27,16 @@ NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::str
   // ncu talks to the process it profiles over loopback; a private network namespace would
   // leave it without one. The profiled candidate is still confined (no sockets: seccomp).
   spec.isolate_network = false;
+  // A scratch directory of its own for ncu and the profiled process (its lock file; the
+  // candidate host may write nothing else: ConfinePolicy::scratch_dirs), removed afterwards.
   std::error_code ec;
+  const fs::path scratch = opt.report_csv.parent_path() / "tmp";
+  fs::create_directories(scratch, ec);
+  spec.env_set["TMPDIR"] = scratch.string();
+  spec.env_set["KFORGE_PROFILE_SCRATCH"] = scratch.string();
   fs::remove(opt.report_csv, ec);
   const sandbox::Result r = sandbox::run(spec);
+  fs::remove_all(scratch, ec);
   run.wall_ms = static_cast<double>(r.wall.count());
   const std::string csv = fs::exists(opt.report_csv, ec) ? read_file(opt.report_csv) : "";
   run.report = parse_ncu_csv(csv);

@@ -49,9 +49,10 @@ Compiled compile_adversarial(const std::string& kernel, const fs::path& work) {
   return {agent::task_ref(*parsed.task, ""), cr.artifact};
 }
 
-sandbox::Result run_argv(const std::vector<std::string>& argv) {
+sandbox::Result run_argv(const std::vector<std::string>& argv, const std::string& scratch = "") {
   sandbox::Spec s;
   s.argv = argv;
+  if (!scratch.empty()) s.env_set["KFORGE_PROFILE_SCRATCH"] = scratch;
   s.limits.wall = std::chrono::milliseconds(120'000);
   s.isolate_network = false;
   return sandbox::run(s);
@@ -143,7 +144,12 @@ TEST_CASE("profile step: the candidate is confined in the profile mode too", "[r
   CHECK_FALSE(r.ok());
   CHECK(r.exit_code == 101);  // kViolationExit
   CHECK_THAT(r.err, Catch::Contains("violation"));
-  CHECK_FALSE(fs::exists("/tmp/kforge_dropped.so"));
+  CHECK_FALSE(fs::exists("/tmp/kforge_hook.so"));
+  // With the scratch directory ncu needs, creating a file elsewhere is still refused (Landlock).
+  fs::create_directories(work / "scratch");
+  auto s = run_argv(targets->candidate, (work / "scratch").string());
+  INFO(s.out << s.err);
+  CHECK_FALSE(fs::exists("/tmp/kforge_hook.so"));
 }
 
 TEST_CASE("profile step: a bad tensor file is the host's error, not a crash", "[runner][profile]") {

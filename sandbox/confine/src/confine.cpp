@@ -55,7 +55,7 @@ std::string drop_capabilities() {
 /// `writable` (the GPU's device nodes, which the driver reopens read-write when it maps
 /// memory). Returns the ABI version in force, or 0 where Landlock is missing or refused (the
 /// caller then stops every open for writing with seccomp instead: closed either way).
-int landlock_restrict(const std::vector<std::string>& writable) {
+int landlock_restrict(const std::vector<std::string>& writable, const std::vector<std::string>& scratch) {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) return 0;
   landlock_ruleset_attr attr{};
@@ -68,20 +68,22 @@ int landlock_restrict(const std::vector<std::string>& writable) {
   if (abi >= 3) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
   const int rs = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
   if (rs < 0) return 0;  // unusable here: the seccomp filter then stops every open for writing
-  for (const auto& pattern : writable) {
+  auto allow = [rs](const std::string& pattern, __u64 access) {
     glob_t g{};
     if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
       for (std::size_t i = 0; i < g.gl_pathc; ++i) {
         int fd = ::open(g.gl_pathv[i], O_PATH | O_CLOEXEC);
         if (fd < 0) continue;
         landlock_path_beneath_attr pb{};
-        pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE;
+        pb.allowed_access = access;
         pb.parent_fd = fd;
         ::syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
         ::close(fd);
       }
     ::globfree(&g);
-  }
+  };
+  for (const auto& pattern : writable) allow(pattern, LANDLOCK_ACCESS_FS_WRITE_FILE);
+  for (const auto& dir : scratch) allow(dir, attr.handled_access_fs);  // everything, beneath it only
   const long rc = ::syscall(SYS_landlock_restrict_self, rs, 0);
   ::close(rs);
   return rc == 0 ? static_cast<int>(abi) : 0;  // not restricted: the seccomp filter covers writes
@@ -138,7 +140,19 @@ std::string seccomp_error(const char* what, int rc) {
   return std::string(what) + ": " + std::strerror(-rc);
 }
 
-std::string install_filter(bool trap_write_opens) {
+/// Calls a scratch directory needs (ConfinePolicy::scratch_dirs): Landlock confines them to it.
+constexpr const char* kScratchAllowed[] = {"creat", "unlink", "unlinkat", "rename", "renameat", "renameat2",
+                                           "mkdir", "mkdirat", "rmdir"};
+/// Answered EPERM instead of trapped when there is a scratch directory (Landlock does not
+/// confine permission changes; Nsight Compute's injected library tries them and carries on).
+constexpr const char* kScratchRefused[] = {"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown",
+                                           "lchown", "fchownat"};
+
+bool listed(const char* name, const char* const* b, const char* const* e) {
+  return std::any_of(b, e, [name](const char* x) { return std::strcmp(x, name) == 0; });
+}
+
+std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_truncate) {
   scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return "seccomp_init failed";
   struct Guard {
@@ -151,7 +165,10 @@ std::string install_filter(bool trap_write_opens) {
   for (const char* name : kTrapped) {
     int nr = ::seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;
-    if ((rc = ::seccomp_rule_add(ctx, trap, nr, 0)) < 0 && rc != -EDOM) return seccomp_error(name, rc);
+    if (scratch && listed(name, std::begin(kScratchAllowed), std::end(kScratchAllowed))) continue;
+    const uint32_t action =
+        scratch && listed(name, std::begin(kScratchRefused), std::end(kScratchRefused)) ? SCMP_ACT_ERRNO(EPERM) : trap;
+    if ((rc = ::seccomp_rule_add(ctx, action, nr, 0)) < 0 && rc != -EDOM) return seccomp_error(name, rc);
   }
   // Threads yes, processes no: clone must carry CLONE_THREAD; clone3 (whose flags sit in
   // memory a filter cannot read) answers ENOSYS, so glibc falls back to clone.
@@ -163,9 +180,17 @@ std::string install_filter(bool trap_write_opens) {
   // Opens: never creating or truncating; for writing only where Landlock is not there to
   // confine writes to the allowed paths. openat2's flags are in memory: ENOSYS (glibc never
   // needs it).
-  std::vector<int> bits{O_CREAT, O_TRUNC};
-  if (trap_write_opens) bits.insert(bits.end(), {O_WRONLY, O_RDWR});
-  for (int bit : bits) {
+  // With a scratch directory Landlock confines creation; O_TRUNC stays trapped where Landlock
+  // does not confine truncation (ABI < 3: O_RDONLY|O_TRUNC would truncate any file).
+  int bits[4], n_bits = 0;
+  if (!scratch) bits[n_bits++] = O_CREAT;
+  if (!scratch || !landlock_truncate) bits[n_bits++] = O_TRUNC;
+  if (trap_write_opens) {
+    bits[n_bits++] = O_WRONLY;
+    bits[n_bits++] = O_RDWR;
+  }
+  for (int i = 0; i < n_bits; ++i) {
+    const int bit = bits[i];
     const auto b = static_cast<scmp_datum_t>(bit);
     if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, b, b))) < 0)
       return seccomp_error("openat", rc);
@@ -205,10 +230,12 @@ std::string confine_self(const ConfinePolicy& policy) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno_text("PR_SET_NO_NEW_PRIVS", errno);
   if (std::string e = set_limits(policy); !e.empty()) return e;
   if (std::string e = drop_capabilities(); !e.empty()) return e;
-  const int landlock = landlock_restrict(policy.writable_paths);
+  const int landlock = landlock_restrict(policy.writable_paths, policy.scratch_dirs);
+  if (!policy.scratch_dirs.empty() && landlock < 1)
+    return "a scratch directory needs Landlock (Linux >= 5.13) to confine it";
   if (!policy.seccomp) return "";
 #ifdef KFORGE_HAVE_SECCOMP
-  return install_filter(landlock == 0);
+  return install_filter(landlock == 0, !policy.scratch_dirs.empty(), landlock >= 3);
 #else
   return "this build has no libseccomp: the candidate host cannot be confined";
 #endif

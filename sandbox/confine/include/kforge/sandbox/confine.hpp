@@ -39,6 +39,12 @@ struct ConfinePolicy {
   /// device nodes "/dev/nvidia*". Where the kernel has no Landlock, every open for writing
   /// is stopped by the seccomp filter instead (a cpu host needs none).
   std::vector<std::string> writable_paths;
+  /// Directories beneath which files may be created, written, renamed and removed (Landlock);
+  /// only the profile mode of the candidate host has one (Nsight Compute's injected library
+  /// keeps its lock file there). With one, creating opens and mkdir/unlink/rename are left to
+  /// Landlock, and permission changes answer EPERM. Needs Landlock: confine_self fails
+  /// without it.
+  std::vector<std::string> scratch_dirs;
 };
 
 /// Confines the calling process (see the header comment). Returns "" on success, else what
