@@ -140,13 +140,15 @@ std::string seccomp_error(const char* what, int rc) {
   return std::string(what) + ": " + std::strerror(-rc);
 }
 
-/// Calls a scratch directory needs (ConfinePolicy::scratch_dirs): Landlock confines them to it.
-constexpr const char* kScratchAllowed[] = {"creat", "unlink", "unlinkat", "rename", "renameat", "renameat2",
-                                           "mkdir", "mkdirat", "rmdir"};
+/// Calls a scratch directory needs (ConfinePolicy::scratch_dirs; Nsight Compute's lock takes a
+/// symlink): Landlock confines them to it (timestamps, which it does not confine, decide nothing).
+constexpr const char* kScratchAllowed[] = {
+    "creat",   "unlink",    "unlinkat", "rename", "renameat", "renameat2", "mkdir",     "mkdirat",  "rmdir",
+    "symlink", "symlinkat", "link",     "linkat", "utime",    "utimes",    "utimensat", "futimesat"};
 /// Answered EPERM instead of trapped when there is a scratch directory (Landlock does not
 /// confine permission changes; Nsight Compute's injected library tries them and carries on).
-constexpr const char* kScratchRefused[] = {"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown",
-                                           "lchown", "fchownat"};
+constexpr const char* kScratchRefused[] = {"chmod", "fchmod", "fchmodat", "fchmodat2",
+                                           "chown", "fchown", "lchown",   "fchownat"};
 
 bool listed(const char* name, const char* const* b, const char* const* e) {
   return std::any_of(b, e, [name](const char* x) { return std::strcmp(x, name) == 0; });
@@ -166,8 +168,9 @@ std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_tr
     int nr = ::seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;
     if (scratch && listed(name, std::begin(kScratchAllowed), std::end(kScratchAllowed))) continue;
-    const uint32_t action =
-        scratch && listed(name, std::begin(kScratchRefused), std::end(kScratchRefused)) ? SCMP_ACT_ERRNO(EPERM) : trap;
+    const uint32_t action = scratch && listed(name, std::begin(kScratchRefused), std::end(kScratchRefused))
+                                ? SCMP_ACT_ERRNO(EPERM)
+                                : trap;
     if ((rc = ::seccomp_rule_add(ctx, action, nr, 0)) < 0 && rc != -EDOM) return seccomp_error(name, rc);
   }
   // Threads yes, processes no: clone must carry CLONE_THREAD; clone3 (whose flags sit in
