@@ -113,7 +113,8 @@ int elem_size(int dtype) {
   }
 }
 
-std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch, KfForward* fn) {
+std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
+                             KfForward* fn) {
   struct sigaction sa {};
   sa.sa_sigaction = on_sigsys;
   sa.sa_flags = SA_SIGINFO;
@@ -122,7 +123,10 @@ std::string confine_and_load(const std::string& artifact, int device, const std:
   kforge::sandbox::ConfinePolicy policy;
   policy.seccomp = !no_seccomp;
   if (device >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
-  if (!scratch.empty()) policy.scratch_dirs = {scratch};
+  if (!scratch.empty()) {  // the profile mode under Nsight Compute (ConfinePolicy)
+    policy.scratch_dirs = {scratch};
+    policy.allow_sockets = true;
+  }
   if (std::string e = kforge::sandbox::confine_self(policy); !e.empty()) return "confine " + e;
   void* h = ::dlopen(artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();

@@ -147,6 +147,9 @@ constexpr const char* kScratchAllowed[] = {
     "symlink", "symlinkat", "link",     "linkat", "utime",    "utimes",    "utimensat", "futimesat"};
 /// Answered EPERM instead of trapped when there is a scratch directory (Landlock does not
 /// confine permission changes; Nsight Compute's injected library tries them and carries on).
+/// The socket calls, allowed only with ConfinePolicy::allow_sockets.
+constexpr const char* kSocketCalls[] = {"socket", "socketpair", "connect", "bind",
+                                        "listen", "accept",     "accept4"};
 constexpr const char* kScratchRefused[] = {"chmod", "fchmod", "fchmodat", "fchmodat2",
                                            "chown", "fchown", "lchown",   "fchownat"};
 
@@ -154,7 +157,7 @@ bool listed(const char* name, const char* const* b, const char* const* e) {
   return std::any_of(b, e, [name](const char* x) { return std::strcmp(x, name) == 0; });
 }
 
-std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_truncate) {
+std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_truncate, bool sockets) {
   scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return "seccomp_init failed";
   struct Guard {
@@ -168,6 +171,7 @@ std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_tr
     int nr = ::seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;
     if (scratch && listed(name, std::begin(kScratchAllowed), std::end(kScratchAllowed))) continue;
+    if (sockets && listed(name, std::begin(kSocketCalls), std::end(kSocketCalls))) continue;
     const uint32_t action = scratch && listed(name, std::begin(kScratchRefused), std::end(kScratchRefused))
                                 ? SCMP_ACT_ERRNO(EPERM)
                                 : trap;
@@ -238,7 +242,7 @@ std::string confine_self(const ConfinePolicy& policy) {
     return "a scratch directory needs Landlock (Linux >= 5.13) to confine it";
   if (!policy.seccomp) return "";
 #ifdef KFORGE_HAVE_SECCOMP
-  return install_filter(landlock == 0, !policy.scratch_dirs.empty(), landlock >= 3);
+  return install_filter(landlock == 0, !policy.scratch_dirs.empty(), landlock >= 3, policy.allow_sockets);
 #else
   return "this build has no libseccomp: the candidate host cannot be confined";
 #endif

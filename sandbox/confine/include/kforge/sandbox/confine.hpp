@@ -45,6 +45,10 @@ struct ConfinePolicy {
   /// Landlock, and permission changes answer EPERM. Needs Landlock: confine_self fails
   /// without it.
   std::vector<std::string> scratch_dirs;
+  /// Leaves the socket calls open: only the profile mode, whose injected Nsight Compute library
+  /// talks to its front-end over a socket. Nothing of kforge listens on one, and the profile
+  /// decides no verdict.
+  bool allow_sockets = false;
 };
 
 /// Confines the calling process (see the header comment). Returns "" on success, else what
