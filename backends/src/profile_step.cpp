@@ -70,11 +70,14 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const
   NcuOptions opt;
   opt.ncu = ncu_;
   opt.profile_from_start = false;
+  opt.launch_count = kMaxLaunches;
   opt.report_csv = dir / "ncu_candidate.csv";
   NcuRun c = run_ncu(metrics_, targets->candidate, opt, timeout_);
   p.candidate = std::move(c.report);
   p.profiler_ms = c.wall_ms;
   if (!c.error.empty()) p.note = "ncu: " + c.error;
+  if (p.candidate.kernels.size() >= static_cast<std::size_t>(kMaxLaunches))
+    p.note = "ncu profiled only the first " + std::to_string(kMaxLaunches) + " kernel launches of the call";
   const std::string key = task.cache_key();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -90,6 +93,8 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const
     std::lock_guard<std::mutex> lock(mu_);
     references_[key] = r.report;
   }
+  if (!r.error.empty())
+    p.note += std::string(p.note.empty() ? "" : "; ") + "reference not profiled: " + r.error;
   p.reference = std::move(r.report);
   return p;
 }

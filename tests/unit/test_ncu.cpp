@@ -171,3 +171,21 @@ TEST_CASE("live ncu --version (the profiled run needs the GPU machine)", "[profi
   CHECK(r.ok());
   CHECK_THAT(r.out, Catch::Contains("NVIDIA"));
 }
+
+TEST_CASE("findings: coalesced 16-byte vector loads (16 sectors per request) are not called uncoalesced",
+          "[profile][ncu]") {
+  // The H100 reading of the float4 gelu exemplar: 16.0 sectors/request at 85% of DRAM peak.
+  ProfileReport r;
+  KernelProfile k;
+  k.name = "gelu_vec4";
+  k.time_ms = 0.18;
+  k.metrics = {{"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 16.0 * 65536},
+               {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 65536},
+               {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 85}};
+  r.kernels.push_back(k);
+  for (const auto& f : ncu_findings(r)) CHECK(f.label != "uncoalesced global access");
+  r.kernels[0].metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 32.0 * 65536;
+  auto f = ncu_findings(r);
+  REQUIRE_FALSE(f.empty());
+  CHECK(f[0].label == "uncoalesced global access");
+}

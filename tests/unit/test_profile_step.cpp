@@ -180,7 +180,8 @@ TEST_CASE("profile step: ncu's reports become findings and kernel times; the ref
   agent::record_profiler(rec, step, runner, c.task, ev, work / "a1");
   INFO(rec.profile.profiler_note);
   CHECK(rec.profile.profiler == "ncu");
-  CHECK(rec.profile.profiler_note.empty());
+  // The recorded launch-bound call has 64 launches: ncu -c stops there, and the note says so.
+  CHECK(rec.profile.profiler_note == "ncu profiled only the first 64 kernel launches of the call");
   REQUIRE_FALSE(rec.profile.findings.empty());
   CHECK(rec.profile.findings[0].label == "launch overhead");
   CHECK(rec.profile.candidate_kernels.size() == 2);  // layer_norm_step, scale_shift_step

@@ -51,8 +51,11 @@ struct NcuProfile {
 
 class NcuProfiler {
  public:
+  /// At most this many kernel launches of one call are profiled (ncu -c): each costs several
+  /// replays, and a call of thousands of launches would take minutes. The note says so.
+  static constexpr int kMaxLaunches = 64;
   NcuProfiler(std::filesystem::path ncu, std::vector<NcuMetric> metrics,
-              std::chrono::milliseconds timeout = std::chrono::milliseconds(180'000));
+              std::chrono::milliseconds timeout = std::chrono::milliseconds(120'000));
   /// Profiles one call of the artifact and (once per task: cached by TaskRef::cache_key) one
   /// of the reference. Files go to `dir` (profile_tensors.bin, profile_reference.json,
   /// ncu_candidate.csv, ncu_reference.csv).
