@@ -12,6 +12,7 @@
 #include "kforge/agent/doctor.hpp"
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 
@@ -65,6 +66,14 @@ int cmd_suites(const std::string& suite_arg) {
   return 0;
 }
 
+/// --backend, declared once for eval and run: one of the registered backends (backend.hpp).
+void add_backend_option(CLI::App* cmd, std::string& backend) {
+  std::string names;
+  for (const auto& n : backends::backend_names()) names += (names.empty() ? "" : ", ") + n;
+  cmd->add_option("--backend", backend, "kernel backend: " + names)
+      ->check(CLI::IsMember(backends::backend_names()));
+}
+
 /// --profiler none|basic|ncu, declared once for every command that profiles (issue 11 §1;
 /// `--profile` names shape profiles). "auto" (the default): ncu where it works, else basic.
 void add_profiler_option(CLI::App* cmd, std::string& profiler) {
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand(
       "eval", "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} against a suite (no LLM)");
   eval->add_option("--suite", ev.suite, "suite name or directory")->required();
-  eval->add_option("--backend", ev.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  add_backend_option(eval, ev.backend);
   eval->add_option("--kernels", ev.kernels, "directory of kernels, one folder per task id")->required();
   eval->add_option("--out", ev.out, "run directory to write (attempts.jsonl, per-attempt files)")->required();
   eval->add_option("--profile", ev.profile, "shape profile (e.g. ci); default: the task's own shapes");
@@ -121,7 +130,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand(
       "run", "the agent loop: an LLM writes kernels for a suite, turn by turn with feedback");
   run->add_option("--suite", rn.suite, "suite name or directory");
-  run->add_option("--backend", rn.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  add_backend_option(run, rn.backend);
   run->add_option("--llm", rn.llm, "PROVIDER:MODEL (openai:..., anthropic:..., replay:RUN_DIR)");
   run->add_option("--base-url", rn.base_url, "OpenAI/Anthropic-compatible endpoint");
   run->add_option("--api-key-env", rn.api_key_env, "environment variable holding the API key");

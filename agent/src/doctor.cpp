@@ -51,16 +51,18 @@ DoctorReport run_doctor() {
     auto j = nlohmann::json::parse(r.runner);
     runner_cuda = j.value("cuda_available", false) && j.value("runner_cuda", false);
   }
-  r.backends.push_back({"cpu", r.gxx.empty() ? "not usable: g++ not found"
-                                             : (runner_ok ? "usable" : "not usable: " + r.runner_error)});
-  std::string cuda = "usable";
-  if (r.nvcc.empty())
-    cuda = "not usable: nvcc not found";
-  else if (!runner_ok)
-    cuda = "not usable: " + r.runner_error;
-  else if (!runner_cuda)
-    cuda = "compile only: no GPU visible to the runner (or its LibTorch has no CUDA)";
-  r.backends.push_back({"cuda", cuda});
+  // Every registered backend: its toolchain, the judge, and a GPU where its kernels need one.
+  for (const auto& name : backends::backend_names()) {
+    const backends::Backend& b = backends::get_backend(name);
+    std::string state = "usable";
+    if (!b.find_compiler({}))
+      state = "not usable: " + b.compile_argv("kernel", "kernel.so", {}).front() + " not found";
+    else if (!runner_ok)
+      state = "not usable: " + r.runner_error;
+    else if (b.on_gpu() && !runner_cuda)
+      state = "compile only: no GPU visible to the runner (or its LibTorch has no CUDA)";
+    r.backends.push_back({name, state});
+  }
   return r;
 }
 

@@ -175,6 +175,8 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
 
     prompts::PromptInput in;
     in.backend = cmd.backend;
+    in.language = sh.backend->prompt_language();
+    in.device_type = sh.backend->device_type();
     in.task_id = task.id;
     in.category = task.category;
     in.reference = ref.source;
@@ -538,7 +540,7 @@ int run_agent(const RunCommand& cmd_in) {
     return 2;
   }
 
-  const std::string device = cmd.device.empty() ? (cmd.backend == "cpu" ? "cpu" : "cuda:0") : cmd.device;
+  const std::string device = cmd.device.empty() ? backend->default_device() : cmd.device;
   backends::RunnerConfig rc;
   rc.device = device;
   backends::RunnerPool runners({rc});

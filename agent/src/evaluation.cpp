@@ -135,12 +135,14 @@ std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const st
 
 std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend) {
   auto step = std::make_unique<ProfileStep>();
-  const auto ncu = backend == "cuda" ? backends::find_ncu() : std::nullopt;
+  const backends::Backend* b = backends::find_backend(backend);
+  const bool gpu = b && b->on_gpu();
+  const auto ncu = gpu ? backends::find_ncu() : std::nullopt;
   auto resolved = backends::resolve_profiler(requested, ncu.has_value());
   if (!resolved) throw std::invalid_argument("--profiler: unknown profiler '" + requested + "'");
   step->profiler = *resolved;
-  if (backend != "cuda" && step->profiler == "ncu") step->profiler = "basic";  // ncu profiles GPU kernels
-  if (backend == "cuda" && !ncu && step->profiler != "none") {
+  if (!gpu && step->profiler == "ncu") step->profiler = "basic";  // ncu profiles GPU kernels
+  if (gpu && !ncu && step->profiler != "none") {
     step->profiler = "basic";
     step->note = "ncu not found (KFORGE_NCU, PATH, CUDA_HOME, /usr/local/cuda/bin): basic profile only";
   }
@@ -172,7 +174,9 @@ double task_bytes(const backends::LoadResult& lr) {
 }
 
 void record_resources(AttemptRecord& rec, const backends::Evaluation& ev) {
-  if (rec.backend != "cuda" || !ev.compile.ok() || ev.compile.artifact.empty()) return;
+  const backends::Backend* b = backends::find_backend(rec.backend);
+  if (!b || !b->on_gpu() || b->artifact_kind() != backends::ArtifactKind::shared_object) return;
+  if (!ev.compile.ok() || ev.compile.artifact.empty()) return;
   auto ru = backends::resource_usage(ev.compile.artifact, ev.compile.log);
   rec.profile.resources = std::move(ru.kernels);
   rec.profile.resources_note = ru.note;
@@ -298,7 +302,7 @@ int run_eval(const EvalCommand& cmd) {
       return 2;
     }
   }
-  std::string device = cmd.device.empty() ? (cmd.backend == "cpu" ? "cpu" : "cuda:0") : cmd.device;
+  std::string device = cmd.device.empty() ? backend->default_device() : cmd.device;
   std::string src_name = backend->source_file_name();
 
   // The kernels to evaluate: DIR/<task-id>/kernel.<ext>, for tasks of the suite.

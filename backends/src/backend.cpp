@@ -323,6 +323,10 @@ fs::path abi_include_dir(const CompileOptions& options) {
 // ---------------------------------------------------------------------------------------------
 // Built-in backends
 
+std::string Backend::default_device() const {
+  return device_type() == "cpu" ? "cpu" : device_type() + ":0";
+}
+
 namespace {
 
 std::string cpu_model_name() {
@@ -343,6 +347,8 @@ std::string cpu_model_name() {
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
+  std::string device_type() const override { return "cpu"; }
+  std::string prompt_language() const override { return "cpp"; }
   std::string source_file_name() const override { return "kernel.cpp"; }
   std::vector<std::string> fence_languages() const override { return {"cpp", "c++", "cxx", "cc", "c", ""}; }
   std::optional<fs::path> find_compiler(const CompileOptions& o) const override {
@@ -366,6 +372,8 @@ class CpuBackend final : public Backend {
 class CudaBackend final : public Backend {
  public:
   std::string name() const override { return "cuda"; }
+  std::string device_type() const override { return "cuda"; }
+  std::string prompt_language() const override { return "cuda"; }
   std::string source_file_name() const override { return "kernel.cu"; }
   std::vector<std::string> fence_languages() const override {
     return {"cuda", "cu", "cpp", "c++", "cxx", "cc", ""};

@@ -43,8 +43,14 @@ std::string load_template(const std::string& name) {
 }
 
 namespace {
-std::string lang_of(const std::string& backend) {
-  return backend == "cuda" ? "cuda" : "cpp";
+/// The backend's fence language and device type (Backend::prompt_language, device_type),
+/// given by the caller; a caller that gives none gets the built-in backends' values.
+std::string lang_of(const PromptInput& in) {
+  if (!in.language.empty()) return in.language;
+  return in.backend == "cuda" ? "cuda" : "cpp";
+}
+bool on_gpu(const PromptInput& in) {
+  return (in.device_type.empty() ? in.backend : in.device_type) != "cpu";
 }
 std::string shape_str(const std::vector<std::int64_t>& s) {
   std::string r = "[";
@@ -260,11 +266,11 @@ Prompt render_prompt(const PromptInput& in) {
                  {{"task_id", e.task_id},
                   {"category", e.category},
                   {"reference", e.reference.empty() ? "# (reference source unavailable)" : trim(e.reference)},
-                  {"lang", lang_of(in.backend)},
+                  {"lang", lang_of(in)},
                   {"kernel", trim(e.kernel)}});
-  const std::string abi = fill(
-      load_template("abi.md"),
-      {{"data_where", in.backend == "cuda" ? "device pointer (host for device == -1)" : "host pointer"}});
+  const std::string abi =
+      fill(load_template("abi.md"),
+           {{"data_where", on_gpu(in) ? "device pointer (host for device == -1)" : "host pointer"}});
   user += "\n" + fill(load_template("output_format_" + in.backend + ".md"), {{"abi", abi}});
   if (!in.history.empty()) {
     // The fastest earlier pass, for the last attempt's "best so far" column.
@@ -277,7 +283,7 @@ Prompt render_prompt(const PromptInput& in) {
     const std::string block =
         fill(load_template("attempt.md"),
              {{"turn", std::to_string(last.turn)},
-              {"lang", lang_of(in.backend)},
+              {"lang", lang_of(in)},
               {"source", last.source.empty() ? "// (no code block)" : trim(last.source)},
               {"feedback", render_feedback(last, best)}});
     // Token budget: the last attempt in full first, then the newest summary lines that fit.

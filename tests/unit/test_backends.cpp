@@ -134,6 +134,8 @@ TEST_CASE("backend registry holds cpu and cuda and accepts new backends", "[back
 
   struct Toy final : Backend {
     std::string name() const override { return "toy-test-backend"; }
+    std::string device_type() const override { return "cuda"; }
+    std::string prompt_language() const override { return "toy"; }
     std::string source_file_name() const override { return "kernel.toy"; }
     std::vector<std::string> fence_languages() const override { return {"toy"}; }
     std::optional<fs::path> find_compiler(const CompileOptions&) const override { return std::nullopt; }
@@ -148,6 +150,17 @@ TEST_CASE("backend registry holds cpu and cuda and accepts new backends", "[back
   REQUIRE(toy != nullptr);
   CHECK(toy->extract("```toy\nint kf_forward(int a) { return a; }\n```").ok);
   CHECK_THROWS_AS(register_backend(std::make_shared<Toy>()), std::invalid_argument);
+  // What varies per backend lives behind it: the device, the prompt's language, the artifact.
+  CHECK(toy->default_device() == "cuda:0");
+  CHECK(toy->on_gpu());
+  CHECK(toy->artifact_kind() == ArtifactKind::shared_object);
+  CHECK(get_backend("cpu").default_device() == "cpu");
+  CHECK_FALSE(get_backend("cpu").on_gpu());
+  CHECK(get_backend("cpu").prompt_language() == "cpp");
+  CHECK(get_backend("cuda").default_device() == "cuda:0");
+  CHECK(get_backend("cuda").prompt_language() == "cuda");
+  const auto with_toy = backend_names();
+  CHECK(std::find(with_toy.begin(), with_toy.end(), "toy-test-backend") != with_toy.end());
 
   // A missing toolchain is a value, not an exception.
   TempDir dir;

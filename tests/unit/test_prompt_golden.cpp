@@ -112,6 +112,9 @@ prompts::PromptInput golden_input(const std::string& backend, const std::string&
            "sectors/request", "uncoalesced global loads: 8.5 sectors per request (4 is ideal)", 0.7},
           {"sm__warps_active.avg.pct_of_peak_sustained_active", "low occupancy", 24.0, "%",
            "low occupancy: 24% of warp slots active (limited by registers)", 0.6}};
+      a.candidate_kernels = {{"gelu_kernel(const float *, float *, long)", 0.0441, 1}};
+      a.reference_kernels = {
+          {"void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>(int, T2, T3)", 0.0601, 1}};
       a.resources =
           "gelu_kernel: 40 registers/thread, 0 B stack, spills 0 B stores / 0 B loads, 0 B static shared "
           "memory\n";
@@ -200,6 +203,9 @@ TEST_CASE("pass feedback: times, CI, rates against peaks, bottleneck, metrics vs
                                 "change -7.5 sectors/request)"));
   CHECK_THAT(p, Catch::Contains("low occupancy: 24.0% (not among the best attempt's findings)"));
   CHECK_THAT(p, Catch::Contains("- compile resources: gelu_kernel: 40 registers/thread"));
+  CHECK_THAT(p, Catch::Contains("- kernels of one call (Nsight Compute): gelu_kernel 44.1 us\n"));
+  CHECK_THAT(p, Catch::Contains("- PyTorch's kernels for the reference: void at::native::vector"));
+  CHECK_THAT(p, Catch::Contains("GeluCUDAKernelImpl> 60.1 us\n"));  // long names keep both ends
   CHECK(p.find("## Your attempt at turn 1") == std::string::npos);  // policy last
 
   // --history all: one summary line per earlier turn, the last attempt in full.
@@ -306,4 +312,16 @@ TEST_CASE("hardware facts from /proc/cpuinfo, the runner hello and nvidia-smi", 
   CHECK(s.spec_bandwidth_gbps == 4800);
   CHECK(agent::cuda_index("cuda:3") == 3);
   CHECK(agent::cuda_index("cuda") == 0);
+}
+
+TEST_CASE("the prompt's code fences and pointer wording follow the backend (Backend::prompt_language)",
+          "[prompts]") {
+  auto in = golden_input("cuda", "turn1");
+  REQUIRE_FALSE(in.exemplars.empty());
+  CHECK_THAT(prompts::render_prompt(in).user, Catch::Contains("```cuda"));
+  in.language = "toy";
+  in.device_type = "cpu";
+  const auto p = prompts::render_prompt(in).user;
+  CHECK_THAT(p, Catch::Contains("```toy"));
+  CHECK_THAT(p, Catch::Contains("host pointer"));
 }

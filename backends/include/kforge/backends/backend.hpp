@@ -101,12 +101,28 @@ std::optional<std::string> detect_cuda_arch();
 /// otherwise each $PATH entry is tried. std::nullopt when not found.
 std::optional<std::filesystem::path> find_executable(std::string_view name);
 
+/// What a backend's build produces: a shared object exporting kf_forward (the candidate host
+/// dlopens it) or a Python module (a Python candidate host imports it).
+enum class ArtifactKind { shared_object, python_module };
+
 class Backend {
  public:
   virtual ~Backend() = default;
 
   /// Registry key: "cpu", "cuda", ...
   virtual std::string name() const = 0;
+  /// Where the candidate's kernels run, as the runner names the device type: "cpu" or "cuda".
+  /// It selects the default device, whether a GPU must be visible, and the GPU-only parts of
+  /// the profile step (compile-time resources, Nsight Compute).
+  virtual std::string device_type() const = 0;
+  /// The device a run uses when none is given: "cpu", or "<device type>:0".
+  std::string default_device() const;
+  /// True when the kernels run on a GPU (device_type() != "cpu").
+  bool on_gpu() const { return device_type() != "cpu"; }
+  /// The code-fence language the prompts show code in ("cpp", "cuda").
+  virtual std::string prompt_language() const = 0;
+  /// What compile() produces (default: a shared object).
+  virtual ArtifactKind artifact_kind() const { return ArtifactKind::shared_object; }
   /// File the candidate is written to inside the work directory: "kernel.cpp", "kernel.cu".
   virtual std::string source_file_name() const = 0;
   /// Fence languages accepted in a reply, lowercased; "" accepts an untagged fence.

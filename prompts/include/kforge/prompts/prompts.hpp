@@ -62,7 +62,9 @@ struct DtypeTolerance {
 enum class HistoryPolicy { last, all };
 
 struct PromptInput {
-  std::string backend;  ///< "cpu" or "cuda" (selects system_<backend>.md, output_format_<backend>.md)
+  std::string backend;      ///< "cpu" or "cuda" (selects system_<backend>.md, output_format_<backend>.md)
+  std::string language;     ///< code-fence language of the backend ("cpp", "cuda"); "" = from backend
+  std::string device_type;  ///< where the kernel runs ("cpu", "cuda"); "" = from backend
   std::string task_id, category, reference;
   std::string device;      ///< fallback device name when hardware.name is empty ("cuda:0")
   HardwareFacts hardware;  ///< what the prompt states about the machine
