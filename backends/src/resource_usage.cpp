@@ -195,9 +195,7 @@ ResourceUsage resource_usage(const fs::path& artifact, std::string_view build_lo
 std::string describe_resources(const std::vector<KernelResources>& kernels) {
   std::string s;
   for (const auto& k : kernels) {
-    std::string name = k.name;
-    if (auto p = name.find('('); p != std::string::npos) name = name.substr(0, p);
-    s += name + ":";
+    s += kernel_display_name(k.name) + ":";
     std::string parts;
     auto add = [&](const std::string& x) { parts += (parts.empty() ? " " : ", ") + x; };
     if (k.registers >= 0) add(std::to_string(k.registers) + " registers/thread");

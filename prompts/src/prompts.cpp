@@ -84,7 +84,7 @@ std::string kernel_list(std::vector<KernelTime> k, std::size_t max) {
   std::stable_sort(k.begin(), k.end(), [](const auto& x, const auto& y) { return x.ms > y.ms; });
   std::string s;
   for (std::size_t i = 0; i < k.size() && i < max; ++i) {
-    std::string name = k[i].name.substr(0, k[i].name.find('('));  // no parameter list
+    std::string name = kernel_display_name(k[i].name);
     if (name.size() > 60) name = name.substr(0, 40) + "..." + name.substr(name.size() - 17);  // both ends
     s += (i ? ", " : "") + name + " " + us(k[i].ms) + " us";
     if (k[i].launches > 1) s += " x" + std::to_string(k[i].launches);

@@ -68,6 +68,18 @@ TEST_CASE("cuobjdump --dump-resource-usage: per-kernel registers, stack, shared 
                     "heavy_kernel: 32 registers/thread, 560 B stack, spills 648 B stores / 904 B loads"));
 }
 
+TEST_CASE("resource usage: kernels in an anonymous namespace keep their names", "[profile]") {
+  // Seen on the H100: the exemplars' kernels live in an anonymous namespace, and the feedback
+  // showed ": 32 registers/thread" with the name cut at "(anonymous namespace)"'s parenthesis.
+  KernelResources k;
+  k.name = "(anonymous namespace)::gelu_vec4(float4 const*, float4*, long)";
+  k.registers = 31;
+  CHECK_THAT(describe_resources({k}),
+             Catch::StartsWith("(anonymous namespace)::gelu_vec4: 31 registers/thread"));
+  CHECK(kernel_display_name("void reduce_kernel<512, 1>(R)") == "void reduce_kernel<512, 1>");
+  CHECK(kernel_display_name("plain") == "plain");
+}
+
 TEST_CASE("resource usage: a missing cuobjdump is a note, never a failure", "[profile]") {
   setenv("KFORGE_CUOBJDUMP", "/nonexistent/cuobjdump", 1);
   const char* old_path = std::getenv("PATH");

@@ -30,6 +30,16 @@ struct MetricFinding {
   double score = 0;            ///< how telling (ranking only)
 };
 
+/// A kernel's name without its parameter list, for one-line display: "gelu(float const*, int)"
+/// -> "gelu", "(anonymous namespace)::gelu(float const*)" -> "(anonymous namespace)::gelu".
+inline std::string kernel_display_name(std::string name) {
+  const std::string anon = "(anonymous namespace)::";
+  std::size_t from = 0;
+  for (std::size_t p; (p = name.find(anon, from)) != std::string::npos;) from = p + anon.size();
+  if (const auto p = name.find('(', from); p != std::string::npos) name.resize(p);
+  return name;
+}
+
 /// The time of one kernel launched during the profiled call.
 struct KernelTime {
   std::string name;
