@@ -76,11 +76,14 @@ void add_backend_option(CLI::App* cmd, std::string& backend) {
 
 /// --profiler none|basic|ncu, declared once for every command that profiles (issue 11 §1;
 /// `--profile` names shape profiles). "auto" (the default): ncu where it works, else basic.
-void add_profiler_option(CLI::App* cmd, std::string& profiler) {
+void add_profiler_option(CLI::App* cmd, std::string& profiler, bool& profile_failing) {
   cmd->add_option("--profiler", profiler,
                   "none, basic (timing, roofline, compile-time resources) or ncu (basic plus Nsight Compute "
                   "metrics); default: ncu where it works, else basic")
       ->check(CLI::IsMember({"auto", "none", "basic", "ncu"}));
+  cmd->add_flag("--profile-failing", profile_failing,
+                "run the ncu profile for attempts that run but fail the check (output_mismatch) too: "
+                "recorded, not fed back");
 }
 
 }  // namespace
@@ -119,7 +122,7 @@ int main(int argc, char** argv) {
   eval->add_option("--arch", ev.arch, "CUDA target such as sm_90a (default: from the device)");
   eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
-  add_profiler_option(eval, ev.profiler);
+  add_profiler_option(eval, ev.profiler, ev.profile_failing);
   eval->add_option(
           "--allow-precision", ev.allow_precision,
           "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")
@@ -179,7 +182,7 @@ int main(int argc, char** argv) {
   run->add_option("--reps", rn.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
   run->add_flag("!--no-bench", rn.bench, "skip timing");
   run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
-  add_profiler_option(run, rn.profiler);
+  add_profiler_option(run, rn.profiler, rn.profile_failing);
   run->add_option(
          "--allow-precision", rn.allow_precision,
          "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")

@@ -396,7 +396,8 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
          {"bench", cmd.bench},
          {"reps", cmd.reps},
          {"device", cmd.device},
-         {"profiler", cmd.profiler}};
+         {"profiler", cmd.profiler},
+         {"profile_failing", cmd.profile_failing}};
   c["price_input_per_mtok"] = cmd.price_input_per_mtok ? json(*cmd.price_input_per_mtok) : json(nullptr);
   c["price_output_per_mtok"] = cmd.price_output_per_mtok ? json(*cmd.price_output_per_mtok) : json(nullptr);
   return c;
@@ -454,6 +455,7 @@ void restore_config(const json& c, RunCommand& cmd) {
   take("reps", cmd.reps);
   take("device", cmd.device);
   take("profiler", cmd.profiler);
+  take("profile_failing", cmd.profile_failing);
   if (!cmd.given.count("price_in") && c.contains("price_input_per_mtok") &&
       c["price_input_per_mtok"].is_number())
     cmd.price_input_per_mtok = c["price_input_per_mtok"].get<double>();
@@ -618,6 +620,7 @@ int run_agent(const RunCommand& cmd_in) {
   sh.hardware = device == "cpu" ? cpu_facts() : cuda_facts(hello_j, cuda_index(device));
   if (sh.hardware.name.empty()) sh.hardware.name = device_name;
   sh.profile_step = make_profile_step(cmd.profiler, cmd.backend);
+  sh.profile_step->failing = cmd.profile_failing;
   if (sh.profile_step->profiler != "none") {
     auto lease = runners.acquire();
     sh.peaks = device_peaks(*lease, sh.hardware.name);

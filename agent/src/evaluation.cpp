@@ -154,7 +154,7 @@ std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, con
 void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
                      const backends::TaskRef& ref, const backends::Evaluation& ev, const fs::path& dir) {
   rec.profile.profiler = step.profiler;
-  if (!rec.passed()) return;
+  if (!rec.passed() && !(step.failing && rec.outcome == Outcome::output_mismatch)) return;
   rec.profile.profiler_note = step.note;
   if (!step.ncu || ev.compile.artifact.empty()) return;
   backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir);
@@ -355,6 +355,7 @@ int run_eval(const EvalCommand& cmd) {
   std::unique_ptr<ProfileStep> step;
   try {
     step = make_profile_step(cmd.profiler, cmd.backend);
+    step->failing = cmd.profile_failing;
   } catch (const std::exception& e) {
     std::cerr << "kforge eval: " << e.what() << "\n";
     return 2;

@@ -192,12 +192,19 @@ TEST_CASE("profile step: ncu's reports become findings and kernel times; the ref
   agent::record_profiler(again, step, runner, c.task, ev, work / "a2");
   CHECK(again.profile.reference_kernels.size() == rec.profile.reference_kernels.size());
   CHECK(read_file(work / "calls") == "candidate\nreference\ncandidate\n");
-  // A failed attempt is not profiled.
+  // A failed attempt is not profiled, unless asked for (--profile-failing) and its kernel ran.
   AttemptRecord failed;
   failed.outcome = Outcome::output_mismatch;
   agent::record_profiler(failed, step, runner, c.task, ev, work / "a3");
   CHECK(failed.profile.findings.empty());
   CHECK(read_file(work / "calls") == "candidate\nreference\ncandidate\n");
+  step.failing = true;
+  agent::record_profiler(failed, step, runner, c.task, ev, work / "a4");
+  CHECK_FALSE(failed.profile.findings.empty());
+  AttemptRecord crashed;
+  crashed.outcome = Outcome::runtime_error;
+  agent::record_profiler(crashed, step, runner, c.task, ev, work / "a5");
+  CHECK(read_file(work / "calls") == "candidate\nreference\ncandidate\ncandidate\n");
 }
 
 TEST_CASE("profile step: ncu without counter permission is a note, never a failure", "[runner][profile]") {

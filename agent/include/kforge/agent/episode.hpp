@@ -71,6 +71,7 @@ struct RunCommand {
   int reps = 100;                 ///< timed repetitions at most (DESIGN.md §4: >= 100)
   std::string device;             ///< "" = cpu for cpu, cuda:0 for cuda
   std::string profiler = "auto";  ///< none | basic | ncu | auto (ncu where it works, else basic)
+  bool profile_failing = false;   ///< ncu also for output_mismatch attempts (recorded only)
   bool print_report = true;
   /// Options given on the command line (long names without dashes, e.g. "turns"). On
   /// --resume, every recorded option not in this set is taken from manifest.json.

@@ -49,6 +49,7 @@ std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const st
 struct ProfileStep {
   std::string profiler = "basic";  ///< none | basic | ncu
   std::string note;                ///< why ncu is not used although it was asked for (or auto)
+  bool failing = false;            ///< also profile attempts that ran but failed the check (output_mismatch)
   std::unique_ptr<backends::NcuProfiler> ncu;
 };
 
@@ -58,10 +59,11 @@ struct ProfileStep {
 /// name, std::runtime_error when the metric set cannot be read.
 std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend);
 
-/// The profiler part of a record: rec.profile.profiler and, for a pass, the profiler note; under
-/// ncu, one profiled call of the candidate and of the reference (files under `dir`): the findings
-/// (backends::ncu_findings), the kernels each launched with their times, profiler_ms, and a
-/// note when ncu gave no report (never a failure). Call it holding `runner`'s lease.
+/// The profiler part of a record: rec.profile.profiler and, for a pass (or, with step.failing,
+/// an output_mismatch: the kernel ran), the profiler note; under ncu, one profiled call of the candidate and
+/// of the reference (files under `dir`): the findings (backends::ncu_findings), the kernels each launched
+/// with their times, profiler_ms, and a note when ncu gave no report (never a failure). Call it holding
+/// `runner`'s lease.
 void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
                      const backends::TaskRef& ref, const backends::Evaluation& ev,
                      const std::filesystem::path& dir);
@@ -115,6 +117,7 @@ struct EvalCommand {
   std::string baseline = "eager";
   std::string only;                          ///< evaluate only task ids containing this substring
   std::string profiler = "auto";             ///< none | basic | ncu | auto (ncu where it works, else basic)
+  bool profile_failing = false;              ///< ncu also for output_mismatch attempts (recorded only)
   std::vector<std::string> allow_precision;  ///< lower-precision kinds credited: tf32, fp16, bf16
 };
 
