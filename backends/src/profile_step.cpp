@@ -73,6 +73,9 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const
   opt.launch_count = kMaxLaunches;
   opt.report_csv = dir / "ncu_candidate.csv";
   NcuRun c = run_ncu(metrics_, targets->candidate, opt, timeout_);
+  // The inputs' copy is as large as the task's inputs: an overnight run keeps none of them.
+  std::error_code ec;
+  fs::remove(dir / "profile_tensors.bin", ec);
   p.candidate = std::move(c.report);
   p.profiler_ms = c.wall_ms;
   if (!c.error.empty()) p.note = "ncu: " + c.error;

@@ -187,6 +187,8 @@ TEST_CASE("profile step: ncu's reports become findings and kernel times; the ref
   CHECK(rec.profile.candidate_kernels.size() == 2);  // layer_norm_step, scale_shift_step
   CHECK_FALSE(rec.profile.reference_kernels.empty());
   CHECK(rec.profile.profiler_ms > 0);
+  CHECK(fs::exists(work / "a1/ncu_candidate.csv"));
+  CHECK_FALSE(fs::exists(work / "a1/profile_tensors.bin"));  // the inputs' copy is not kept
   AttemptRecord again;
   again.outcome = Outcome::pass;
   agent::record_profiler(again, step, runner, c.task, ev, work / "a2");

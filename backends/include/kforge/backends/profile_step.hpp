@@ -57,8 +57,9 @@ class NcuProfiler {
   NcuProfiler(std::filesystem::path ncu, std::vector<NcuMetric> metrics,
               std::chrono::milliseconds timeout = std::chrono::milliseconds(120'000));
   /// Profiles one call of the artifact and (once per task: cached by TaskRef::cache_key) one
-  /// of the reference. Files go to `dir` (profile_tensors.bin, profile_reference.json,
-  /// ncu_candidate.csv, ncu_reference.csv).
+  /// of the reference. Files go to `dir`: ncu_candidate.csv, ncu_reference.csv and
+  /// profile_reference.json stay; profile_tensors.bin (a copy of the inputs) is removed once
+  /// the candidate's run is over.
   NcuProfile profile(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
                      const std::filesystem::path& dir);
 
