@@ -617,7 +617,7 @@ int run_agent(const RunCommand& cmd_in) {
   sh.store = &store;
   sh.strategy = *strategy;
   sh.device_name = device_name;
-  sh.hardware = device == "cpu" ? cpu_facts() : cuda_facts(hello_j, cuda_index(device));
+  sh.hardware = device_facts(hello_j, device);
   if (sh.hardware.name.empty()) sh.hardware.name = device_name;
   sh.profile_step = make_profile_step(cmd.profiler, cmd.backend);
   sh.profile_step->failing = cmd.profile_failing;

@@ -363,8 +363,7 @@ int run_eval(const EvalCommand& cmd) {
   std::optional<DevicePeaks> peaks;
   if (step->profiler != "none") {
     const auto hello_j = nlohmann::json::parse(hello, nullptr, false);
-    peaks = device_peaks(runner,
-                         device == "cpu" ? cpu_facts().name : cuda_facts(hello_j, cuda_index(device)).name);
+    peaks = device_peaks(runner, device_facts(hello_j, device).name);
   }
 
   backends::EvalOptions opt;

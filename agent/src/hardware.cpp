@@ -182,6 +182,10 @@ prompts::HardwareFacts cuda_facts(const nlohmann::json& hello, int index) {
   return parse_cuda_facts(hello, index, smi);
 }
 
+prompts::HardwareFacts device_facts(const nlohmann::json& hello, const std::string& device) {
+  return device == "cpu" ? cpu_facts() : cuda_facts(hello, cuda_index(device));
+}
+
 int cuda_index(const std::string& device) {
   auto c = device.find(':');
   if (c == std::string::npos) return 0;

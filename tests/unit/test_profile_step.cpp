@@ -13,18 +13,12 @@
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/sandbox/subprocess.hpp"
+#include "scratch_dir.hpp"
 
 using namespace kforge;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path scratch(const std::string& name) {
-  fs::path p = fs::path(KFORGE_BUILD_DIR) / "test-scratch" / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 backends::RunnerConfig cpu_runner() {
   backends::RunnerConfig rc;

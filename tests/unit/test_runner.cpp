@@ -11,18 +11,12 @@
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
+#include "scratch_dir.hpp"
 
 using namespace kforge;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path scratch(const std::string& name) {
-  fs::path p = fs::path(KFORGE_BUILD_DIR) / "test-scratch" / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 backends::RunnerConfig runner_config(const std::string& device) {
   backends::RunnerConfig rc;
@@ -221,8 +215,8 @@ TEST_CASE("the judge measures the GPU's peaks", "[.gpu]") {
   backends::RunnerClient runner(runner_config("cuda:0"));
   auto p = runner.measure_peaks();
   REQUIRE(p);
-  std::printf("[peaks] cuda:0: %.1f GB/s, %.2f TFLOP/s FP32; %s\n", p->dram_bytes_per_s / 1e9, p->flops_per_s / 1e12,
-              p->method.c_str());
+  std::printf("[peaks] cuda:0: %.1f GB/s, %.2f TFLOP/s FP32; %s\n", p->dram_bytes_per_s / 1e9,
+              p->flops_per_s / 1e12, p->method.c_str());
   CHECK(p->dram_bytes_per_s > 1e11);  // any CUDA GPU of the last decade: > 100 GB/s
   CHECK(p->dram_bytes_per_s < 2e13);
   CHECK(p->flops_per_s > 1e12);

@@ -35,6 +35,9 @@ prompts::HardwareFacts parse_cuda_facts(const nlohmann::json& hello, int index, 
 /// parse_cuda_facts with nvidia-smi run in the sandbox (skipped when absent).
 prompts::HardwareFacts cuda_facts(const nlohmann::json& hello, int index);
 
+/// The facts of the device a run targets: cpu_facts() for "cpu", else cuda_facts() of its index.
+prompts::HardwareFacts device_facts(const nlohmann::json& hello, const std::string& device);
+
 /// The device index of "cuda:N" (0 for "cuda" or anything unparsable).
 int cuda_index(const std::string& device);
 
