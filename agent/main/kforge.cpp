@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
   eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
   add_profiler_option(eval, ev.profiler, ev.profile_failing);
+  eval->add_option("--allow-ops", ev.allow_ops,
+                    "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
+                    "(comma-separated)")
+      ->delimiter(',');
   eval->add_option(
           "--allow-precision", ev.allow_precision,
           "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")
@@ -183,6 +187,10 @@ int main(int argc, char** argv) {
   run->add_flag("!--no-bench", rn.bench, "skip timing");
   run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
   add_profiler_option(run, rn.profiler, rn.profile_failing);
+  run->add_option("--allow-ops", rn.allow_ops,
+                   "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
+                   "(comma-separated)")
+      ->delimiter(',');
   run->add_option(
          "--allow-precision", rn.allow_precision,
          "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")

@@ -46,10 +46,11 @@ DoctorReport run_doctor() {
   if (r.runner.empty())
     r.runner_error = "kforge-runner at " + client.config().runner.string() + " did not start";
   bool runner_ok = !r.runner.empty();
-  bool runner_cuda = false;
+  bool runner_cuda = false, runner_triton = false;
   if (runner_ok) {
     auto j = nlohmann::json::parse(r.runner);
     runner_cuda = j.value("cuda_available", false) && j.value("runner_cuda", false);
+    runner_triton = j.contains("triton") && j["triton"].is_string();
   }
   // Every registered backend: its toolchain, the judge, and a GPU where its kernels need one.
   for (const auto& name : backends::backend_names()) {
@@ -59,8 +60,12 @@ DoctorReport run_doctor() {
       state = "not usable: " + b.compile_argv("kernel", "kernel.so", {}).front() + " not found";
     else if (!runner_ok)
       state = "not usable: " + r.runner_error;
+    else if (b.artifact_kind() == backends::ArtifactKind::python_module && !runner_triton)
+      state = "not usable: the runner's Python has no triton";
     else if (b.on_gpu() && !runner_cuda)
       state = "compile only: no GPU visible to the runner (or its LibTorch has no CUDA)";
+    else if (b.artifact_kind() == backends::ArtifactKind::python_module && !b.on_gpu())
+      state = "usable (no GPU: Triton's interpreter runs the kernels on the CPU)";
     r.backends.push_back({name, state});
   }
   return r;

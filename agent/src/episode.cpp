@@ -393,6 +393,7 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
          {"llm_retries", cmd.llm_retries},
          {"trials", cmd.trials},
          {"allow_precision", cmd.allow_precision},
+         {"allow_ops", cmd.allow_ops},
          {"bench", cmd.bench},
          {"reps", cmd.reps},
          {"device", cmd.device},
@@ -451,6 +452,7 @@ void restore_config(const json& c, RunCommand& cmd) {
   take("llm_retries", cmd.llm_retries);
   take("trials", cmd.trials);
   take("allow_precision", cmd.allow_precision);
+  take("allow_ops", cmd.allow_ops);
   take("bench", cmd.bench);
   take("reps", cmd.reps);
   take("device", cmd.device);
@@ -662,6 +664,7 @@ int run_agent(const RunCommand& cmd_in) {
     backends::TaskRef ref;
     try {
       ref = task_ref(*t, cmd.profile);
+      ref.allow_ops.insert(ref.allow_ops.end(), cmd.allow_ops.begin(), cmd.allow_ops.end());
     } catch (const std::exception& e) {
       spdlog::warn("{}: {}", t->id, e.what());
       continue;

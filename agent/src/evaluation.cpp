@@ -45,6 +45,7 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   r.flops_expr = task.flops;
   r.bytes_expr = task.bytes;
   r.module_mode = task.module_mode;
+  r.allow_ops = task.allow_ops;
   return r;
 }
 
@@ -67,6 +68,7 @@ bool is_infrastructure_failure(const backends::Evaluation& ev) {
 void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes) {
   rec.outcome = ev.outcome;
   rec.sub_kind = ev.sub_kind;
+  rec.error_group = ev.error_group;
   if (is_infrastructure_failure(ev)) {
     rec.outcome = Outcome::infra_error;
     if (rec.sub_kind.empty()) rec.sub_kind = ev.bench && !ev.bench->ok ? "runner_failed" : "runner";
@@ -338,6 +340,7 @@ int run_eval(const EvalCommand& cmd) {
                             {"reps", cmd.reps},
                             {"baseline", cmd.baseline},
                             {"allow_precision", cmd.allow_precision},
+                            {"allow_ops", cmd.allow_ops},
                             {"device", device}}},
                           {"runner", nlohmann::json::parse(hello)}};
   std::optional<RunDir> run;
@@ -387,6 +390,7 @@ int run_eval(const EvalCommand& cmd) {
     backends::TaskRef ref;
     try {
       ref = task_ref(*t, cmd.profile);
+      ref.allow_ops.insert(ref.allow_ops.end(), cmd.allow_ops.begin(), cmd.allow_ops.end());
     } catch (const std::exception& e) {
       spdlog::warn("{}: {}", t->id, e.what());
       continue;

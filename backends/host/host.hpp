@@ -14,11 +14,19 @@ namespace kforge::host {
 
 using KfForward = int (*)(const kf_tensor*, int, kf_tensor*, int, void*);
 
+/// The channel to the judge.
+inline constexpr int kChannel = 3;
+
 /// Bytes of one element of a kf_dtype.
 int elem_size(int dtype);
 
 /// SIGSYS handler: writes "violation <nr>[ <path>]" to fd 3 and exits with kViolationExit.
 void on_sigsys(int, siginfo_t* si, void* ctx);
+
+/// Installs on_sigsys and confines the process (kforge/sandbox/confine.hpp): the GPU's device
+/// nodes stay writable when device >= 0; files may be created beneath `scratch` when it is not
+/// empty; the socket calls stay open when allow_sockets. "" on success, else what failed.
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets);
 
 /// Installs on_sigsys, confines the process (kforge/sandbox/confine.hpp; the GPU's device nodes
 /// stay writable when device >= 0; `scratch`, when not empty, is the profile mode's scratch

@@ -22,6 +22,8 @@
 //   load                                              -> ok | err load|entry_point|confine <text>
 //   run <seq> <set> [<set> ...]   calls kf_forward on each set back to back, then waits for the
 //                                 device        -> done <seq> <rc> <cuda error name or ->
+//   store <seq> <set> ...         (the Triton host copies returned outputs here; this host's
+//                                 kernels wrote them in place)                   -> stored <seq> ok
 //   quit                                              -> (exits 0)
 // A seccomp violation writes "violation <syscall nr>" and exits with kViolationExit.
 #include <dlfcn.h>
@@ -52,7 +54,7 @@
 
 namespace {
 
-constexpr int kChannel = 3;
+using kforge::host::kChannel;
 
 void write_all(int fd, const std::string& s) {
   const char* p = s.data();
@@ -71,71 +73,6 @@ void reply(const std::string& s) {
 
 }  // namespace
 
-namespace kforge::host {
-
-// Reports the stopped syscall (and, for open/openat, the path it named) on the channel and
-// exits. Only async-signal-safe calls.
-void on_sigsys(int, siginfo_t* si, void* ctx) {
-  char buf[320];
-  int n = std::snprintf(buf, sizeof buf, "violation %d", si->si_syscall);
-#if defined(__x86_64__)
-  const greg_t* g = static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs;
-  const char* path = si->si_syscall == SYS_openat ? reinterpret_cast<const char*>(g[REG_RSI])
-                     : si->si_syscall == SYS_open ? reinterpret_cast<const char*>(g[REG_RDI])
-                                                  : nullptr;
-  if (path) {
-    buf[n++] = ' ';
-    for (int i = 0; path[i] && i < 256 && n < static_cast<int>(sizeof buf) - 2; ++i)
-      buf[n++] = path[i] == '\n' ? ' ' : path[i];
-  }
-#else
-  (void)ctx;
-#endif
-  buf[n++] = '\n';
-  (void)!::write(kChannel, buf, static_cast<std::size_t>(n));
-  ::_exit(kforge::sandbox::kViolationExit);
-}
-
-int elem_size(int dtype) {
-  switch (dtype) {
-    case KF_FLOAT32:
-    case KF_INT32:
-      return 4;
-    case KF_FLOAT16:
-    case KF_BFLOAT16:
-    case KF_INT16:
-      return 2;
-    case KF_FLOAT64:
-    case KF_INT64:
-      return 8;
-    default:
-      return 1;
-  }
-}
-
-std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
-                             KfForward* fn) {
-  struct sigaction sa {};
-  sa.sa_sigaction = on_sigsys;
-  sa.sa_flags = SA_SIGINFO;
-  ::sigaction(SIGSYS, &sa, nullptr);
-  const bool no_seccomp = std::getenv("KFORGE_HOST_NO_SECCOMP") != nullptr;  // tests of other layers
-  kforge::sandbox::ConfinePolicy policy;
-  policy.seccomp = !no_seccomp;
-  if (device >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
-  if (!scratch.empty()) {  // the profile mode under Nsight Compute (ConfinePolicy)
-    policy.scratch_dirs = {scratch};
-    policy.allow_sockets = true;
-  }
-  if (std::string e = kforge::sandbox::confine_self(policy); !e.empty()) return "confine " + e;
-  void* h = ::dlopen(artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();
-  *fn = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));
-  if (!*fn) return "entry_point the artifact exports no kf_forward";
-  return "";
-}
-
-}  // namespace kforge::host
 
 namespace {
 using kforge::host::elem_size;
@@ -194,6 +131,11 @@ class Host {
     if (cmd == "touch") return touch();
     if (cmd == "load") return load();
     if (cmd == "run") return run(in);
+    if (cmd == "store") {  // the outputs are written in place: nothing to copy
+      std::string seq;
+      in >> seq;
+      return "stored " + seq + " ok";
+    }
     return "err protocol unknown command " + cmd;
   }
 

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include "kforge/sandbox/confine.hpp"
 
@@ -37,9 +38,11 @@ std::string signal_text(int sig) {
 }
 }  // namespace
 
-std::unique_ptr<CandidateHost> CandidateHost::start(const std::string& host_exe, const std::string& artifact,
+std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, const std::string& artifact,
                                                     int device, const std::vector<int>& fds,
                                                     std::string* error) {
+  if (cmd.prefix.empty()) throw std::invalid_argument("CandidateHost::start: empty host command");
+  const std::string& host_exe = cmd.prefix.front();
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     *error = std::string("socketpair: ") + std::strerror(errno);
@@ -69,11 +72,14 @@ std::unique_ptr<CandidateHost> CandidateHost::start(const std::string& host_exe,
   posix_spawnattr_setsigmask(&at, &none);
   posix_spawnattr_setsigdefault(&at, &all);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> args{host_exe, artifact, std::to_string(device), std::to_string(4 + fds.size())};
+  std::vector<std::string> args = cmd.prefix;
+  args.insert(args.end(), {artifact, std::to_string(device), std::to_string(4 + fds.size())});
+  args.insert(args.end(), cmd.suffix.begin(), cmd.suffix.end());
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   auto env = host_env();
+  env.insert(env.end(), cmd.env.begin(), cmd.env.end());
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   int rc = ::posix_spawn(&h->pid_, host_exe.c_str(), &fa, &at, argv.data(), envp.data());
@@ -87,7 +93,8 @@ std::unique_ptr<CandidateHost> CandidateHost::start(const std::string& host_exe,
     return nullptr;
   }
   HostFailure f;
-  auto ready = h->read_line(std::chrono::milliseconds(60'000), &f);
+  // The Triton host imports torch and triton and, on a GPU, compiles its warm-up kernel first.
+  auto ready = h->read_line(std::chrono::milliseconds(180'000), &f);
   if (!ready || *ready != "ready") {
     *error = "kforge-host did not start: " + (ready ? *ready : f.message) + "\n" + h->log_tail();
     return nullptr;

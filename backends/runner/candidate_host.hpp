@@ -27,13 +27,22 @@ struct HostFailure {
   std::string message;
 };
 
+/// How a candidate host is started, per artifact kind (the runner's candidate loaders): argv is
+/// `prefix..., <artifact>, <device>, <first fd to close>, suffix...`; `env` is added to the
+/// host's allow-listed environment.
+struct HostCommand {
+  std::vector<std::string> prefix;  ///< {kforge-host} or {python3, -I, -B, host.py}
+  std::vector<std::string> suffix;  ///< the Triton host: {libkforge_pyconfine.so}
+  std::vector<std::string> env;     ///< "NAME=value"
+};
+
 class CandidateHost {
  public:
-  /// Starts `host_exe` for `artifact` on `device` (-1: cpu; else the CUDA ordinal) with the
+  /// Starts `cmd` for `artifact` on `device` (-1: cpu; else the CUDA ordinal) with the
   /// descriptors `fds` (numbered 4, 5, ... in the host). Returns null with *error set when the
   /// process cannot be started (the judge's failure, not the candidate's).
-  static std::unique_ptr<CandidateHost> start(const std::string& host_exe, const std::string& artifact,
-                                              int device, const std::vector<int>& fds, std::string* error);
+  static std::unique_ptr<CandidateHost> start(const HostCommand& cmd, const std::string& artifact, int device,
+                                              const std::vector<int>& fds, std::string* error);
   ~CandidateHost();
   CandidateHost(const CandidateHost&) = delete;
   CandidateHost& operator=(const CandidateHost&) = delete;

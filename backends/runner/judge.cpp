@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -98,15 +100,54 @@ class Laps {
   std::map<std::string, double> ms_;
 };
 
+/// The Triton host's free text on a reply line: a JSON string (its tracebacks have newlines),
+/// else the text as it came.
+std::string host_text(const std::string& rest) {
+  try {
+    auto j = json::parse(rest);
+    if (j.is_string()) return j.get<std::string>();
+  } catch (const std::exception&) {
+  }
+  return rest;
+}
+
+bool is_python_module(const std::string& artifact) {
+  return artifact.size() > 3 && artifact.compare(artifact.size() - 3, 3, ".py") == 0;
+}
+
+/// The candidate loader for the artifact's kind: kforge-host dlopens a shared object; the
+/// Triton host (backends/triton/host.py) imports a Python module, on a GPU with a fresh
+/// scratch directory for Triton's cache (the only place it may create files).
+HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, ScratchDir* scratch) {
+  if (!is_python_module(artifact)) return HostCommand{{ctx.host_exe}, {}, {}};
+  if (ctx.python.empty() || ctx.triton_host.empty())
+    throw std::runtime_error("this kforge-runner has no Triton candidate host (python / host.py not set)");
+  HostCommand c{{ctx.python, "-I", "-B", ctx.triton_host}, {ctx.pyconfine_lib},
+                {"PYTHONDONTWRITEBYTECODE=1",
+                 // getpass.getuser() (torch's inductor config, on import) reads these before it
+                 // asks NSS, whose nscd socket the filter stops
+                 "USER=kforge-candidate", "LOGNAME=kforge-candidate"}};
+  if (!ctx.device.is_cuda()) {
+    c.env.push_back("TRITON_INTERPRET=1");  // Triton's interpreter runs the kernels on the CPU
+    return c;
+  }
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kforge-triton-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the Triton host's scratch directory");
+  scratch->path = tmpl;
+  c.env.push_back("KFORGE_TRITON_SCRATCH=" + tmpl);
+  if (!ctx.triton_cache.empty()) c.env.push_back("TRITON_CACHE_DIR=" + ctx.triton_cache);
+  return c;
+}
+
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
 /// candidate is loaded yet, so it cannot inflate it) and loads the artifact. A reply in *out
 /// when the candidate failed to load; throws on the judge's own failures.
 std::optional<json> open_session(const JudgeContext& ctx, const std::string& artifact, Session& s,
-                                 const Deadline& dl, Laps& laps) {
+                                 const Deadline& dl, Laps& laps, const std::string& allow_ops) {
   std::string err;
   s.artifact = artifact;
-  s.host = CandidateHost::start(ctx.host_exe, artifact, ctx.device.is_cuda() ? ctx.device.index() : -1,
-                                s.ex->host_fds(), &err);
+  s.host = CandidateHost::start(host_command(ctx, artifact, &s.scratch), artifact,
+                                ctx.device.is_cuda() ? ctx.device.index() : -1, s.ex->host_fds(), &err);
   if (!s.host) throw std::runtime_error(err);
   laps.lap("host_start_ms");
   HostFailure f;
@@ -124,17 +165,23 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   std::nth_element(rt.begin(), rt.begin() + 4, rt.end());
   s.round_trip_ms = rt[4];
   laps.lap("host_setup_ms");
+  if (is_python_module(artifact) && !allow_ops.empty()) {
+    auto a = s.host->request("allow " + allow_ops, dl.left(), &f);
+    if (!a || *a != "ok") throw std::runtime_error("the Triton host refused the allowed ops: " + a.value_or(f.message));
+  }
   auto r = s.host->request("load", dl.left(), &f);
   laps.lap("host_load_ms");
   if (!r) return failure(f);
   if (*r == "ok") return std::nullopt;
   if (r->rfind("err entry_point", 0) == 0) return failure("format_error", "entry_point", r->substr(16));
-  if (r->rfind("err load", 0) == 0) return failure("runtime_error", "load", r->substr(9));
+  if (r->rfind("err load", 0) == 0) return failure("runtime_error", "load", host_text(r->substr(9)));
   throw std::runtime_error("kforge-host could not confine itself: " + *r);
 }
 
 /// Calls the candidate on the given sets, back to back; nullopt when every call returned 0
-/// and the device reported no error.
+/// and the device reported no error. The Triton host may also answer with a Python exception
+/// (runtime_error/python_exception: the agent's side classifies the traceback) or with the
+/// PyTorch compute ops its recording saw (torch_fallback).
 std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Deadline& dl) {
   const std::string seq = std::to_string(++s.seq);
   std::string line = "run " + seq;
@@ -143,13 +190,43 @@ std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Dea
   auto r = s.host->request(line, dl.left(), &f, "done " + seq + " ");
   if (!r) return failure(f);
   std::istringstream in(*r);
-  std::string done, sq, cuda_error;
+  std::string done, sq, error;
   int rc = 0;
-  in >> done >> sq >> rc >> cuda_error;
-  if (!cuda_error.empty() && cuda_error != "-")
-    return failure("runtime_error", cuda_sub_kind(cuda_error), cuda_error + " after the candidate's kernel");
+  in >> done >> sq >> rc >> error;
+  std::string rest;
+  std::getline(in >> std::ws, rest);
+  if (error == "python") return failure("runtime_error", "python_exception", host_text(rest));
+  if (error == "torch_fallback")
+    return failure("torch_fallback", "",
+                   "kf_forward ran PyTorch compute instead of Triton kernels: " + host_text(rest) +
+                       " (allocation, views and copies are allowed)");
+  if (!error.empty() && error != "-")
+    return failure("runtime_error", cuda_sub_kind(error), error + " after the candidate's kernel");
   if (rc != 0) return failure("runtime_error", "nonzero_return", "kf_forward returned " + std::to_string(rc));
   return std::nullopt;
+}
+
+/// Untimed, after run_sets: the Triton host copies the tensors kf_forward returned into the
+/// sets' outputs (kforge-host's kernels wrote them in place and it only acknowledges). A return
+/// value of the wrong count, type, dtype, shape or device, or one that shares memory with an
+/// input, is the candidate's output_mismatch.
+std::optional<json> store_sets(Session& s, const std::vector<int>& sets, const Deadline& dl) {
+  const std::string seq = std::to_string(s.seq);
+  std::string line = "store " + seq;
+  for (int k : sets) line += " " + std::to_string(k);
+  HostFailure f;
+  auto r = s.host->request(line, dl.left(), &f, "stored " + seq + " ");
+  if (!r) return failure(f);
+  std::istringstream in(*r);
+  std::string stored, sq, status, kind, rest;
+  in >> stored >> sq >> status >> kind;
+  if (status == "ok") return std::nullopt;
+  std::getline(in >> std::ws, rest);
+  const std::string text = host_text(rest);
+  if (kind == "python") return failure("runtime_error", "python_exception", text);
+  if (kind == "alias") return failure("output_mismatch", "aliases_input", text);
+  if (kind == "dtype") return failure("output_mismatch", "dtype", text);
+  return failure("output_mismatch", "shape", text);  // count, type, shape, device
 }
 
 void copy_inputs(Exchange& ex, int k, const std::vector<HeldTensor>& inputs) {
@@ -340,7 +417,8 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps)) return *r;
+  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, req.value("allow_ops", "")))
+    return *r;
   json result{{"ok", true}, {"trials", trials}};
   Figures fig;
   // The task's own trials, then one with the model's floating parameters perturbed (a kernel that
@@ -374,10 +452,13 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     laps.lap("exchange_ms");
     s.host->resume();
     auto failed = run_sets(s, {0}, dl);
+    std::optional<json> not_stored;
+    if (!failed) not_stored = store_sets(s, {0}, dl);
     s.host->freeze();  // a thread left running cannot finish while the judge looks
     sync_device(ctx.device);
     laps.lap("candidate_ms");
     if (!failed) failed = check_untouched(*s.ex, task, &inputs);
+    if (!failed) failed = not_stored;
     laps.lap("untouched_ms");
     if (!failed)
       failed = compare_outputs(task, *s.ex, inputs, expected, tol, w_trial,
@@ -489,6 +570,7 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     auto failed = run_sets(s, order, dl);
     const double wall = ms_since(b0);
     laps.lap("timed_ms");
+    if (!failed) failed = store_sets(s, order, dl);  // after the clock: returned outputs are copied
     s.host->freeze();
     if (failed) return failed;
     sync_device(ctx.device);
@@ -575,6 +657,12 @@ void apply_speed_of_light(const JudgeContext& ctx, const LoadedTask& task, int K
 
 }  // namespace
 
+ScratchDir::~ScratchDir() {
+  if (path.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
 json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
                      std::unique_ptr<CandidateSession> session) {
   const auto t0 = Clock::now();
@@ -593,7 +681,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
       session->ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),
                                                task.out_specs, K);
       probe.clear();
-      if (auto r = open_session(ctx, artifact, *session, dl, laps)) return *r;
+      if (auto r = open_session(ctx, artifact, *session, dl, laps, req.value("allow_ops", ""))) return *r;
     }
     Session& s = *session;
     K = s.ex->sets();

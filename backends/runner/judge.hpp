@@ -32,7 +32,14 @@ namespace kforge::runner {
 
 struct JudgeContext {
   at::Device device{at::kCPU};
-  std::string host_exe;  ///< kforge-host
+  std::string host_exe;  ///< kforge-host (shared-object artifacts)
+  /// The Triton candidate host (Python-module artifacts, `.py`): the interpreter with torch and
+  /// triton, backends/triton/host.py, libkforge_pyconfine.so, and the directory where the host
+  /// caches Triton's driver module and its own warm-up kernel (written before confinement).
+  std::string python;
+  std::string triton_host;
+  std::string pyconfine_lib;
+  std::string triton_cache;
   int64_t l2_bytes = 0;  ///< the device's L2 (cpu: 0, a fixed working-set target is used)
   /// The device's peak bandwidth in bytes/s (measure_peak_bandwidth), for the speed-of-light
   /// bound; 0 = not known (no bound).
@@ -42,8 +49,18 @@ struct JudgeContext {
 /// One candidate's host and the exchange it maps: created by a check, handed to the bench of
 /// the same artifact (one fresh host per candidate, not per request), destroyed before the
 /// reference is timed or when anything else is asked of the judge.
+/// A directory removed with everything in it when this is destroyed (empty: none).
+struct ScratchDir {
+  std::string path;
+  ScratchDir() = default;
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir();
+};
+
 struct CandidateSession {
   std::string artifact;
+  ScratchDir scratch;  ///< the Triton host's cache on a GPU; outlives the host (declared first)
   std::unique_ptr<Exchange> ex;
   std::unique_ptr<CandidateHost> host;
   double round_trip_ms = 0;  ///< measured before the candidate was loaded

@@ -315,6 +315,10 @@ class Worker {
     JudgeContext c;
     c.device = device_;
     c.host_exe = host_exe();
+    c.python = setting("KFORGE_HOST_PYTHON", KFORGE_PYTHON_EXE);
+    c.triton_host = setting("KFORGE_TRITON_HOST", KFORGE_TRITON_HOST_DEFAULT);
+    c.pyconfine_lib = setting("KFORGE_PYCONFINE", KFORGE_PYCONFINE_DEFAULT);
+    c.triton_cache = (std::filesystem::temp_directory_path() / ("kforge-triton-host-" + std::to_string(::getuid()))).string();
 #ifdef KFORGE_RUNNER_CUDA
     if (device_.is_cuda()) {
       int l2 = 0;
@@ -329,6 +333,12 @@ class Worker {
     std::error_code ec;
     auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
     return ec ? std::string("kforge-runner") : p.string();
+  }
+
+  /// $name when set and not empty, else the build's default.
+  static std::string setting(const char* name, const char* fallback) {
+    if (const char* p = std::getenv(name); p && *p) return p;
+    return fallback;
   }
 
   static std::string host_exe() {
@@ -363,8 +373,12 @@ void add_site_paths() {
   std::stringstream ss(sites);
   std::string p;
   py::list path = sys.attr("path");
+  // In front, in order: the build's interpreter (a venv) wins over the system's dist-packages,
+  // which the embedded interpreter of the same Python also lists (a Debian python3-torch there
+  // must not be the one imported).
+  std::size_t at = 0;
   while (std::getline(ss, p, ':'))
-    if (!p.empty() && !path.contains(p)) path.append(p);
+    if (!p.empty() && !path.contains(p)) path.attr("insert")(at++, p);
 }
 
 }  // namespace

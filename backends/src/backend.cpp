@@ -435,6 +435,12 @@ class CudaBackend final : public Backend {
   }
 };
 
+}  // namespace
+
+std::shared_ptr<const Backend> make_triton_backend();  // triton_backend.cpp
+
+namespace {
+
 struct Registry {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const Backend>, std::less<>> backends;
@@ -445,6 +451,7 @@ Registry& registry() {
     auto* reg = new Registry;  // never destroyed: backends outlive static destructors
     reg->backends["cpu"] = std::make_shared<CpuBackend>();
     reg->backends["cuda"] = std::make_shared<CudaBackend>();
+    reg->backends["triton"] = make_triton_backend();
     return reg;
   }();
   return *r;

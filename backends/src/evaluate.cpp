@@ -3,7 +3,38 @@
 #include <random>
 #include <stdexcept>
 
+#include "kforge/backends/python_errors.hpp"
+#include "kforge/common/util.hpp"
+
 namespace kforge::backends {
+
+namespace {
+
+/// A Python candidate's exception (the Triton host's traceback) as the outcome Python's error
+/// means (python_errors.hpp: names and attributes the model got wrong are compile errors, a
+/// Triton CompilationError too), with TritonBench's group. The message keeps the headline, the
+/// candidate's line and the end of the traceback.
+void classify_python_failure(Evaluation& ev) {
+  if (ev.outcome != Outcome::runtime_error || (ev.sub_kind != "python_exception" && ev.sub_kind != "load"))
+    return;
+  std::string source;
+  try {
+    source = read_file(ev.compile.source_path);
+  } catch (const std::exception&) {
+  }
+  const std::string name = ev.compile.source_path.filename().string();
+  auto v = classify_traceback(ev.message, source, name.empty() ? "kernel.py" : name);
+  if (!v) return;
+  ev.outcome = v->outcome;
+  ev.sub_kind = v->sub_kind();
+  ev.error_group = std::string(to_string(v->group));
+  std::string msg = v->headline;
+  if (v->line > 0) msg += "\n" + name + ":" + std::to_string(v->line) + ": " + v->source_line;
+  else if (!v->source_line.empty()) msg += "\nin the kernel: " + v->source_line;
+  ev.message = msg + "\n\n" + truncate_middle(ev.message, 3000);
+}
+
+}  // namespace
 
 Evaluation compile_candidate(const Backend& backend, const std::string& source,
                              const std::filesystem::path& workdir, const EvalOptions& options) {
@@ -19,6 +50,10 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
     ev.infrastructure_error = !o.has_value();
     ev.outcome = o.value_or(Outcome::infra_error);
     if (ev.compile.sub_kind) ev.sub_kind = std::string(to_string(*ev.compile.sub_kind));
+    if (ev.compile.status == CompileStatus::forbidden_api && !ev.compile.forbidden.empty())
+      ev.sub_kind = ev.compile.forbidden.front().rule;
+    if (backend.artifact_kind() == ArtifactKind::python_module && ev.outcome == Outcome::compile_error)
+      ev.error_group = "Syntax";  // the scan's parse: TritonBench's Syntax group
     if (ev.compile.status == CompileStatus::toolchain_missing) ev.sub_kind = "toolchain_missing";
     ev.message = ev.compile.summary;
   }
@@ -33,6 +68,7 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   ev.sub_kind = ev.check->sub_kind;
   ev.message = ev.check->message;
   ev.infrastructure_error = ev.outcome == Outcome::infra_error;
+  classify_python_failure(ev);
   if (ev.outcome != Outcome::pass || !options.bench) return;
   ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
   ev.bench_ms = ev.bench->bench_ms;
@@ -42,7 +78,9 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
     ev.infrastructure_error = ev.bench->outcome == Outcome::infra_error;
     ev.outcome = ev.bench->outcome;
     ev.sub_kind = ev.bench->sub_kind;
-    ev.message = "failed while being benchmarked: " + ev.bench->message;
+    ev.message = ev.bench->message;
+    classify_python_failure(ev);
+    ev.message = "failed while being benchmarked: " + ev.message;
   }
 }
 

@@ -13,6 +13,16 @@
 
 namespace kforge::backends {
 
+namespace {
+/// The check's and bench's "allow_ops": op names separated by commas.
+std::string join_ops(const std::vector<std::string>& ops) {
+  std::string r;
+  for (const auto& o : ops) r += (r.empty() ? "" : ",") + o;
+  return r;
+}
+}  // namespace
+
+
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
@@ -61,6 +71,9 @@ bool RunnerClient::ensure_started(std::string* error) {
   spec.limits.max_file_bytes = 0;
   spec.isolate_network = true;
   if (const char* v = std::getenv("KFORGE_PYTHONPATH")) spec.env_set["KFORGE_PYTHONPATH"] = v;
+  // The judge's choice of candidate hosts (runner_main.cpp), for tests and other installs.
+  for (const char* v : {"KFORGE_HOST", "KFORGE_HOST_PYTHON", "KFORGE_TRITON_HOST", "KFORGE_PYCONFINE"})
+    spec.env_allow.push_back(v);
   child_ = sandbox::LineChild::start(spec, error);
   if (!child_) return false;
   ++workers_started_;
@@ -320,6 +333,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
            {"seed", seed},
            {"deadline_ms", judge_deadline_ms(cfg_.check_timeout)},
            {"tolerances", tolerances_json(task)}};
+  if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   auto t0 = Clock::now();
   Reply r = request(req, cfg_.check_timeout);
   c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -365,6 +379,7 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
            {"deadline_ms", judge_deadline_ms(cfg_.bench_timeout)},
            {"baseline", o.compile_baseline ? "compile" : "eager"}};
   if (!artifact.empty()) req["artifact"] = std::filesystem::absolute(artifact).string();
+  if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
   Reply r = request(req, cfg_.bench_timeout);
   if (r.kind != Reply::ok) {

@@ -238,6 +238,14 @@ std::optional<LoadError> read_manifest_entry(const nlohmann::json& e, std::size_
       t.allow_precision.push_back(k.get<std::string>());
     }
   }
+  if (e.contains("allow_ops")) {
+    const auto& a = e["allow_ops"];
+    if (!a.is_array()) return err("allow_ops", "must be an array of ATen op names such as \"mm\"");
+    for (const auto& k : a) {
+      if (!k.is_string()) return err("allow_ops", "must be an array of ATen op names such as \"mm\"");
+      t.allow_ops.push_back(k.get<std::string>());
+    }
+  }
   for (const char* f : {"flops", "bytes"}) {
     if (!e.contains(f)) continue;
     if (!e[f].is_string()) return err(f, "must be a Python expression string");

@@ -77,6 +77,8 @@ std::string_view to_string(MismatchKind k) {
       return "input_modified";
     case MismatchKind::bench_only:
       return "bench_only";
+    case MismatchKind::aliases_input:
+      return "aliases_input";
   }
   return "values";
 }

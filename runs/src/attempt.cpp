@@ -155,6 +155,7 @@ json to_json(const AttemptRecord& r) {
   j["outcome"] = std::string(to_string(r.outcome));
   j["sub_kind"] = r.sub_kind;
   j["message"] = r.message;
+  if (!r.error_group.empty()) j["error_group"] = r.error_group;
   j["llm_status"] = r.llm_status;
   j["llm_ms"] = number_or_string(r.llm_ms);
   j["compile_ms"] = number_or_string(r.compile_ms);
@@ -217,6 +218,7 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   }
   rd.str("sub_kind", r.sub_kind);
   rd.str("message", r.message);
+  rd.str("error_group", r.error_group);
   rd.str("llm_status", r.llm_status);
   rd.real("llm_ms", r.llm_ms);
   rd.real("compile_ms", r.compile_ms);

@@ -67,6 +67,8 @@ struct RunCommand {
   /// Lower-precision math the run credits (tf32, fp16, bf16); other kinds detected in a passing
   /// artifact on a task of higher dtype are recorded and not credited with a speedup.
   std::vector<std::string> allow_precision;
+  /// (triton) ATen ops a candidate may run besides allocation, views and copies (--allow-ops).
+  std::vector<std::string> allow_ops;
   bool bench = true;
   int reps = 100;                 ///< timed repetitions at most (DESIGN.md §4: >= 100)
   std::string device;             ///< "" = cpu for cpu, cuda:0 for cuda

@@ -119,6 +119,7 @@ struct EvalCommand {
   std::string profiler = "auto";             ///< none | basic | ncu | auto (ncu where it works, else basic)
   bool profile_failing = false;              ///< ncu also for output_mismatch attempts (recorded only)
   std::vector<std::string> allow_precision;  ///< lower-precision kinds credited: tf32, fp16, bf16
+  std::vector<std::string> allow_ops;        ///< (triton) ATen ops allowed besides allocation/views/copies
 };
 
 /// Exit status of `kforge eval` when some kernels could not be judged (infra_error: toolchain

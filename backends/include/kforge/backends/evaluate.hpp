@@ -37,6 +37,9 @@ struct Evaluation {
   int64_t seed = 0;
   double compile_ms = 0, check_ms = 0, bench_ms = 0;
   bool infrastructure_error = false;  ///< toolchain missing / runner broken: not the candidate's fault
+  /// A Python candidate's exception in TritonBench's groups ("Syntax", "Attr&Type", "Name&Ref",
+  /// "Run&Logic", "Other"); "" otherwise.
+  std::string error_group;
 };
 
 /// The first stage alone: compiles `source` in `workdir` (sandboxed, cached). Needs no runner,

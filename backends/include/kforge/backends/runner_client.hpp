@@ -102,6 +102,9 @@ struct TaskRef {
   std::map<std::string, std::pair<double, double>> tolerances;
   std::string flops_expr, bytes_expr;  ///< the suite's formulas (Python, over the constants)
   std::string module_mode = "eval";    ///< "train" or "eval": how the reference Model runs (Task)
+  /// (triton) ATen ops the candidate may run besides allocation, views and copies (the task's
+  /// and --allow-ops); sent with check and bench.
+  std::vector<std::string> allow_ops;
   std::string cache_key() const;       ///< identifies (id, source, mode): a reload is skipped when equal
 };
 

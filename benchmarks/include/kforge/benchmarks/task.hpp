@@ -107,6 +107,9 @@ struct Task {
   /// ("allow_precision": ["tf32"]); KernelBench and MultiKernelBench tasks whose source calls
   /// nn.ConvNd / F.convNd / nn.ConvTransposeNd get "tf32".
   std::vector<std::string> allow_precision;
+  /// (triton) ATen ops a candidate may run besides allocation, views and copies, e.g. "mm" for
+  /// a fusion that keeps its GEMM in cuBLAS ("allow_ops": ["mm"]); others are torch_fallback.
+  std::vector<std::string> allow_ops;
 
   /// The tolerance this task uses for a dtype (task override, else "*" override, else default).
   Tolerance tolerance_for(const std::string& dtype) const;

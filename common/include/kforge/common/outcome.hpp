@@ -49,6 +49,7 @@ enum class MismatchKind {
   unwritten,
   input_modified,
   bench_only,  ///< correct in the check, wrong on a repetition the judge verified during the bench
+  aliases_input,  ///< (triton) a returned output shares memory with an input
 };
 
 /// Sub-kinds of runtime_error. CUDA error names map onto these; the exact name is kept

@@ -44,6 +44,9 @@ struct AttemptRecord {
   Outcome outcome = Outcome::format_error;
   std::string sub_kind;    ///< e.g. "syntax", "values", "illegal_memory_access"; "" if none
   std::string message;     ///< one short human line (first compiler error, CUDA error name...)
+  /// (triton) TritonBench's error group of a Python exception: "Syntax", "Attr&Type",
+  /// "Name&Ref", "Run&Logic", "Other" (seed 000, appendix D); "" when none.
+  std::string error_group;
   std::string llm_status;  ///< the LLM call's status name ("ok", "rate_limited", ...)
 
   // --- phase timings, milliseconds of wall clock (0 = the phase did not run) -------------

@@ -1,0 +1,84 @@
+// The candidate host's confinement, shared by kforge-host (host_main.cpp, profile_mode.cpp)
+// and the Triton candidate host's libkforge_pyconfine.so (py_confine.cpp): the SIGSYS report,
+// the policy of a confined candidate and the artifact's loading.
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "host.hpp"
+#include "kforge/sandbox/confine.hpp"
+
+namespace kforge::host {
+
+// Reports the stopped syscall (and, for open/openat, the path it named) on the channel and
+// exits. Only async-signal-safe calls.
+void on_sigsys(int, siginfo_t* si, void* ctx) {
+  char buf[320];
+  int n = std::snprintf(buf, sizeof buf, "violation %d", si->si_syscall);
+#if defined(__x86_64__)
+  const greg_t* g = static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs;
+  const char* path = si->si_syscall == SYS_openat ? reinterpret_cast<const char*>(g[REG_RSI])
+                     : si->si_syscall == SYS_open ? reinterpret_cast<const char*>(g[REG_RDI])
+                                                  : nullptr;
+  if (path) {
+    buf[n++] = ' ';
+    for (int i = 0; path[i] && i < 256 && n < static_cast<int>(sizeof buf) - 2; ++i)
+      buf[n++] = path[i] == '\n' ? ' ' : path[i];
+  }
+#else
+  (void)ctx;
+#endif
+  buf[n++] = '\n';
+  (void)!::write(kChannel, buf, static_cast<std::size_t>(n));
+  ::_exit(kforge::sandbox::kViolationExit);
+}
+
+int elem_size(int dtype) {
+  switch (dtype) {
+    case KF_FLOAT32:
+    case KF_INT32:
+      return 4;
+    case KF_FLOAT16:
+    case KF_BFLOAT16:
+    case KF_INT16:
+      return 2;
+    case KF_FLOAT64:
+    case KF_INT64:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets) {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_sigsys;
+  sa.sa_flags = SA_SIGINFO;
+  ::sigaction(SIGSYS, &sa, nullptr);
+  const bool no_seccomp = std::getenv("KFORGE_HOST_NO_SECCOMP") != nullptr;  // tests of other layers
+  kforge::sandbox::ConfinePolicy policy;
+  policy.seccomp = !no_seccomp;
+  if (device >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
+  if (!scratch.empty()) policy.scratch_dirs = {scratch};
+  policy.allow_sockets = allow_sockets;
+  return kforge::sandbox::confine_self(policy);
+}
+
+std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
+                             KfForward* fn) {
+  // The profile mode's scratch directory comes with Nsight Compute's socket (ConfinePolicy).
+  if (std::string e = confine_host(device, scratch, !scratch.empty()); !e.empty()) return "confine " + e;
+  void* h = ::dlopen(artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();
+  *fn = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));
+  if (!*fn) return "entry_point the artifact exports no kf_forward";
+  return "";
+}
+
+}  // namespace kforge::host

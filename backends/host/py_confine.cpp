@@ -1,0 +1,35 @@
+// libkforge_pyconfine.so: the confinement of the Triton candidate host (backends/triton/host.py),
+// which calls it through ctypes before it imports the candidate. The same policy as kforge-host
+// (confine_host.cpp): no new privileges, no capabilities, the seccomp filter, Landlock. A C ABI
+// of two functions; nothing else of kforge is reachable through it.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+#include "host.hpp"
+
+extern "C" {
+
+/// Before anything else: killed with the judge, not dumpable (no other process of this user
+/// reads its memory). 0 on success, 1 when the judge is already gone.
+__attribute__((visibility("default"))) int kf_py_prepare() {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  return ::getppid() == 1 ? 1 : 0;
+}
+
+/// Confines the calling process for a candidate on `device` (-1: cpu); `scratch` (may be
+/// empty) is the one directory it may create files beneath (Triton's cache on a GPU). Installs
+/// the SIGSYS report on descriptor 3. 0 on success, else 1 with the reason in err[0..err_len).
+__attribute__((visibility("default"))) int kf_py_confine(int device, const char* scratch, char* err,
+                                                         std::size_t err_len) {
+  const std::string e = kforge::host::confine_host(device, scratch ? scratch : "", false);
+  if (e.empty()) return 0;
+  if (err && err_len > 0) std::snprintf(err, err_len, "%s", e.c_str());
+  return 1;
+}
+}

@@ -1,0 +1,372 @@
+"""kforge's Triton candidate host (DESIGN.md §5, §6): the candidate side of the trust boundary
+for Python candidates.
+
+Usage (started by kforge-runner, never by hand):
+  python3 -I -B host.py <kernel.py> <device: -1 cpu, N cuda ordinal> <first fd to close> <libkforge_pyconfine.so>
+
+One process per candidate, like kforge-host: it speaks the same line protocol on descriptor 3
+(arena, tensor, set, ping, touch, load, run, quit; see backends/host/host_main.cpp), plus
+  allow <op>[,<op>...]         ATen ops the task or the run allows besides allocation,
+                               views and copies                                -> ok
+  store <seq> <set> ...        copies what the calls of the last `run` returned into the
+                               sets' output tensors (untimed)  -> stored <seq> ok
+                                                                  | stored <seq> err <kind> <json text>
+and its `run` reply carries Python's view of a failure:
+  done <seq> 0 -                                   every call returned
+  done <seq> 1 python <json traceback>             an exception (the judge's client classifies it)
+  done <seq> 3 torch_fallback <json op list>       compute ops outside the allow-list ran
+The candidate is a module defining kf_forward(*inputs) with the inputs in the C ABI's order
+(get_inputs(), then parameters, then buffers) that returns its output tensor(s); a
+kf_forward with an `out` parameter gets the output tensors to write instead (then returning
+None is fine).
+
+Nothing this process says is trusted by the judge: it reads the outputs itself, checks inputs
+bit for bit and times the calls from outside. The candidate's module is imported only after
+the process has confined itself (libkforge_pyconfine.so: no new privileges, no capabilities,
+the same seccomp filter and Landlock rules as kforge-host) and after backends/triton/ast_scan.py
+has refused what a kernel has no use for. Every ATen op that runs inside kf_forward is recorded
+by a TorchDispatchMode; the scan keeps the candidate from reaching the mode.
+
+Timing: the judge's clock covers `run` (the calls and a device synchronisation); the copies of
+`store` are outside it, so returning fresh tensors costs a candidate nothing that a
+preallocated output would not. Triton's JIT runs on the first call, in the judge's warm-up.
+"""
+
+import ctypes
+import json
+import mmap
+import os
+import sys
+import traceback
+import warnings
+
+CHANNEL = 3
+
+# Allocation, views, copies between the candidate's own buffers, fills. Everything else that
+# computes is PyTorch doing the kernel's work (torch_fallback).
+ALLOWED_OPS = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+    "zeros", "zeros_like", "new_zeros", "zero_", "ones", "ones_like", "new_ones",
+    "full", "full_like", "new_full", "fill_", "fill",
+    "copy_", "clone", "_to_copy", "contiguous", "lift_fresh", "lift_fresh_copy", "detach", "alias",
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t", "transpose", "permute",
+    "expand", "squeeze", "unsqueeze", "slice", "select", "unbind", "split", "split_with_sizes",
+    "chunk", "narrow", "view_as", "flatten", "unflatten", "movedim", "set_", "resize_",
+    "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "record_stream",
+}
+
+# kf_dtype (backends/abi/kforge/kernel_abi.h) -> torch dtype name.
+KF_DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "uint8", "int8", "int16"]
+
+
+def send(line):
+    data = (line + "\n").encode()
+    while data:
+        n = os.write(CHANNEL, data)
+        data = data[n:]
+
+
+class Channel:
+    def __init__(self):
+        self.buf = b""
+
+    def read_line(self):
+        while b"\n" not in self.buf:
+            chunk = os.read(CHANNEL, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+
+def one_line(text):
+    return json.dumps(text)
+
+
+class Host:
+    def __init__(self, artifact, device, confine_lib):
+        import tempfile
+
+        import torch  # imported before confinement: reading its files then is not the candidate's doing
+        import triton  # noqa: F401
+
+        # Modules that torch imports lazily ask for a temporary directory, and tempfile finds
+        # one by creating a file in it: asked now, the answer is cached before the filter
+        # would stop that creation.
+        tempfile.gettempdir()
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        self.torch = torch
+        self.artifact = artifact
+        self.device = device
+        self.confine_lib = confine_lib
+        self.arenas = {}
+        self.tensors = {}
+        self.sets = {}
+        self.allowed = set(ALLOWED_OPS)
+        self.entry = None
+        self.takes_out = False
+        self.results = {}
+        host = self
+
+        class Recorder(TorchDispatchMode):
+            """Every ATen op that reaches dispatch while the candidate runs."""
+
+            def __init__(self):
+                super().__init__()
+                self.ops = set()
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = func.overloadpacket.__name__
+                if name not in host.allowed:
+                    self.ops.add(str(func.overloadpacket))
+                return func(*args, **(kwargs or {}))
+
+        self.Recorder = Recorder
+        with Recorder():  # the mode's first use imports torch._dynamo, which makes directories
+            torch.empty(1)
+        if device >= 0:
+            torch.cuda.set_device(device)
+            torch.cuda.init()
+            self.touch_buf = torch.zeros(1, device="cuda")  # the context exists before confinement
+            torch.cuda.synchronize()
+            self.cuda = ctypes.CDLL("libcuda.so.1")
+            self._warm_triton()
+
+    def _warm_triton(self):
+        """Triton's driver module and its first compile before confinement (they build and
+        cache a launcher with the system compiler); then the cache moves to the candidate's
+        own scratch directory and ptxas runs in-process (a confined host starts no process)."""
+        import triton
+        import triton.language as tl
+        torch = self.torch
+
+        @triton.jit
+        def _kforge_warm(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+        x = torch.zeros(16, device="cuda")
+        _kforge_warm[(1,)](x, 16, BLOCK=16)
+        torch.cuda.synchronize()
+        scratch = os.environ.get("KFORGE_TRITON_SCRATCH", "")
+        if scratch:
+            try:
+                triton.knobs.cache.dir = scratch
+            except AttributeError:
+                os.environ["TRITON_CACHE_DIR"] = scratch
+
+    # --- protocol ------------------------------------------------------------------------
+    def handle(self, line):
+        parts = line.split()
+        if not parts:
+            return "err protocol empty line"
+        cmd, args = parts[0], parts[1:]
+        handler = {
+            "arena": self.arena, "tensor": self.tensor, "set": self.set_, "allow": self.allow,
+            "ping": lambda a: "pong", "touch": self.touch, "load": self.load, "run": self.run,
+            "store": self.store,
+        }.get(cmd)
+        if handler is None:
+            return "err protocol unknown command " + cmd
+        try:
+            return handler(args)
+        except Exception as e:  # a malformed line from the judge, or a setup failure
+            return "err protocol %s: %s" % (type(e).__name__, str(e).replace("\n", " "))
+
+    def arena(self, a):
+        torch = self.torch
+        i, nbytes, where = int(a[0]), int(a[1]), a[2]
+        if where == "host":
+            fd, mode = int(a[3]), a[4]
+            prot = mmap.PROT_READ | (mmap.PROT_WRITE if mode == "rw" else 0)
+            mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED, prot=prot)
+            os.close(fd)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a read-only input arena: writes fault, as intended
+                self.arenas[i] = torch.frombuffer(mm, dtype=torch.uint8)
+            self.arenas[i]._kforge_mmap = mm
+            return "ok"
+        handle = bytes.fromhex(a[3])
+        if len(handle) != 64:
+            return "err setup bad ipc handle"
+
+        class Handle(ctypes.Structure):
+            _fields_ = [("reserved", ctypes.c_char * 64)]
+
+        ptr = ctypes.c_uint64(0)
+        open_handle = self.cuda.cuIpcOpenMemHandle_v2
+        open_handle.argtypes = [ctypes.POINTER(ctypes.c_uint64), Handle, ctypes.c_uint]
+        rc = open_handle(ctypes.byref(ptr), Handle(handle), 1)  # CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+        if rc != 0:
+            return "err setup cuIpcOpenMemHandle failed with CUresult %d" % rc
+
+        class Interface:
+            __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr.value, False),
+                                        "version": 2}
+
+        self.arenas[i] = torch.as_tensor(Interface(), device="cuda:%d" % self.device)
+        return "ok"
+
+    def tensor(self, a):
+        torch = self.torch
+        tid, arena, offset, dtype, ndim = int(a[0]), int(a[1]), int(a[2]), int(a[3]), int(a[4])
+        sizes = [int(s) for s in a[5:5 + ndim]]
+        if arena not in self.arenas or not 0 <= dtype < len(KF_DTYPES):
+            return "err setup bad tensor line"
+        dt = getattr(torch, KF_DTYPES[dtype])
+        numel = 1
+        for s in sizes:
+            numel *= s
+        nbytes = numel * torch.empty(0, dtype=dt).element_size()
+        base = self.arenas[arena]
+        if offset < 0 or offset + nbytes > base.numel():
+            return "err setup tensor outside its arena"
+        self.tensors[tid] = base[offset:offset + nbytes].view(dt).view(sizes)
+        return "ok"
+
+    def set_(self, a):
+        k, n_in = int(a[0]), int(a[1])
+        ins = [self.tensors[int(t)] for t in a[2:2 + n_in]]
+        n_out = int(a[2 + n_in])
+        outs = [self.tensors[int(t)] for t in a[3 + n_in:3 + n_in + n_out]]
+        self.sets[k] = (ins, outs)
+        return "ok"
+
+    def allow(self, a):
+        for op in ",".join(a).split(","):
+            if op:
+                self.allowed.add(op.split(".")[-1] if op.startswith("aten.") else op)
+        return "ok"
+
+    def touch(self, a):
+        if self.device >= 0:
+            self.touch_buf.zero_()
+            self.torch.cuda.synchronize()
+        return "touched"
+
+    def confine(self):
+        lib = ctypes.CDLL(self.confine_lib)
+        lib.kf_py_confine.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        err = ctypes.create_string_buffer(1024)
+        scratch = os.environ.get("KFORGE_TRITON_SCRATCH", "").encode()
+        if lib.kf_py_confine(self.device, scratch, err, len(err)) != 0:
+            return err.value.decode(errors="replace")
+        return ""
+
+    def load(self, a):
+        import importlib.util
+        import inspect
+        err = self.confine()
+        if err:
+            return "err confine " + err
+        try:
+            spec = importlib.util.spec_from_file_location("kforge_candidate", self.artifact)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["kforge_candidate"] = module
+            spec.loader.exec_module(module)
+        except BaseException:  # noqa: B902 - SystemExit included: the candidate's failure
+            return "err load " + one_line(traceback.format_exc())
+        entry = module.__dict__.get("kf_forward")
+        if not callable(entry):
+            return "err entry_point the module defines no function kf_forward(*inputs)"
+        try:
+            self.takes_out = "out" in inspect.signature(entry).parameters
+        except (TypeError, ValueError):
+            self.takes_out = False
+        self.entry = entry
+        return "ok"
+
+    def run(self, a):
+        seq, ks = a[0], [int(k) for k in a[1:]]
+        if self.entry is None or any(k not in self.sets for k in ks):
+            return "err protocol no such set or nothing loaded"
+        recorder = self.Recorder()
+        try:
+            with recorder:
+                for k in ks:
+                    ins, outs = self.sets[k]
+                    if self.takes_out:
+                        self.results[k] = self.entry(*ins, out=outs[0] if len(outs) == 1 else tuple(outs))
+                    else:
+                        self.results[k] = self.entry(*ins)
+            if self.device >= 0:
+                self.torch.cuda.synchronize()
+        except BaseException:  # noqa: B902
+            return "done %s 1 python %s" % (seq, one_line(traceback.format_exc()))
+        if recorder.ops:
+            return "done %s 3 torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
+        return "done %s 0 -" % seq
+
+    def store(self, a):
+        seq, ks = a[0], [int(k) for k in a[1:]]
+        try:
+            for k in ks:
+                err = self.store_set(k)
+                if err:
+                    self.results.clear()
+                    return "stored %s err %s %s" % (seq, err[0], one_line(err[1]))
+            if self.device >= 0:
+                self.torch.cuda.synchronize()
+        except BaseException:  # noqa: B902
+            return "stored %s err python %s" % (seq, one_line(traceback.format_exc()))
+        return "stored %s ok" % seq
+
+    def store_set(self, k):
+        torch = self.torch
+        ins, outs = self.sets[k]
+        got = self.results.pop(k, None)
+        if got is None and self.takes_out:
+            return None
+        got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+        if len(got) != len(outs):
+            return ("count", "kf_forward returned %d value(s); the task has %d output(s)" % (len(got), len(outs)))
+        spans = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in ins if t.numel() > 0]
+        for j, (g, o) in enumerate(zip(got, outs)):
+            if type(g) is not torch.Tensor:
+                return ("type", "output %d is a %s, not a torch.Tensor" % (j, type(g).__name__))
+            if g.dtype != o.dtype:
+                return ("dtype", "output %d has dtype %s; expected %s" % (j, g.dtype, o.dtype))
+            if tuple(g.shape) != tuple(o.shape):
+                return ("shape", "output %d has shape %s; expected %s" % (j, tuple(g.shape), tuple(o.shape)))
+            if g.device != o.device:
+                return ("device", "output %d is on %s; expected %s" % (j, g.device, o.device))
+            if g.data_ptr() == o.data_ptr():
+                continue  # written in place
+            s = g.untyped_storage()
+            lo, hi = s.data_ptr(), s.data_ptr() + s.nbytes()
+            for i, (a, b) in enumerate(spans):
+                if lo < b and a < hi:
+                    return ("alias", "output %d shares memory with input %d (kf_forward must return "
+                                     "new tensors, not its inputs or views of them)" % (j, i))
+            o.copy_(g)
+        return None
+
+
+def main(argv):
+    if len(argv) != 5:
+        return 2
+    os.closerange(int(argv[3]), 1 << 16)  # nothing but what the judge gave
+    lib = ctypes.CDLL(argv[4])
+    if lib.kf_py_prepare() != 0:  # death signal with the judge, not dumpable
+        return 2
+    try:
+        host = Host(argv[1], int(argv[2]), argv[4])
+    except BaseException:  # noqa: B902
+        send("err init " + one_line(traceback.format_exc()))
+        return 3
+    send("ready")
+    channel = Channel()
+    while True:
+        line = channel.read_line()
+        if line is None or line == "quit":
+            break
+        send(host.handle(line))
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    os._exit(code)
