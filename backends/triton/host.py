@@ -150,6 +150,14 @@ class Host:
         x = torch.zeros(16, device="cuda")
         _kforge_warm[(1,)](x, 16, BLOCK=16)
         torch.cuda.synchronize()
+        # From here on Triton hands its PTX to the CUDA driver, which compiles it in this process
+        # (cuModuleLoadData accepts PTX): ptxas would be a new process, which the filter stops.
+        from triton.backends.nvidia import compiler as nvidia_compiler
+
+        def make_cubin_in_process(backend, src, metadata, *args, **kwargs):
+            return (src if isinstance(src, bytes) else src.encode()) + b"\0"
+
+        nvidia_compiler.CUDABackend.make_cubin = make_cubin_in_process
         scratch = os.environ.get("KFORGE_TRITON_SCRATCH", "")
         if scratch:
             try:

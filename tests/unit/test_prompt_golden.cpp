@@ -325,3 +325,20 @@ TEST_CASE("the prompt's code fences and pointer wording follow the backend (Back
   CHECK_THAT(p, Catch::Contains("```toy"));
   CHECK_THAT(p, Catch::Contains("host pointer"));
 }
+
+TEST_CASE("golden prompts: turn 1 for triton (python fences, the Triton output format)", "[prompts][golden]") {
+  auto in = golden_input("triton", "turn1");
+  in.language = "python";
+  in.device_type = "cuda";
+  in.device = "cuda:0";
+  in.hardware = fake_facts("cuda");
+  const auto p = prompts::render_prompt(in);
+  CHECK(p.system.find("Triton kernels") != std::string::npos);
+  CHECK(p.user.find("def kf_forward(*inputs)") != std::string::npos);
+  CHECK(p.user.find("torch_fallback") != std::string::npos);
+  CHECK(p.user.find("extern \"C\"") == std::string::npos);  // no C ABI in a Triton prompt
+  const fs::path file = fs::path(KFORGE_TESTS_DIR) / "data/golden/prompts/triton_turn1.md";
+  if (std::getenv("KFORGE_UPDATE_GOLDEN")) write_file(file, p.markdown());
+  REQUIRE(fs::exists(file));
+  CHECK(read_file(file) == p.markdown());
+}

@@ -1,0 +1,213 @@
+// The triton backend end to end: extraction, the build (the static scan), and Triton candidates
+// judged through the real kforge-runner and its Triton candidate host (backends/triton/host.py).
+// Without a GPU the host runs the kernels under Triton's interpreter on the CPU; the [.gpu]
+// variants run them on cuda:0.
+#include <nlohmann/json.hpp>
+
+#include "catch.hpp"
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/evaluate.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/util.hpp"
+#include "scratch_dir.hpp"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kAdversarial = fs::path(KFORGE_TESTS_DIR) / "data/adversarial";
+
+backends::RunnerConfig runner_config(const std::string& device) {
+  backends::RunnerConfig rc;
+  rc.device = device;
+  rc.check_timeout = std::chrono::milliseconds(60'000);
+  return rc;
+}
+
+backends::TaskRef fixture_task() {
+  auto parsed = parse_task_file(kAdversarial / "task.py", "adversarial/relu2_add");
+  REQUIRE(parsed.task);
+  return agent::task_ref(*parsed.task, "");
+}
+
+backends::EvalOptions check_only() {
+  backends::EvalOptions opt;
+  opt.bench = false;
+  opt.trials = 2;
+  return opt;
+}
+
+const backends::Backend& triton() {
+  return backends::get_backend("triton");
+}
+
+/// Every adversarial Triton candidate gets its manifest's outcome (and rule or sub-kind), and the
+/// judge is never affected: one worker throughout, and a correct kernel still passes afterwards.
+void run_adversarial_triton(const std::string& device) {
+  const fs::path dir = kAdversarial / "triton";
+  auto manifest = nlohmann::json::parse(read_file(dir / "manifest.json"));
+  backends::RunnerClient runner(runner_config(device));
+  const auto task = fixture_task();
+  const auto opt = check_only();
+  const fs::path work = scratch("adversarial-triton-" + device.substr(0, 4));
+  int judged = 0;
+  for (const auto& k : manifest["kernels"]) {
+    const std::string name = k["name"];
+    auto ev = backends::evaluate(triton(), read_file(dir / name / "kernel.py"), work / name, runner, task, opt);
+    INFO(name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    // Where the inputs are mapped read-only (cpu), a write into one faults before anything else.
+    const auto& want = device == "cpu" && k.contains("cpu") ? k["cpu"] : k;
+    CHECK(std::string(to_string(ev.outcome)) == want["outcome"].get<std::string>());
+    if (want.contains("rule")) CHECK(ev.sub_kind == want["rule"].get<std::string>());
+    if (want.contains("sub_kind")) CHECK(ev.sub_kind == want["sub_kind"].get<std::string>());
+    ++judged;
+  }
+  CHECK(judged >= 12);
+  auto ev = backends::evaluate(triton(), read_file(dir / "correct" / "kernel.py"), work / "again", runner, task,
+                               opt);
+  CHECK(ev.outcome == Outcome::pass);
+  CHECK(runner.workers_started() == 1);
+}
+
+const std::string kHead = R"(import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu2_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0) * 2.0 + y, mask=mask)
+
+)";
+
+}  // namespace
+
+TEST_CASE("triton: replies are extracted from python fences with a top-level kf_forward", "[triton]") {
+  auto ok = triton().extract("text\n```python\nimport torch\ndef kf_forward(x):\n    return x\n```\n");
+  REQUIRE(ok.ok);
+  CHECK(ok.language == "python");
+  auto cpp = triton().extract("```cpp\nextern \"C\" int kf_forward() { return 0; }\n```\n");
+  CHECK_FALSE(cpp.ok);
+  CHECK(cpp.error == backends::ExtractError::no_code_block);
+  auto nested = triton().extract("```python\nclass A:\n    def kf_forward(self):\n        pass\n```\n");
+  CHECK_FALSE(nested.ok);
+  CHECK(nested.error == backends::ExtractError::no_entry_point);
+  CHECK(triton().artifact_kind() == backends::ArtifactKind::python_module);
+  CHECK(triton().prompt_language() == "python");
+  CHECK(triton().source_file_name() == "kernel.py");
+}
+
+TEST_CASE("triton: the build is the static scan; the module is the artifact", "[triton]") {
+  const fs::path work = scratch("triton-build");
+  backends::CompileOptions o;
+  auto ok = backends::compile(triton(), kHead + "def kf_forward(x, y):\n    return x\n", work / "ok", o);
+  INFO(ok.summary);
+  REQUIRE(ok.ok());
+  CHECK(ok.artifact == fs::absolute(work / "ok" / "kernel.py"));
+  auto bad = backends::compile(triton(), "import subprocess\ndef kf_forward(x):\n    return x\n", work / "bad", o);
+  CHECK(bad.status == backends::CompileStatus::forbidden_api);
+  REQUIRE_FALSE(bad.forbidden.empty());
+  CHECK(bad.forbidden.front().rule == "process");
+  auto ev = backends::compile_candidate(triton(), "def kf_forward(x:\n    return x\n", work / "syntax", {});
+  CHECK(ev.outcome == Outcome::compile_error);
+  CHECK(ev.sub_kind == "syntax");
+  CHECK(ev.error_group == "Syntax");
+}
+
+TEST_CASE("triton: Python exceptions become outcomes with TritonBench's groups", "[runner]") {
+  backends::RunnerClient runner(runner_config("cpu"));
+  const auto task = fixture_task();
+  const fs::path work = scratch("triton-errors");
+  struct Case {
+    std::string name, body, outcome, sub_kind, group;
+  };
+  const std::vector<Case> cases = {
+      {"name_error", "def kf_forward(x, y):\n    out = torch.empty_like(x)\n    return undefined_name\n",
+       "compile_error", "undeclared", "Name&Ref"},
+      {"zero_division", "def kf_forward(x, y):\n    return x.numel() // 0\n", "runtime_error", "python_exception",
+       "Run&Logic"},
+      {"import_time", "BLOCK = 1 / 0\n\ndef kf_forward(x, y):\n    return x\n", "runtime_error",
+       "python_exception", "Run&Logic"},
+      {"wrong_shape",
+       "def kf_forward(x, y):\n    out = torch.empty(3, device=x.device)\n    return out\n",
+       "output_mismatch", "shape", ""},
+      {"two_outputs", "def kf_forward(x, y):\n    return torch.empty_like(x), torch.empty_like(y)\n",
+       "output_mismatch", "shape", ""},
+  };
+  for (const auto& c : cases) {
+    auto ev = backends::evaluate(triton(), kHead + c.body, work / c.name, runner, task, check_only());
+    INFO(c.name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << " [" << ev.error_group
+                << "]: " << ev.message);
+    CHECK(std::string(to_string(ev.outcome)) == c.outcome);
+    CHECK(ev.sub_kind == c.sub_kind);
+    CHECK(ev.error_group == c.group);
+  }
+  CHECK(runner.workers_started() == 1);
+}
+
+TEST_CASE("triton: --allow-ops lets named ATen ops through the recording", "[runner]") {
+  backends::RunnerClient runner(runner_config("cpu"));
+  auto task = fixture_task();
+  const std::string relu_in_torch =
+      kHead + "def kf_forward(x, y):\n    out = torch.empty_like(x)\n    r = torch.relu(x)\n"
+              "    n = out.numel()\n    relu2_add_kernel[(triton.cdiv(n, 1024),)](r, y, out, n, BLOCK=1024)\n"
+              "    return out\n";
+  const fs::path work = scratch("triton-allow-ops");
+  auto ev = backends::evaluate(triton(), relu_in_torch, work / "denied", runner, task, check_only());
+  INFO(ev.message);
+  CHECK(ev.outcome == Outcome::torch_fallback);
+  CHECK(ev.message.find("aten.relu") != std::string::npos);
+  task.allow_ops = {"relu"};
+  ev = backends::evaluate(triton(), relu_in_torch, work / "allowed", runner, task, check_only());
+  INFO(ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+}
+
+TEST_CASE("triton: a passing candidate is timed; its returned outputs are stored outside the clock", "[runner]") {
+  backends::RunnerClient runner(runner_config("cpu"));
+  const auto task = fixture_task();
+  backends::EvalOptions opt = check_only();
+  opt.bench = true;
+  opt.bench_options.reps = 3;
+  opt.bench_options.min_reps = 2;
+  opt.bench_options.warmup = 1;
+  auto ev = backends::evaluate(triton(), read_file(kAdversarial / "triton/correct/kernel.py"),
+                               scratch("triton-bench"), runner, task, opt);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  REQUIRE(ev.outcome == Outcome::pass);
+  REQUIRE(ev.bench);
+  CHECK(ev.bench->ok);
+  CHECK(ev.bench->candidate_ms > 0);
+  CHECK(ev.bench->speedup > 0);
+}
+
+TEST_CASE("adversarial triton candidates get their expected outcomes", "[runner]") {
+  run_adversarial_triton("cpu");
+}
+
+TEST_CASE("adversarial triton candidates get their expected outcomes on the GPU", "[.gpu]") {
+  run_adversarial_triton("cuda:0");
+}
+
+TEST_CASE("every triton exemplar passes at the default profile on the GPU", "[.gpu]") {
+  static Suite s = load_suite(kforge_home() / "benchmarks/suites/kforge-core");
+  backends::RunnerClient runner(runner_config("cuda:0"));
+  backends::EvalOptions opt;
+  opt.bench = false;
+  int checked = 0;
+  const fs::path work = scratch("exemplars-triton-gpu");
+  for (const auto& t : s.tasks) {
+    const fs::path k = kforge_home() / "prompts/exemplars/triton" / t.id / "kernel.py";
+    if (!fs::exists(k)) continue;
+    auto ev = backends::evaluate(triton(), read_file(k), work / t.id, runner, agent::task_ref(t, ""), opt);
+    INFO(t.id << ": " << to_string(ev.outcome) << "/" << ev.sub_kind << "\n" << ev.message);
+    CHECK(ev.outcome == Outcome::pass);
+    ++checked;
+  }
+  CHECK(checked >= 14);
+}
