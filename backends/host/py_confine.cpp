@@ -11,6 +11,7 @@
 #include <string>
 
 #include "host.hpp"
+#include "kforge/sandbox/confine.hpp"
 
 extern "C" {
 
@@ -28,6 +29,21 @@ __attribute__((visibility("default"))) int kf_py_prepare() {
 __attribute__((visibility("default"))) int kf_py_confine(int device, const char* scratch, char* err,
                                                          std::size_t err_len) {
   const std::string e = kforge::host::confine_host(device, scratch ? scratch : "", false);
+  if (e.empty()) return 0;
+  if (err && err_len > 0) std::snprintf(err, err_len, "%s", e.c_str());
+  return 1;
+}
+
+/// The Triton host's build helper (forked before the candidate is imported): it runs the C
+/// compiler on the launcher sources Triton generates, so it may start processes, but it writes
+/// nowhere but beneath `scratch` (and /dev/null), gains no privilege and holds no capability.
+__attribute__((visibility("default"))) int kf_py_confine_builder(const char* scratch, char* err,
+                                                                 std::size_t err_len) {
+  kforge::sandbox::ConfinePolicy policy;
+  policy.seccomp = false;
+  policy.scratch_dirs = {scratch ? scratch : ""};
+  policy.writable_paths = {"/dev/null"};
+  const std::string e = kforge::sandbox::confine_self(policy);
   if (e.empty()) return 0;
   if (err && err_len > 0) std::snprintf(err, err_len, "%s", e.c_str());
   return 1;

@@ -163,7 +163,61 @@ class Host:
             try:
                 triton.knobs.cache.dir = scratch
             except AttributeError:
-                os.environ["TRITON_CACHE_DIR"] = scratch
+                pass
+            os.environ["TRITON_CACHE_DIR"] = scratch
+            import tempfile
+            tempfile.tempdir = scratch  # Triton writes its launcher sources to a temporary directory
+            self._start_build_helper(scratch)
+
+    def _start_build_helper(self, scratch):
+        """Triton (before 3.7) compiles a C launcher for each kernel signature with the system
+        compiler. The confined host cannot start processes, so a helper forked now, before the
+        candidate is imported (it holds nothing of the candidate's), runs Triton's own build
+        for it: it may start the compiler but writes only beneath the scratch directory."""
+        try:
+            import triton.runtime.build as build
+        except ImportError:
+            return
+        original = getattr(build, "_build", None)
+        if original is None:
+            return
+        to_helper_r, to_helper_w = os.pipe()
+        from_helper_r, from_helper_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the helper
+            try:
+                os.close(to_helper_w)
+                os.close(from_helper_r)
+                os.close(CHANNEL)
+                lib = ctypes.CDLL(self.confine_lib)
+                lib.kf_py_prepare()
+                lib.kf_py_confine_builder.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+                err = ctypes.create_string_buffer(512)
+                if lib.kf_py_confine_builder(scratch.encode(), err, len(err)) != 0:
+                    os._exit(3)
+                os.environ["TMPDIR"] = scratch
+                reader = os.fdopen(to_helper_r, "r")
+                for line in reader:
+                    req = json.loads(line)
+                    try:
+                        reply = {"so": original(*req["args"], **req["kwargs"])}
+                    except Exception as e:  # the candidate's kernel signature, not the judge's failure
+                        reply = {"error": "%s: %s" % (type(e).__name__, e)}
+                    os.write(from_helper_w, (json.dumps(reply) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(to_helper_r)
+        os.close(from_helper_w)
+        replies = os.fdopen(from_helper_r, "r")
+
+        def build_through_helper(*args, **kwargs):
+            os.write(to_helper_w, (json.dumps({"args": list(args), "kwargs": kwargs}) + "\n").encode())
+            reply = json.loads(replies.readline() or '{"error": "the build helper is gone"}')
+            if "error" in reply:
+                raise RuntimeError("building Triton's launcher failed: " + reply["error"])
+            return reply["so"]
+
+        build._build = build_through_helper
 
     # --- protocol ------------------------------------------------------------------------
     def handle(self, line):

@@ -75,7 +75,7 @@ TEST_CASE("resource usage: kernels in an anonymous namespace keep their names", 
   k.name = "(anonymous namespace)::gelu_vec4(float4 const*, float4*, long)";
   k.registers = 31;
   CHECK_THAT(describe_resources({k}),
-             Catch::StartsWith("(anonymous namespace)::gelu_vec4: 31 registers/thread"));
+             Catch::Matchers::StartsWith("(anonymous namespace)::gelu_vec4: 31 registers/thread"));
   CHECK(kernel_display_name("void reduce_kernel<512, 1>(R)") == "void reduce_kernel<512, 1>");
   CHECK(kernel_display_name("plain") == "plain");
 }
