@@ -70,20 +70,11 @@ void run_adversarial_triton(const std::string& device) {
   CHECK(runner.workers_started() == 1);
 }
 
-const std::string kHead = R"(import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def relu2_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, tl.maximum(x, 0.0) * 2.0 + y, mask=mask)
-
-)";
+/// The fixture's Triton kernel and imports: the correct candidate's module up to its launcher.
+const std::string kHead = [] {
+  const std::string correct = read_file(kAdversarial / "triton/correct/kernel.py");
+  return correct.substr(0, correct.find("def launch("));
+}();
 
 }  // namespace
 
