@@ -1,6 +1,9 @@
 // bench_timing: timing fidelity of kforge-runner. For 3 reference ops, the runner's median
-// vs triton.testing.do_bench in the same worker process (target: within 5%); and 5 repeated
-// benches of one candidate kernel (target: CV of the medians <= 2%).
+// vs triton.testing.do_bench in the same worker process (target: within 5%); for 2 Triton
+// candidates (the exemplars), the judge's median vs do_bench of the same kf_forward in a
+// separate Python process (bench/triton_do_bench.py: candidate code never runs in the judge;
+// target: within 5%); and 5 repeated benches of one candidate kernel (target: CV of the
+// medians <= 2%).
 // Usage: bench_timing [out.json]
 #include <cmath>
 #include <filesystem>
@@ -8,9 +11,51 @@
 
 #include "bench_util.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 using namespace kforge;
 namespace fs = std::filesystem;
+
+/// do_bench's median (ms) of the candidate at `kernel` on the task's inputs, from a fresh
+/// Python process; -1 with the reason on stderr when it fails.
+double do_bench_candidate(const fs::path& python, const fs::path& reference, const fs::path& kernel) {
+  sandbox::Spec spec;
+  spec.argv = {python.string(), (kforge_home() / "bench/triton_do_bench.py").string(), reference.string(),
+               kernel.string()};
+  spec.limits.wall = std::chrono::milliseconds(300'000);
+  auto r = sandbox::run(spec);
+  try {
+    if (r.ok()) return nlohmann::json::parse(r.out.substr(r.out.rfind('{'))).at("ms").get<double>();
+  } catch (const std::exception&) {
+  }
+  std::fprintf(stderr, "triton_do_bench.py %s: %s\n%s\n", kernel.c_str(), sandbox::to_string(r.status), r.err.c_str());
+  return -1;
+}
+
+/// The triton case: the judge's median of a Triton exemplar vs do_bench of the same kf_forward.
+bool triton_cases(const Suite& suite, backends::RunnerClient& runner, const backends::BenchOptions& bo,
+                  nlohmann::json& out) {
+  const auto& backend = backends::get_backend("triton");
+  auto python = backend.find_compiler({});
+  if (!python) return std::fprintf(stderr, "triton case: no Python interpreter\n"), false;
+  std::printf("\n%-28s %12s %12s %9s\n", "triton candidate", "judge ms", "do_bench ms", "diff %");
+  bool ok = true;
+  out["triton"] = nlohmann::json::array();
+  for (const char* id : {"activation/gelu_tanh", "normalization/layer_norm"}) {
+    auto ref = agent::task_ref(*suite.find(id), "");
+    const fs::path kernel = kforge_home() / "prompts/exemplars/triton" / id / "kernel.py";
+    auto cr = backends::compile(backend, read_file(kernel), fs::temp_directory_path() / "kforge-bench-timing-triton" / id, {});
+    if (!cr.ok()) return std::fprintf(stderr, "%s: build failed: %s\n", id, cr.summary.c_str()), false;
+    auto b = runner.bench(ref, cr.artifact, bo);
+    const double tb = do_bench_candidate(*python, kforge_home() / "benchmarks/suites/kforge-core" / (std::string(id) + ".py"), kernel);
+    const double diff = 100.0 * (b.candidate_ms - tb) / tb;
+    ok = ok && b.ok && tb > 0 && std::fabs(diff) <= 5.0;
+    std::printf("%-28s %12.4f %12.4f %+8.2f%%%s\n", id, b.candidate_ms, tb, diff, b.ok ? "" : ("  " + b.message).c_str());
+    out["triton"].push_back({{"task", id}, {"judge_median_ms", b.candidate_ms}, {"judge_cv", b.candidate.cv},
+                             {"do_bench_median_ms", tb}, {"diff_pct", diff}, {"ok", b.ok}});
+  }
+  return ok;
+}
 
 int main(int argc, char** argv) {
   Suite suite = load_suite(kforge_home() / "benchmarks/suites/kforge-core");
@@ -36,6 +81,7 @@ int main(int argc, char** argv) {
                           {"do_bench_median_ms", tb},
                           {"diff_pct", diff}});
   }
+  ok = triton_cases(suite, runner, bo, out) && ok;
   // Repeated benches of one candidate.
   const auto& backend = backends::get_backend("cuda");
   const char* id = "activation/gelu_tanh";

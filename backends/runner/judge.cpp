@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <ftw.h>
 #include <map>
 #include <memory>
 #include <optional>
@@ -131,7 +131,7 @@ HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, S
     c.env.push_back("TRITON_INTERPRET=1");  // Triton's interpreter runs the kernels on the CPU
     return c;
   }
-  std::string tmpl = (std::filesystem::temp_directory_path() / "kforge-triton-XXXXXX").string();
+  std::string tmpl = temp_dir() + "/kforge-triton-XXXXXX";
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the Triton host's scratch directory");
   scratch->path = tmpl;
   c.env.push_back("KFORGE_TRITON_SCRATCH=" + tmpl);
@@ -659,8 +659,14 @@ void apply_speed_of_light(const JudgeContext& ctx, const LoadedTask& task, int K
 
 ScratchDir::~ScratchDir() {
   if (path.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
+  ::nftw(
+      path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return (void)::remove(p), 0; }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
+std::string temp_dir() {
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
 }
 
 json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,

@@ -50,6 +50,11 @@ struct JudgeContext {
 /// the same artifact (one fresh host per candidate, not per request), destroyed before the
 /// reference is timed or when anything else is asked of the judge.
 /// A directory removed with everything in it when this is destroyed (empty: none).
+///
+/// The runner uses POSIX calls, not std::filesystem, for its files: a PyPI LibTorch (2.11)
+/// exports its own copy of libstdc++'s filesystem code, the judge's calls bind to it, and its
+/// remove_all jumps through a null pointer (the judge's SIGSEGV after every Triton candidate on
+/// the H100, before this was known).
 struct ScratchDir {
   std::string path;
   ScratchDir() = default;
@@ -57,6 +62,9 @@ struct ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
   ~ScratchDir();
 };
+
+/// $TMPDIR when set and not empty, else /tmp (std::filesystem::temp_directory_path's rule).
+std::string temp_dir();
 
 struct CandidateSession {
   std::string artifact;

@@ -6,16 +6,19 @@
 //
 // The protocol streams are moved to private file descriptors at start-up (close-on-exec, so
 // no candidate host inherits them), and fd 1 is pointed at stderr.
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <torch/version.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -318,7 +321,7 @@ class Worker {
     c.python = setting("KFORGE_HOST_PYTHON", KFORGE_PYTHON_EXE);
     c.triton_host = setting("KFORGE_TRITON_HOST", KFORGE_TRITON_HOST_DEFAULT);
     c.pyconfine_lib = setting("KFORGE_PYCONFINE", KFORGE_PYCONFINE_DEFAULT);
-    c.triton_cache = (std::filesystem::temp_directory_path() / ("kforge-triton-host-" + std::to_string(::getuid()))).string();
+    c.triton_cache = temp_dir() + "/kforge-triton-host-" + std::to_string(::getuid());
 #ifdef KFORGE_RUNNER_CUDA
     if (device_.is_cuda()) {
       int l2 = 0;
@@ -330,9 +333,9 @@ class Worker {
   }
 
   static std::string self_exe() {
-    std::error_code ec;
-    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string("kforge-runner") : p.string();
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("kforge-runner");
   }
 
   /// $name when set and not empty, else the build's default.
@@ -381,6 +384,58 @@ void add_site_paths() {
     if (!p.empty() && !path.contains(p)) path.attr("insert")(at++, p);
 }
 
+/// A fatal signal in the judge is kforge's fault (infra_error/judge_died, never the model's):
+/// the signal's origin and the native stack go to stderr, whose tail the client puts in the
+/// attempt's message; then Python's faulthandler (the action this replaced) prints the Python
+/// stacks and raises the signal again, so that the client still sees the process die of it.
+struct sigaction g_previous[32];
+
+void on_fatal_signal(int sig, siginfo_t* si, void* ctx) {
+  char head[320];
+  void* pc = nullptr;
+  void* caller = nullptr;  // the return address on top of the stack (a call through a null pointer)
+#if defined(__x86_64__)
+  const greg_t* g = static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs;
+  pc = reinterpret_cast<void*>(g[REG_RIP]);
+  if (g[REG_RSP] != 0) caller = *reinterpret_cast<void* const*>(g[REG_RSP]);
+#else
+  (void)ctx;
+#endif
+  Dl_info pc_info{}, caller_info{};
+  ::dladdr(caller, &caller_info);
+  ::dladdr(pc, &pc_info);
+  const int n = std::snprintf(
+      head, sizeof head,
+      "kforge-runner: fatal signal %d (%s), code %d, address %p, from pid %d, in thread %ld; pc %p (%s+%#lx), "
+      "top of stack %p (%s+%#lx); native stack:\n",
+      sig, strsignal(sig), si->si_code, si->si_addr, static_cast<int>(si->si_pid), static_cast<long>(::gettid()), pc,
+      pc_info.dli_fname ? pc_info.dli_fname : "?",
+      static_cast<unsigned long>(static_cast<char*>(pc) - static_cast<char*>(pc_info.dli_fbase)), caller,
+      caller_info.dli_fname ? caller_info.dli_fname : "?",
+      static_cast<unsigned long>(static_cast<char*>(caller) - static_cast<char*>(caller_info.dli_fbase)));
+  if (n > 0 && ::write(2, head, static_cast<std::size_t>(n)) < 0) {
+  }
+  void* frames[24];  // the client keeps the tail of stderr: the frames nearest the fault
+  ::backtrace_symbols_fd(frames, ::backtrace(frames, 24), 2);
+  ::sigaction(sig, &g_previous[sig], nullptr);
+  ::raise(sig);
+}
+
+void install_crash_report() {
+  static char alt_stack[64 << 10];
+  stack_t ss{};
+  ss.ss_sp = alt_stack;
+  ss.ss_size = sizeof alt_stack;
+  ::sigaltstack(&ss, nullptr);
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads libgcc_s now, not inside the handler
+  struct sigaction sa{};
+  sa.sa_sigaction = on_fatal_signal;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(sig, &sa, &g_previous[sig]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -398,6 +453,8 @@ int main(int argc, char** argv) {
 
   py::scoped_interpreter interp;
   add_site_paths();
+  py::module_::import("faulthandler").attr("enable")(py::arg("all_threads") = true);
+  install_crash_report();
   try {
     py::module_::import("torch");
   } catch (py::error_already_set& e) {

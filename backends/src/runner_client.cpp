@@ -145,7 +145,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   }
   std::string tail = child_->stderr_tail();
   if (!tail.empty())
-    r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 2000 ? tail.size() - 2000 : 0);
+    r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 6000 ? tail.size() - 6000 : 0);
   child_.reset();
   loaded_key_.clear();
   return r;
@@ -231,7 +231,8 @@ std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task,
                          {"seed", seed}},
                     cfg_.load_timeout);
   if (r.kind != Reply::ok || !r.body.value("ok", false)) {
-    *error = r.body.value("message", std::string("the judge could not prepare the profile step"));
+    *error = r.kind != Reply::ok ? r.message  // no reply: the body is null
+                                 : r.body.value("message", std::string("the judge could not prepare the profile step"));
     return std::nullopt;
   }
   try {
