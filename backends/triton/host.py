@@ -147,9 +147,21 @@ class Host:
             offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
             tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
 
-        x = torch.zeros(16, device="cuda")
-        _kforge_warm[(1,)](x, 16, BLOCK=16)
-        torch.cuda.synchronize()
+        # Compiled every time, never from the cache: Triton's LLVM installs its crash handlers
+        # (SIGSYS among them) on its first use in a process, and after confinement that would
+        # be a forbidden sigaction at the candidate's first compile.
+        always = os.environ.get("TRITON_ALWAYS_COMPILE")
+        os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+        try:
+            x = torch.zeros(16, device="cuda")
+            _kforge_warm[(1,)](x, 16, BLOCK=16)
+            torch.cuda.synchronize()
+        finally:
+            if always is None:
+                os.environ.pop("TRITON_ALWAYS_COMPILE", None)
+            else:
+                os.environ["TRITON_ALWAYS_COMPILE"] = always
+        reset_crash_handlers()
         # From here on Triton hands its PTX to the CUDA driver, which compiles it in this process
         # (cuModuleLoadData accepts PTX): ptxas would be a new process, which the filter stops.
         from triton.backends.nvidia import compiler as nvidia_compiler
@@ -183,7 +195,10 @@ class Host:
             return
         to_helper_r, to_helper_w = os.pipe()
         from_helper_r, from_helper_w = os.pipe()
-        pid = os.fork()
+        import warnings
+        with warnings.catch_warnings():  # torch's threads are idle; the helper only builds
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # the helper
             try:
                 os.close(to_helper_w)
@@ -437,6 +452,22 @@ class Host:
                                      "new tensors, not its inputs or views of them)" % (j, i))
             o.copy_(g)
         return None
+
+
+def reset_crash_handlers():
+    """LLVM's crash handlers re-install the previous SIGSYS action when they run, which the
+    confined host may not do (a candidate's crash would read as a forbidden call): the fatal
+    signals go back to their default actions, behind Python's faulthandler alone."""
+    import faulthandler
+    import signal
+    faulthandler.disable()
+    for name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGQUIT", "SIGSYS",
+                 "SIGXCPU", "SIGXFSZ", "SIGHUP", "SIGINT", "SIGTERM", "SIGUSR1", "SIGUSR2"):
+        try:
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        except (AttributeError, OSError, ValueError):
+            pass
+    faulthandler.enable(all_threads=True)
 
 
 def main(argv):
