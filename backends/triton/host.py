@@ -242,7 +242,7 @@ class Host:
         cmd, args = parts[0], parts[1:]
         handler = {
             "arena": self.arena, "tensor": self.tensor, "set": self.set_, "allow": self.allow,
-            "ping": lambda a: "pong", "touch": self.touch, "load": self.load, "run": self.run,
+            "ping": self.ping, "touch": self.touch, "load": self.load, "run": self.run,
             "store": self.store,
         }.get(cmd)
         if handler is None:
@@ -349,6 +349,16 @@ class Host:
             if op:
                 self.allowed.add(op.split(".")[-1] if op.startswith("aten.") else op)
         return "ok"
+
+    def ping(self, a):
+        """The judge subtracts the median round trip of `ping` (measured before the candidate is
+        loaded) from every timed `run`: so a ping does the fixed work of a run with no calls (the
+        recording mode entered and left, the device synchronised)."""
+        with self.Recorder():
+            pass
+        if self.device >= 0:
+            self.torch.cuda.synchronize()
+        return "pong"
 
     def touch(self, a):
         if self.device >= 0:
