@@ -535,7 +535,8 @@ struct BenchPlan {
 /// verification, K calls in a shuffled order timed by the judge's clock. Fills *per_rep_ms.
 std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Session& s,
                                    const BenchPlan& plan, const Tolerances& tol, const Deadline& dl,
-                                   std::vector<double>* per_rep_ms, int* verified, Laps& laps) {
+                                   std::vector<double>* per_rep_ms, int* verified, Laps& laps,
+                                   std::vector<double>* bench_rt) {
   std::random_device rd;
   std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
   const int K = s.ex->sets();
@@ -572,6 +573,9 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     // clock starts (the reference, timed in the judge's own context, pays no such switch).
     HostFailure f;
     if (!s.host->request("touch", dl.left(), &f, "touched")) return failure(f);
+    const auto p0 = Clock::now();
+    if (!s.host->request("ping", dl.left(), &f, "pong")) return failure(f);
+    bench_rt->push_back(ms_since(p0));
     laps.lap("host_control_ms");
     const auto b0 = Clock::now();
     auto failed = run_sets(s, order, dl);
@@ -702,7 +706,10 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     int verified = 0;
     s.host->freeze();
     laps.lap("params_ms");
-    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps);
+    std::vector<double> bench_rt;
+    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps, &bench_rt);
+    j["round_trip_ms"] = s.round_trip_ms;
+    j["bench_round_trip_ms"] = bench_rt.empty() ? 0.0 : stats_of(bench_rt).median;
     session.reset();  // the host is killed and reaped: its context is gone before the reference is timed
     laps.lap("host_exit_ms");
     if (failed) return *failed;

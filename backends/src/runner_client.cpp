@@ -412,6 +412,8 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
     b.speedup_ci_high = j["speedup_ci"][1].get<double>();
   }
   b.sets = j.value("sets", 0);
+  b.round_trip_ms = j.value("round_trip_ms", 0.0);
+  b.bench_round_trip_ms = j.value("bench_round_trip_ms", 0.0);
   b.phases_ms = phases_of(j);
   b.speed_of_light_ms = number(j, "speed_of_light_ms");
   b.peak_bytes_per_s = number(j, "peak_bytes_per_s");

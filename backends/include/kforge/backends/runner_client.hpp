@@ -173,6 +173,11 @@ struct BenchResult {
   double speedup = 0;                              ///< reference_ms / candidate_ms
   double speedup_ci_low = 0, speedup_ci_high = 0;  ///< 95% percentile-bootstrap interval over batches
   int sets = 0;                                    ///< input/output sets the timed calls rotated through
+  /// The host's round trip (ms) that the judge subtracts from each timed batch (measured before
+  /// the candidate was loaded), and the median of the same ping just before each timed batch
+  /// (recorded, never used: the candidate could inflate it). Their gap is the part of the host's
+  /// per-request cost that the subtraction misses.
+  double round_trip_ms = 0, bench_round_trip_ms = 0;
   std::map<std::string, double> phases_ms;         ///< where the judge's bench time went (reply "phases")
   /// The judge's bound: the outputs' bytes at the device's measured peak bandwidth (ms per
   /// call; 0 = no bound: outputs that fit in the cache, or no measurement).
