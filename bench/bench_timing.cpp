@@ -33,7 +33,8 @@ double do_bench_candidate(const fs::path& python, const fs::path& reference, con
     }
   } catch (const std::exception&) {
   }
-  std::fprintf(stderr, "triton_do_bench.py %s: %s\n%s\n", kernel.c_str(), sandbox::to_string(r.status), r.err.c_str());
+  std::fprintf(stderr, "triton_do_bench.py %s: %s\n%s\n", kernel.c_str(), sandbox::to_string(r.status),
+               r.err.c_str());
   return -1;
 }
 
@@ -50,21 +51,28 @@ bool triton_cases(const Suite& suite, backends::RunnerClient& runner, const back
   for (const char* id : {"activation/gelu_tanh", "normalization/layer_norm"}) {
     auto ref = agent::task_ref(*suite.find(id), "");
     const fs::path kernel = kforge_home() / "prompts/exemplars/triton" / id / "kernel.py";
-    auto cr = backends::compile(backend, read_file(kernel), fs::temp_directory_path() / "kforge-bench-timing-triton" / id, {});
+    auto cr = backends::compile(backend, read_file(kernel),
+                                fs::temp_directory_path() / "kforge-bench-timing-triton" / id, {});
     if (!cr.ok()) return std::fprintf(stderr, "%s: build failed: %s\n", id, cr.summary.c_str()), false;
     auto b = runner.bench(ref, cr.artifact, bo);
     double batch_ms = -1;
     const double tb = do_bench_candidate(
-        *python, kforge_home() / "benchmarks/suites/kforge-core" / (std::string(id) + ".py"), kernel, &batch_ms);
+        *python, kforge_home() / "benchmarks/suites/kforge-core" / (std::string(id) + ".py"), kernel,
+        &batch_ms);
     const double diff = 100.0 * (b.candidate_ms - tb) / tb;
     ok = ok && b.ok && tb > 0 && std::fabs(diff) <= 5.0;
-    std::printf("%-28s %12.4f %12.4f %+8.2f%% %12.4f  (host round trip %.4f ms at set-up, %.4f ms in the bench)%s\n",
-                id, b.candidate_ms, tb, diff, batch_ms, b.round_trip_ms, b.bench_round_trip_ms,
-                b.ok ? "" : ("  " + b.message).c_str());
-    out["triton"].push_back({{"task", id},        {"judge_median_ms", b.candidate_ms},
-                             {"judge_cv", b.candidate.cv}, {"do_bench_median_ms", tb},
-                             {"batch_median_ms", batch_ms}, {"diff_pct", diff},
-                             {"round_trip_ms", b.round_trip_ms}, {"bench_round_trip_ms", b.bench_round_trip_ms},
+    std::printf(
+        "%-28s %12.4f %12.4f %+8.2f%% %12.4f  (host round trip %.4f ms at set-up, %.4f ms in the bench)%s\n",
+        id, b.candidate_ms, tb, diff, batch_ms, b.round_trip_ms, b.bench_round_trip_ms,
+        b.ok ? "" : ("  " + b.message).c_str());
+    out["triton"].push_back({{"task", id},
+                             {"judge_median_ms", b.candidate_ms},
+                             {"judge_cv", b.candidate.cv},
+                             {"do_bench_median_ms", tb},
+                             {"batch_median_ms", batch_ms},
+                             {"diff_pct", diff},
+                             {"round_trip_ms", b.round_trip_ms},
+                             {"bench_round_trip_ms", b.bench_round_trip_ms},
                              {"ok", b.ok}});
   }
   return ok;

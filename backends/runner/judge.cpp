@@ -1,12 +1,13 @@
 // The judge's check and bench of one candidate (judge.hpp).
 #include "judge.hpp"
 
+#include <ftw.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ftw.h>
 #include <map>
 #include <memory>
 #include <optional>
@@ -122,7 +123,8 @@ HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, S
   if (!is_python_module(artifact)) return HostCommand{{ctx.host_exe}, {}, {}};
   if (ctx.python.empty() || ctx.triton_host.empty())
     throw std::runtime_error("this kforge-runner has no Triton candidate host (python / host.py not set)");
-  HostCommand c{{ctx.python, "-I", "-B", ctx.triton_host}, {ctx.pyconfine_lib},
+  HostCommand c{{ctx.python, "-I", "-B", ctx.triton_host},
+                {ctx.pyconfine_lib},
                 {"PYTHONDONTWRITEBYTECODE=1",
                  // getpass.getuser() (torch's inductor config, on import) reads these before it
                  // asks NSS, whose nscd socket the filter stops
@@ -167,7 +169,8 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   laps.lap("host_setup_ms");
   if (is_python_module(artifact) && !allow_ops.empty()) {
     auto a = s.host->request("allow " + allow_ops, dl.left(), &f);
-    if (!a || *a != "ok") throw std::runtime_error("the Triton host refused the allowed ops: " + a.value_or(f.message));
+    if (!a || *a != "ok")
+      throw std::runtime_error("the Triton host refused the allowed ops: " + a.value_or(f.message));
   }
   auto r = s.host->request("load", dl.left(), &f);
   laps.lap("host_load_ms");
@@ -424,7 +427,8 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, req.value("allow_ops", "")))
+  if (auto r =
+          open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, req.value("allow_ops", "")))
     return *r;
   json result{{"ok", true}, {"trials", trials}};
   Figures fig;
@@ -671,8 +675,8 @@ void apply_speed_of_light(const JudgeContext& ctx, const LoadedTask& task, int K
 ScratchDir::~ScratchDir() {
   if (path.empty()) return;
   ::nftw(
-      path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return (void)::remove(p), 0; }, 16,
-      FTW_DEPTH | FTW_PHYS);
+      path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return (void)::remove(p), 0; },
+      16, FTW_DEPTH | FTW_PHYS);
 }
 
 std::string temp_dir() {
@@ -707,7 +711,8 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     s.host->freeze();
     laps.lap("params_ms");
     std::vector<double> bench_rt;
-    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps, &bench_rt);
+    auto failed =
+        time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps, &bench_rt);
     j["round_trip_ms"] = s.round_trip_ms;
     j["bench_round_trip_ms"] = bench_rt.empty() ? 0.0 : stats_of(bench_rt).median;
     session.reset();  // the host is killed and reaped: its context is gone before the reference is timed

@@ -406,10 +406,11 @@ void on_fatal_signal(int sig, siginfo_t* si, void* ctx) {
   ::dladdr(pc, &pc_info);
   const int n = std::snprintf(
       head, sizeof head,
-      "kforge-runner: fatal signal %d (%s), code %d, address %p, from pid %d, in thread %ld; pc %p (%s+%#lx), "
+      "kforge-runner: fatal signal %d (%s), code %d, address %p, from pid %d, in thread %ld; pc %p "
+      "(%s+%#lx), "
       "top of stack %p (%s+%#lx); native stack:\n",
-      sig, strsignal(sig), si->si_code, si->si_addr, static_cast<int>(si->si_pid), static_cast<long>(::gettid()), pc,
-      pc_info.dli_fname ? pc_info.dli_fname : "?",
+      sig, strsignal(sig), si->si_code, si->si_addr, static_cast<int>(si->si_pid),
+      static_cast<long>(::gettid()), pc, pc_info.dli_fname ? pc_info.dli_fname : "?",
       static_cast<unsigned long>(static_cast<char*>(pc) - static_cast<char*>(pc_info.dli_fbase)), caller,
       caller_info.dli_fname ? caller_info.dli_fname : "?",
       static_cast<unsigned long>(static_cast<char*>(caller) - static_cast<char*>(caller_info.dli_fbase)));
@@ -429,7 +430,7 @@ void install_crash_report() {
   ::sigaltstack(&ss, nullptr);
   void* warm[1];
   ::backtrace(warm, 1);  // loads libgcc_s now, not inside the handler
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_sigaction = on_fatal_signal;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
   sigemptyset(&sa.sa_mask);

@@ -22,7 +22,6 @@ std::string join_ops(const std::vector<std::string>& ops) {
 }
 }  // namespace
 
-
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
@@ -231,8 +230,9 @@ std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task,
                          {"seed", seed}},
                     cfg_.load_timeout);
   if (r.kind != Reply::ok || !r.body.value("ok", false)) {
-    *error = r.kind != Reply::ok ? r.message  // no reply: the body is null
-                                 : r.body.value("message", std::string("the judge could not prepare the profile step"));
+    *error = r.kind != Reply::ok
+                 ? r.message  // no reply: the body is null
+                 : r.body.value("message", std::string("the judge could not prepare the profile step"));
     return std::nullopt;
   }
   try {

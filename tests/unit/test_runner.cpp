@@ -3,6 +3,7 @@
 // GPU variants are tagged [.gpu] (hidden); CTest runs them as the `gpu` test, which the
 // test main skips (exit 77) when no GPU is present.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 #include "scratch_dir.hpp"
 
 using namespace kforge;
@@ -221,4 +223,27 @@ TEST_CASE("the judge measures the GPU's peaks", "[.gpu]") {
   CHECK(p->dram_bytes_per_s < 2e13);
   CHECK(p->flops_per_s > 1e12);
   CHECK(p->flops_per_s < 2e14);
+}
+
+TEST_CASE("a fatal signal in the judge leaves its origin and native stack on stderr", "[runner]") {
+  // The client turns a dead judge into infra_error/judge_died with its stderr's tail: the crash
+  // report must be there (and the process must still die of the signal).
+  sandbox::Spec spec;
+  spec.argv = {backends::default_runner_path().string()};
+  spec.limits.max_file_bytes = 0;
+  std::string error;
+  auto child = sandbox::LineChild::start(spec, &error);
+  REQUIRE(child);
+  auto ready = child->read_line(std::chrono::milliseconds(120'000));
+  REQUIRE(ready);
+  REQUIRE(ready->find("\"ready\":true") != std::string::npos);
+  REQUIRE(::kill(child->pid(), SIGSEGV) == 0);
+  auto res = child->wait();
+  CHECK(res.status == sandbox::Status::signalled);
+  CHECK(res.term_signal == SIGSEGV);
+  const std::string tail = child->stderr_tail();
+  INFO(tail);
+  CHECK(tail.find("kforge-runner: fatal signal 11") != std::string::npos);
+  CHECK(tail.find("native stack") != std::string::npos);
+  CHECK(tail.find("Fatal Python error: Segmentation fault") != std::string::npos);  // faulthandler after it
 }

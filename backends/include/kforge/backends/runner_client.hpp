@@ -105,7 +105,7 @@ struct TaskRef {
   /// (triton) ATen ops the candidate may run besides allocation, views and copies (the task's
   /// and --allow-ops); sent with check and bench.
   std::vector<std::string> allow_ops;
-  std::string cache_key() const;       ///< identifies (id, source, mode): a reload is skipped when equal
+  std::string cache_key() const;  ///< identifies (id, source, mode): a reload is skipped when equal
 };
 
 struct LoadResult {
@@ -178,7 +178,7 @@ struct BenchResult {
   /// (recorded, never used: the candidate could inflate it). Their gap is the part of the host's
   /// per-request cost that the subtraction misses.
   double round_trip_ms = 0, bench_round_trip_ms = 0;
-  std::map<std::string, double> phases_ms;         ///< where the judge's bench time went (reply "phases")
+  std::map<std::string, double> phases_ms;  ///< where the judge's bench time went (reply "phases")
   /// The judge's bound: the outputs' bytes at the device's measured peak bandwidth (ms per
   /// call; 0 = no bound: outputs that fit in the cache, or no measurement).
   double speed_of_light_ms = 0;
