@@ -46,6 +46,12 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   r.bytes_expr = task.bytes;
   r.module_mode = task.module_mode;
   r.allow_ops = task.allow_ops;
+  if (task.format != TaskFormat::kernelbench) {  // TritonBench: the implementation and its test block
+    r.source = task.source.substr(0, task.source.find(tritonbench_separator()));
+    r.test_source = task.test_source;
+    r.test_function = task.test_function;
+    r.entries = task.entries;
+  }
   return r;
 }
 
@@ -158,7 +164,7 @@ void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClie
   rec.profile.profiler = step.profiler;
   if (!rec.passed() && !(step.failing && rec.outcome == Outcome::output_mismatch)) return;
   rec.profile.profiler_note = step.note;
-  if (!step.ncu || ev.compile.artifact.empty()) return;
+  if (!step.ncu || ev.compile.artifact.empty() || ref.test_block()) return;
   backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir);
   rec.profile.profiler_ms = p.profiler_ms;
   rec.profile.profiler_note = p.note;
@@ -379,7 +385,7 @@ int run_eval(const EvalCommand& cmd) {
 
   std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
               "speedup");
-  int passed = 0, infra = 0, done = 0;
+  int passed = 0, infra = 0, done = 0, tb_judged = 0, tb_calls = 0, tb_pass = 0;
   // Only model outcomes are final: an infra_error attempt is judged again.
   std::set<AttemptKey> finished;
   for (const auto& r : run->load_attempts())
@@ -407,7 +413,9 @@ int run_eval(const EvalCommand& cmd) {
     rec.attempt_dir = attempt_rel_path(t->id, 0, 1).string();
     ++done;
     // The task first: a reference that does not load is the task's problem, not the kernel's.
-    backends::LoadResult lr = runner.load(ref);
+    backends::LoadResult lr;
+    lr.ok = ref.test_block();  // a TritonBench task has no model to load: its test block is the check
+    if (!lr.ok) lr = runner.load(ref);
     if (!lr.ok) {
       const std::string why = unusable_reason(lr.error);
       unusable[t->id] = why;
@@ -445,6 +453,11 @@ int run_eval(const EvalCommand& cmd) {
     run->append(rec);
     passed += rec.outcome == Outcome::pass;
     infra += rec.outcome == Outcome::infra_error;
+    if (ref.test_block() && rec.outcome != Outcome::infra_error) {
+      ++tb_judged;
+      tb_calls += rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
+      tb_pass += rec.outcome == Outcome::pass;
+    }
     std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(),
                 std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
                 rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
@@ -457,6 +470,12 @@ int run_eval(const EvalCommand& cmd) {
   write_unusable(cmd.out, unusable);
   std::printf("\n%d/%d passed (%d evaluated now, %zu recorded in %s)\n", passed, done - infra, done,
               run->attempt_count(), (cmd.out / "attempts.jsonl").string().c_str());
+  // TritonBench's names (its paper, section 4): Call accuracy, the share whose test block ran to
+  // its results; Execution accuracy, the share whose results matched the reference's.
+  if (tb_judged > 0)
+    std::printf("TritonBench: Call accuracy %.1f%% (%d/%d), Execution accuracy %.1f%% (%d/%d)\n",
+                100.0 * tb_calls / tb_judged, tb_calls, tb_judged, 100.0 * tb_pass / tb_judged, tb_pass,
+                tb_judged);
   for (const auto& [task, why] : unusable)
     std::cerr << "kforge eval: task " << task << " is unusable: " << truncate_middle(why, 600) << "\n";
   if (infra > 0) {

@@ -141,11 +141,19 @@ HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, S
   return c;
 }
 
+/// The Triton host's `allow` line for the request's allowed ops (none for kforge-host).
+std::vector<std::string> allow_lines(const json& req) {
+  const std::string ops = req.value("allow_ops", "");
+  if (ops.empty() || !is_python_module(req.at("artifact").get<std::string>())) return {};
+  return {"allow " + ops};
+}
+
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
 /// candidate is loaded yet, so it cannot inflate it) and loads the artifact. A reply in *out
 /// when the candidate failed to load; throws on the judge's own failures.
 std::optional<json> open_session(const JudgeContext& ctx, const std::string& artifact, Session& s,
-                                 const Deadline& dl, Laps& laps, const std::string& allow_ops) {
+                                 const Deadline& dl, Laps& laps,
+                                 const std::vector<std::string>& before_load) {
   std::string err;
   s.artifact = artifact;
   s.host = CandidateHost::start(host_command(ctx, artifact, &s.scratch), artifact,
@@ -167,10 +175,11 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   std::nth_element(rt.begin(), rt.begin() + 4, rt.end());
   s.round_trip_ms = rt[4];
   laps.lap("host_setup_ms");
-  if (is_python_module(artifact) && !allow_ops.empty()) {
-    auto a = s.host->request("allow " + allow_ops, dl.left(), &f);
+  for (const auto& line : before_load) {  // the Triton host's `allow` and `testsrc`
+    auto a = s.host->request(line, dl.left(), &f);
     if (!a || *a != "ok")
-      throw std::runtime_error("the Triton host refused the allowed ops: " + a.value_or(f.message));
+      throw std::runtime_error("the Triton host refused '" + line.substr(0, 40) +
+                               "': " + a.value_or(f.message));
   }
   auto r = s.host->request("load", dl.left(), &f);
   laps.lap("host_load_ms");
@@ -427,8 +436,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r =
-          open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, req.value("allow_ops", "")))
+  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, allow_lines(req)))
     return *r;
   json result{{"ok", true}, {"trials", trials}};
   Figures fig;
@@ -702,7 +710,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
       session->ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),
                                                task.out_specs, K);
       probe.clear();
-      if (auto r = open_session(ctx, artifact, *session, dl, laps, req.value("allow_ops", ""))) return *r;
+      if (auto r = open_session(ctx, artifact, *session, dl, laps, allow_lines(req))) return *r;
     }
     Session& s = *session;
     K = s.ex->sets();
@@ -741,6 +749,152 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   j["phases"] = laps.to_json();
   j["bench_ms"] = ms_since(t0);
   return j;
+}
+
+namespace {
+
+/// backends/triton/testblock.py (beside host.py), the same code the Triton host runs.
+py::object testblock_module(const JudgeContext& ctx) {
+  const std::string dir = ctx.triton_host.substr(0, ctx.triton_host.rfind('/') + 1);
+  auto util = py::module_::import("importlib.util");
+  py::object spec = util.attr("spec_from_file_location")("kforge_testblock", dir + "testblock.py");
+  py::object module = util.attr("module_from_spec")(spec);
+  spec.attr("loader").attr("exec_module")(module);
+  return module;
+}
+
+/// The reference's results under one seed: tensor leaves (held) and the other leaves as JSON.
+struct Leaves {
+  std::vector<HeldTensor> tensors;
+  json others;
+};
+
+Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std::string& device) {
+  py::tuple r = tb.attr("reference_leaves")(req.at("source").get<std::string>(),
+                                            req.at("test_source").get<std::string>(),
+                                            req.value("test_function", ""), seed, device);
+  Leaves l;
+  for (auto t : py::list(r[0])) l.tensors.push_back(hold(t));
+  l.others = json::parse(r[1].cast<std::string>(), nullptr, false);
+  return l;
+}
+
+std::vector<TensorSpec> specs_of(const std::vector<HeldTensor>& ts) {
+  std::vector<TensorSpec> v;
+  for (std::size_t j = 0; j < ts.size(); ++j)
+    v.push_back(
+        {"result " + std::to_string(j), "output", ts[j].t.sizes().vec(), dtype_name(ts[j].t.scalar_type())});
+  return v;
+}
+
+/// Numbers within the tolerance of float32, anything else equal.
+bool same_value(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) {
+    const double x = a.get<double>(), y = b.get<double>();
+    return x == y || (std::isnan(x) && std::isnan(y)) || std::fabs(x - y) <= 1e-5 + 1e-3 * std::fabs(y);
+  }
+  return a == b;
+}
+
+/// One seed's run of the test block in the host (already resumed); nullopt when it matched.
+std::optional<json> test_one_seed(Session& s, const Leaves& ref, int64_t seed, const Tolerances& tol,
+                                  const Deadline& dl, const std::string& where) {
+  const std::string seq = std::to_string(++s.seq);
+  HostFailure f;
+  auto r =
+      s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f, "tested " + seq + " ");
+  s.host->freeze();
+  if (!r) return failure(f);
+  std::istringstream in(*r);
+  std::string tested, sq, status, kind, rest;
+  in >> tested >> sq >> status;
+  std::getline(in >> std::ws, rest);
+  if (status != "ok") {
+    std::istringstream e(rest);
+    e >> kind;
+    std::getline(e >> std::ws, rest);
+    const std::string text = host_text(rest);
+    if (kind == "python") return failure("runtime_error", "python_exception", text);
+    if (kind == "torch_fallback")
+      return failure("torch_fallback", "",
+                     "the candidate ran PyTorch compute instead of Triton kernels: " + text);
+    if (kind == "alias") return failure("output_mismatch", "aliases_input", text);
+    if (kind == "dtype") return failure("output_mismatch", "dtype", where + ": " + text);
+    return failure("output_mismatch", "shape", where + ": " + text);
+  }
+  if (!s.ex->canaries_intact())
+    return failure("runtime_error", "out_of_bounds_write", "the candidate wrote outside its results' memory");
+  for (std::size_t j = 0; j < ref.tensors.size(); ++j) {
+    Comparison cmp = compare_chunked(s.ex->out(0, j), ref.tensors[j].t, tol);
+    if (!cmp.ok) return mismatch_reply(cmp, cmp.sub_kind, where + ", result " + std::to_string(j));
+  }
+  const json got = json::parse(rest, nullptr, false);
+  bool same = got.is_array() && got.size() == ref.others.size();
+  for (std::size_t i = 0; same && i < got.size(); ++i)
+    same = got[i].size() == 2 && got[i][0] == ref.others[i][0] && same_value(got[i][1], ref.others[i][1]);
+  if (!same)
+    return failure("output_mismatch", "value",
+                   where + ": the results that are not tensors differ: expected " + ref.others.dump() +
+                       ", got " + rest.substr(0, 400));
+  return std::nullopt;
+}
+
+}  // namespace
+
+json check_testblock(const JudgeContext& ctx, const json& req) {
+  const auto t0 = Clock::now();
+  const Tolerances tol = tolerances_of(req);
+  const int64_t seed = req.value("seed", 0);
+  const int trials = req.value("trials", 3);
+  const Deadline dl(req.value("deadline_ms", 50'000));
+  const std::string device = ctx.device.is_cuda() ? "cuda" : "cpu";
+  Laps laps;
+  py::object tb = testblock_module(ctx);
+  std::vector<Leaves> refs;
+  for (int i = 0; i < trials; ++i) refs.push_back(reference_leaves(tb, req, seed + i, device));
+  sync_device(ctx.device);
+  laps.lap("reference_ms");
+  Session s;
+  s.ex = std::make_unique<Exchange>(ctx.device, std::vector<TensorSpec>{}, std::vector<bool>{},
+                                    specs_of(refs[0].tensors), 1);
+  json src{{"test", req.at("test_source")},
+           {"function", req.value("test_function", "")},
+           {"entries", req.value("entries", json::array())}};
+  std::vector<std::string> before = allow_lines(req);
+  before.push_back("testsrc " + src.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before)) return *r;
+  json checks = json::array();
+  int passed = 0;
+  for (int i = 0; i < trials; ++i) {
+    const std::string where = "test block, seed " + std::to_string(seed + i);
+    if (specs_of(refs[i].tensors).size() != s.ex->n_out() ||
+        !std::equal(refs[i].tensors.begin(), refs[i].tensors.end(), refs[0].tensors.begin(),
+                    [](const HeldTensor& a, const HeldTensor& b) {
+                      return a.t.sizes() == b.t.sizes() && a.t.scalar_type() == b.t.scalar_type();
+                    })) {
+      checks.push_back(where + ": skipped (the reference's results change shape with the seed)");
+      continue;
+    }
+    s.ex->poison(0);
+    sync_device(ctx.device);
+    s.host->resume();
+    auto failed = test_one_seed(s, refs[i], seed + i, tol, dl, where);
+    sync_device(ctx.device);
+    if (failed) {
+      (*failed)["trials"] = trials;
+      (*failed)["trials_passed"] = passed;
+      (*failed)["checks"] = checks;
+      (*failed)["check_ms"] = ms_since(t0);
+      return *failed;
+    }
+    checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) + " tensor result(s) match");
+    ++passed;
+  }
+  laps.lap("candidate_ms");
+  return {
+      {"ok", true},         {"outcome", "pass"},        {"trials", trials},         {"trials_passed", passed},
+      {"checks", checks},   {"check_ms", ms_since(t0)}, {"phases", laps.to_json()}, {"max_abs_err", 0.0},
+      {"max_rel_err", 0.0}, {"tolerance_ratio", 0.0},   {"mismatch_fraction", 0.0}};
 }
 
 }  // namespace kforge::runner

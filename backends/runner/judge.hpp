@@ -80,6 +80,13 @@ struct CandidateSession {
 nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req,
                                std::unique_ptr<CandidateSession>* keep);
 
+/// The `testblock` request (a TritonBench task, runner_client.hpp): the task's test block runs
+/// here over the reference (req "source", "test_source", "test_function") under `trials` seeds
+/// from req "seed", and in a fresh confined Triton host over the candidate (req "artifact",
+/// which must define req "entries"); the results are compared leaf by leaf: tensors with the
+/// tolerances through the output arena, the others as values. Replies like `check`.
+nlohmann::json check_testblock(const JudgeContext& ctx, const nlohmann::json& req);
+
 /// The `bench` request: the candidate (when req has "artifact"; `session` is reused when it
 /// is that artifact's) and then, with the candidate's process gone, the reference.
 nlohmann::json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req,

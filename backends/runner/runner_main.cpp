@@ -90,6 +90,8 @@ class Worker {
         r = peaks(req);
       else if (cmd == "profile_setup")
         r = profile_setup(cur().task, cur().load_request, req, host_exe(), self_exe(), device_);
+      else if (cmd == "testblock")
+        r = check_testblock(judge_context(), req);
       else if (cmd == "triton_bench")
         r = triton_bench(req);
       else

@@ -29,8 +29,10 @@ void classify_python_failure(Evaluation& ev) {
   ev.sub_kind = v->sub_kind();
   ev.error_group = std::string(to_string(v->group));
   std::string msg = v->headline;
-  if (v->line > 0) msg += "\n" + name + ":" + std::to_string(v->line) + ": " + v->source_line;
-  else if (!v->source_line.empty()) msg += "\nin the kernel: " + v->source_line;
+  if (v->line > 0)
+    msg += "\n" + name + ":" + std::to_string(v->line) + ": " + v->source_line;
+  else if (!v->source_line.empty())
+    msg += "\nin the kernel: " + v->source_line;
   ev.message = msg + "\n\n" + truncate_middle(ev.message, 3000);
 }
 
@@ -69,7 +71,8 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   ev.message = ev.check->message;
   ev.infrastructure_error = ev.outcome == Outcome::infra_error;
   classify_python_failure(ev);
-  if (ev.outcome != Outcome::pass || !options.bench) return;
+  // TritonBench tasks are judged on their test blocks; timing them is not built yet.
+  if (ev.outcome != Outcome::pass || !options.bench || task.test_block()) return;
   ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
   ev.bench_ms = ev.bench->bench_ms;
   if (!ev.bench->ok) {

@@ -323,6 +323,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
                                 int64_t seed) {
   CheckResult c;
   c.trials = trials;
+  if (task.test_block()) return check_test_block(task, artifact, trials, seed);
   if (auto err = ensure_loaded(task, nullptr)) {
     judge_failed(&c.outcome, &c.sub_kind, &c.message, "reference_failed", *err);
     return c;
@@ -335,6 +336,30 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
            {"deadline_ms", judge_deadline_ms(cfg_.check_timeout)},
            {"tolerances", tolerances_json(task)}};
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
+  return run_check(req, trials);
+}
+
+CheckResult RunnerClient::check_test_block(const TaskRef& task, const std::filesystem::path& artifact,
+                                           int trials, int64_t seed) {
+  if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();  // request() starts a fresh one
+  ++candidates_on_worker_;
+  json req{{"cmd", "testblock"},
+           {"artifact", std::filesystem::absolute(artifact).string()},
+           {"trials", trials},
+           {"seed", seed},
+           {"source", task.source},
+           {"test_source", task.test_source},
+           {"test_function", task.test_function},
+           {"entries", task.entries},
+           {"deadline_ms", judge_deadline_ms(cfg_.check_timeout)},
+           {"tolerances", tolerances_json(task)}};
+  if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
+  return run_check(req, trials);
+}
+
+CheckResult RunnerClient::run_check(const json& req, int trials) {
+  CheckResult c;
+  c.trials = trials;
   auto t0 = Clock::now();
   Reply r = request(req, cfg_.check_timeout);
   c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

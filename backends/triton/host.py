@@ -42,6 +42,20 @@ import warnings
 
 CHANNEL = 3
 
+
+def _load_testblock():
+    """testblock.py beside this file (the interpreter runs isolated: -I, no script directory on
+    sys.path): TritonBench's test blocks, run the same way as in the judge."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "kforge_testblock", os.path.join(os.path.dirname(os.path.abspath(__file__)), "testblock.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TESTBLOCK = _load_testblock()
+
 # Allocation, views, copies between the candidate's own buffers, fills. Everything else that
 # computes is PyTorch doing the kernel's work (torch_fallback).
 ALLOWED_OPS = {
@@ -108,6 +122,8 @@ class Host:
         self.entry = None
         self.takes_out = False
         self.results = {}
+        self.module = None
+        self.test = None
         host = self
 
         class Recorder(TorchDispatchMode):
@@ -243,7 +259,7 @@ class Host:
         handler = {
             "arena": self.arena, "tensor": self.tensor, "set": self.set_, "allow": self.allow,
             "ping": self.ping, "touch": self.touch, "load": self.load, "run": self.run,
-            "store": self.store,
+            "store": self.store, "testsrc": self.testsrc, "testblock": self.testblock,
         }.get(cmd)
         if handler is None:
             return "err protocol unknown command " + cmd
@@ -375,6 +391,54 @@ class Host:
             return err.value.decode(errors="replace")
         return ""
 
+    def testsrc(self, a):
+        """A TritonBench task: its test block, test function and the names the candidate must
+        define (JSON), before `load`; the block runs later, over the candidate's module."""
+        self.test = json.loads(" ".join(a))
+        return "ok"
+
+    def testblock(self, a):
+        """Runs the test block over the candidate's functions under torch.manual_seed(seed); only
+        the candidate's own calls are recorded (the block's input construction is not). The
+        tensor results go to set 0's outputs as `store` puts them; the others come back as JSON."""
+        seq, seed = a[0], int(a[1])
+        if self.module is None or self.test is None:
+            return "tested %s err protocol nothing loaded" % seq
+        recorder = self.Recorder()
+        namespace = dict(self.module.__dict__)
+
+        def recorded(fn):
+            def call(*args, **kwargs):
+                with recorder:
+                    return fn(*args, **kwargs)
+            return call
+
+        for name in self.test.get("entries", []):
+            if callable(namespace.get(name)):
+                namespace[name] = recorded(namespace[name])
+        torch = self.torch
+        try:
+            with torch.no_grad():
+                leaves = TESTBLOCK.run(namespace, self.test["test"], self.test.get("function", ""), seed,
+                                       "cpu" if self.device < 0 else "cuda", torch)
+            if self.device >= 0:
+                torch.cuda.synchronize()
+        except BaseException:  # noqa: B902
+            return "tested %s err python %s" % (seq, one_line(traceback.format_exc()))
+        if recorder.ops:
+            return "tested %s err torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
+        tensors, others = TESTBLOCK.split(leaves, torch)
+        self.results[0] = tuple(tensors)
+        try:
+            err = self.store_set(0)
+            if self.device >= 0:
+                torch.cuda.synchronize()
+        except BaseException:  # noqa: B902
+            return "tested %s err python %s" % (seq, one_line(traceback.format_exc()))
+        if err:
+            return "tested %s err %s %s" % (seq, err[0], one_line(err[1]))
+        return "tested %s ok %s" % (seq, others)
+
     def load(self, a):
         import importlib.util
         import inspect
@@ -388,6 +452,12 @@ class Host:
             spec.loader.exec_module(module)
         except BaseException:  # noqa: B902 - SystemExit included: the candidate's failure
             return "err load " + one_line(traceback.format_exc())
+        self.module = module
+        if self.test is not None:  # a TritonBench task: the names its test block calls
+            missing = [n for n in self.test.get("entries", []) if n not in module.__dict__]
+            if missing:
+                return "err entry_point the module does not define %s" % ", ".join(missing)
+            return "ok"
         entry = module.__dict__.get("kf_forward")
         if not callable(entry):
             return "err entry_point the module defines no function kf_forward(*inputs)"

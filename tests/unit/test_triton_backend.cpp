@@ -54,7 +54,8 @@ void run_adversarial_triton(const std::string& device) {
   int judged = 0;
   for (const auto& k : manifest["kernels"]) {
     const std::string name = k["name"];
-    auto ev = backends::evaluate(triton(), read_file(dir / name / "kernel.py"), work / name, runner, task, opt);
+    auto ev =
+        backends::evaluate(triton(), read_file(dir / name / "kernel.py"), work / name, runner, task, opt);
     INFO(name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
     // Where the inputs are mapped read-only (cpu), a write into one faults before anything else.
     const auto& want = device == "cpu" && k.contains("cpu") ? k["cpu"] : k;
@@ -64,8 +65,8 @@ void run_adversarial_triton(const std::string& device) {
     ++judged;
   }
   CHECK(judged >= 12);
-  auto ev = backends::evaluate(triton(), read_file(dir / "correct" / "kernel.py"), work / "again", runner, task,
-                               opt);
+  auto ev = backends::evaluate(triton(), read_file(dir / "correct" / "kernel.py"), work / "again", runner,
+                               task, opt);
   CHECK(ev.outcome == Outcome::pass);
   CHECK(runner.workers_started() == 1);
 }
@@ -100,7 +101,8 @@ TEST_CASE("triton: the build is the static scan; the module is the artifact", "[
   INFO(ok.summary);
   REQUIRE(ok.ok());
   CHECK(ok.artifact == fs::absolute(work / "ok" / "kernel.py"));
-  auto bad = backends::compile(triton(), "import subprocess\ndef kf_forward(x):\n    return x\n", work / "bad", o);
+  auto bad =
+      backends::compile(triton(), "import subprocess\ndef kf_forward(x):\n    return x\n", work / "bad", o);
   CHECK(bad.status == backends::CompileStatus::forbidden_api);
   REQUIRE_FALSE(bad.forbidden.empty());
   CHECK(bad.forbidden.front().rule == "process");
@@ -120,12 +122,11 @@ TEST_CASE("triton: Python exceptions become outcomes with TritonBench's groups",
   const std::vector<Case> cases = {
       {"name_error", "def kf_forward(x, y):\n    out = torch.empty_like(x)\n    return undefined_name\n",
        "compile_error", "undeclared", "Name&Ref"},
-      {"zero_division", "def kf_forward(x, y):\n    return x.numel() // 0\n", "runtime_error", "python_exception",
-       "Run&Logic"},
+      {"zero_division", "def kf_forward(x, y):\n    return x.numel() // 0\n", "runtime_error",
+       "python_exception", "Run&Logic"},
       {"import_time", "BLOCK = 1 / 0\n\ndef kf_forward(x, y):\n    return x\n", "runtime_error",
        "python_exception", "Run&Logic"},
-      {"wrong_shape",
-       "def kf_forward(x, y):\n    out = torch.empty(3, device=x.device)\n    return out\n",
+      {"wrong_shape", "def kf_forward(x, y):\n    out = torch.empty(3, device=x.device)\n    return out\n",
        "output_mismatch", "shape", ""},
       {"two_outputs", "def kf_forward(x, y):\n    return torch.empty_like(x), torch.empty_like(y)\n",
        "output_mismatch", "shape", ""},
@@ -145,9 +146,10 @@ TEST_CASE("triton: --allow-ops lets named ATen ops through the recording", "[run
   backends::RunnerClient runner(runner_config("cpu"));
   auto task = fixture_task();
   const std::string relu_in_torch =
-      kHead + "def kf_forward(x, y):\n    out = torch.empty_like(x)\n    r = torch.relu(x)\n"
-              "    n = out.numel()\n    relu2_add_kernel[(triton.cdiv(n, 1024),)](r, y, out, n, BLOCK=1024)\n"
-              "    return out\n";
+      kHead +
+      "def kf_forward(x, y):\n    out = torch.empty_like(x)\n    r = torch.relu(x)\n"
+      "    n = out.numel()\n    relu2_add_kernel[(triton.cdiv(n, 1024),)](r, y, out, n, BLOCK=1024)\n"
+      "    return out\n";
   const fs::path work = scratch("triton-allow-ops");
   auto ev = backends::evaluate(triton(), relu_in_torch, work / "denied", runner, task, check_only());
   INFO(ev.message);
@@ -159,7 +161,8 @@ TEST_CASE("triton: --allow-ops lets named ATen ops through the recording", "[run
   CHECK(ev.outcome == Outcome::pass);
 }
 
-TEST_CASE("triton: a passing candidate is timed; its returned outputs are stored outside the clock", "[runner]") {
+TEST_CASE("triton: a passing candidate is timed; its returned outputs are stored outside the clock",
+          "[runner]") {
   backends::RunnerClient runner(runner_config("cpu"));
   const auto task = fixture_task();
   backends::EvalOptions opt = check_only();
@@ -201,4 +204,58 @@ TEST_CASE("every triton exemplar passes at the default profile on the GPU", "[.g
     ++checked;
   }
   CHECK(checked >= 14);
+}
+
+TEST_CASE("triton: a TritonBench-T task is judged on its test block in the confined host", "[runner]") {
+  // The fixture checkout's relu_scale: relu(input) * scale, two calls in its test block.
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
+  const Task* t = suite.find("T/relu_scale");
+  REQUIRE(t);
+  const auto task = agent::task_ref(*t, "");
+  REQUIRE(task.test_block());
+  CHECK(task.source.find("####") == std::string::npos);  // the implementation only
+  const std::string head =
+      "import torch\nimport triton\nimport triton.language as tl\n\n"
+      "@triton.jit\ndef k(x_ptr, y_ptr, n, s, BLOCK: tl.constexpr):\n"
+      "    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    m = o < n\n"
+      "    x = tl.load(x_ptr + o, mask=m)\n    tl.store(y_ptr + o, tl.where(x > 0, x, 0.0) * s, mask=m)\n\n";
+  const std::string launch =
+      "    y = torch.empty_like(input)\n    k[(triton.cdiv(input.numel(), 128),)](input, y, input.numel(), "
+      "SCALE, "
+      "BLOCK=128)\n    return y\n";
+  auto with_scale = [&](const std::string& scale) {
+    std::string body = launch;
+    body.replace(body.find("SCALE"), 5, scale);
+    return head + "def relu_scale(input, scale=2.0, out=None):\n" + body;
+  };
+  struct Case {
+    std::string name, source, outcome, sub_kind;
+  };
+  const std::vector<Case> cases = {
+      {"correct", with_scale("scale"), "pass", ""},
+      {"wrong_scale", with_scale("scale + 1.0"), "output_mismatch", ""},
+      {"torch_fallback",
+       "import torch\n\ndef relu_scale(input, scale=2.0, out=None):\n    return torch.relu(input) * scale\n",
+       "torch_fallback", ""},
+      {"wrong_name", "import torch\n\ndef relu_scaled(input, scale=2.0, out=None):\n    return input\n",
+       "format_error", "entry_point"},
+      {"name_error", head + "def relu_scale(input, scale=2.0, out=None):\n    return undefined_name\n",
+       "compile_error", "undeclared"},
+      {"wrong_dtype",
+       "import torch\n\ndef relu_scale(input, scale=2.0, out=None):\n    return torch.empty(input.shape, "
+       "dtype=torch.float64)\n",
+       "output_mismatch", "dtype"},
+  };
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path work = scratch("triton-tritonbench-t");
+  auto opt = check_only();
+  opt.bench = true;  // not timed all the same: test-block tasks are checked only
+  for (const auto& c : cases) {
+    auto ev = backends::evaluate(triton(), c.source, work / c.name, runner, task, opt);
+    INFO(c.name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    CHECK(std::string(to_string(ev.outcome)) == c.outcome);
+    if (!c.sub_kind.empty()) CHECK(ev.sub_kind == c.sub_kind);
+    CHECK(!ev.bench);
+  }
+  CHECK(runner.workers_started() == 1);
 }

@@ -105,6 +105,12 @@ struct TaskRef {
   /// (triton) ATen ops the candidate may run besides allocation, views and copies (the task's
   /// and --allow-ops); sent with check and bench.
   std::vector<std::string> allow_ops;
+  /// TritonBench tasks (test_source not empty): `source` is the implementation before the
+  /// separator, the test block runs over it in the judge and over the candidate in its host
+  /// (the `testblock` request), and the candidate must define `entries`. No model is loaded.
+  std::string test_source, test_function;
+  std::vector<std::string> entries;
+  bool test_block() const { return !test_source.empty(); }
   std::string cache_key() const;  ///< identifies (id, source, mode): a reload is skipped when equal
 };
 
@@ -225,6 +231,11 @@ class RunnerClient {
  private:
   struct Reply;
   Reply request(nlohmann::json req, std::chrono::milliseconds timeout);
+  /// A TritonBench task's check: the `testblock` request (judge.hpp check_testblock).
+  CheckResult check_test_block(const TaskRef& task, const std::filesystem::path& artifact, int trials,
+                               int64_t seed);
+  /// Sends a check-like request and reads its reply (check, testblock).
+  CheckResult run_check(const nlohmann::json& req, int trials);
   /// The infra_error sub-kind for a request that got no reply (judge_timeout, judge_died, ...).
   static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);

@@ -1,0 +1,74 @@
+"""TritonBench's test blocks, run the same way on both sides of the trust boundary: in the judge
+(kforge-runner's interpreter) over the task's reference, and in the confined Triton host over
+the candidate (backends/triton/host.py). Nothing here imports the candidate.
+
+A TritonBench file is an implementation, a separator line of 146 '#', then a test block that
+builds its inputs, calls the implementation's functions and leaves its results in a top-level
+`test_results` (T) or `result_gold` (G), or returns them from its `test_*` function. kforge
+compares those results leaf by leaf under several seeds, not printed strings (TritonBench's own
+Exec metric compares stdout, which its gold files never write: its issue #7).
+
+Shapes: run() returns a flat list; a leaf is a torch.Tensor or a JSON value (number, bool,
+string, None; anything else becomes its repr()).
+"""
+
+import json
+import re
+
+RESULT_NAMES = ("test_results", "result_gold")
+_CUDA_LITERAL = re.compile(r"""(['"])cuda(:\d+)?\1""")
+
+
+def for_device(source, device):
+    """On the CPU (Triton's interpreter) the blocks' device literals 'cuda' / 'cuda:0' become
+    'cpu'; the judge and the host apply the same rewrite, so both run the same program."""
+    return source if device != "cpu" else _CUDA_LITERAL.sub(lambda m: m.group(1) + "cpu" + m.group(1), source)
+
+
+def flatten(value, torch, out=None):
+    """Leaves of nested dicts (in insertion order), lists and tuples."""
+    out = [] if out is None else out
+    if isinstance(value, torch.Tensor):
+        out.append(value.detach())
+    elif isinstance(value, dict):
+        for v in value.values():
+            flatten(v, torch, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            flatten(v, torch, out)
+    elif value is None or isinstance(value, (bool, int, float, str)):
+        out.append(value)
+    else:
+        out.append(repr(value))
+    return out
+
+
+def run(namespace, test_source, test_function, seed, device, torch):
+    """Executes the test block in `namespace` (which holds the implementation) under
+    torch.manual_seed(seed) and returns its results' leaves."""
+    torch.manual_seed(seed)
+    exec(compile(for_device(test_source, device), "<test block>", "exec"), namespace)
+    for name in RESULT_NAMES:
+        if name in namespace:
+            return flatten(namespace[name], torch)
+    fn = namespace.get(test_function)
+    if not callable(fn):
+        raise RuntimeError("the test block leaves no test_results / result_gold and defines no %s()" % test_function)
+    return flatten(fn(), torch)
+
+
+def split(leaves, torch):
+    """(the tensor leaves, contiguous, in order; the other leaves as JSON [[position, value], ...])."""
+    tensors = [v.contiguous() for v in leaves if isinstance(v, torch.Tensor)]
+    others = [[i, v] for i, v in enumerate(leaves) if not isinstance(v, torch.Tensor)]
+    return tensors, json.dumps(others, allow_nan=True)
+
+
+def reference_leaves(source, test_source, test_function, seed, device):
+    """The judge's side: the reference implementation and its test block in a fresh namespace;
+    returns split()'s pair."""
+    import torch
+    namespace = {"__name__": "kf_reference"}
+    exec(compile(for_device(source, device), "<reference>", "exec"), namespace)
+    with torch.no_grad():
+        return split(run(namespace, test_source, test_function, seed, device, torch), torch)
