@@ -25,6 +25,16 @@ def for_device(source, device):
     return source if device != "cpu" else _CUDA_LITERAL.sub(lambda m: m.group(1) + "cpu" + m.group(1), source)
 
 
+def _compiled(source, name):
+    """Compiled under a name that linecache knows, so that inspect.getsource works on what it
+    defines: @triton.jit reads its function's source (a TritonBench-G reference is Triton)."""
+    import hashlib
+    import linecache
+    filename = "<%s-%s>" % (name, hashlib.sha256(source.encode()).hexdigest()[:12])
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
+
+
 def flatten(value, torch, out=None):
     """Leaves of nested dicts (in insertion order), lists and tuples."""
     out = [] if out is None else out
@@ -47,7 +57,7 @@ def run(namespace, test_source, test_function, seed, device, torch):
     """Executes the test block in `namespace` (which holds the implementation) under
     torch.manual_seed(seed) and returns its results' leaves."""
     torch.manual_seed(seed)
-    exec(compile(for_device(test_source, device), "<test block>", "exec"), namespace)
+    exec(_compiled(for_device(test_source, device), "kforge-test-block"), namespace)
     for name in RESULT_NAMES:
         if name in namespace:
             return flatten(namespace[name], torch)
@@ -69,6 +79,6 @@ def reference_leaves(source, test_source, test_function, seed, device):
     returns split()'s pair."""
     import torch
     namespace = {"__name__": "kf_reference"}
-    exec(compile(for_device(source, device), "<reference>", "exec"), namespace)
+    exec(_compiled(for_device(source, device), "kforge-reference"), namespace)
     with torch.no_grad():
         return split(run(namespace, test_source, test_function, seed, device, torch), torch)
