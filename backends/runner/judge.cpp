@@ -148,6 +148,29 @@ std::vector<std::string> allow_lines(const json& req) {
   return {"allow " + ops};
 }
 
+/// The Triton host's `model` line: what it needs to build a KernelBench `ModelNew` candidate
+/// (get_init_inputs(), the state's names in the exchange's order, the module mode); the host
+/// uses it only when the module defines ModelNew and no kf_forward.
+std::vector<std::string> model_lines(LoadedTask& task, const json& req) {
+  if (!is_python_module(req.at("artifact").get<std::string>())) return {};
+  const std::size_t n_inputs = task.in_specs.size() - task.params.size();
+  json state = json::array();
+  for (std::size_t i = n_inputs; i < task.in_specs.size(); ++i)
+    state.push_back({task.in_specs[i].name, task.in_specs[i].kind});
+  json m{{"init", json::parse(task.ref.init_inputs_json(), nullptr, false)},
+         {"inputs", n_inputs},
+         {"state", state},
+         {"mode", task.ref.module_mode()}};
+  return {"model " + m.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+/// The lines the host gets before `load`: allowed ops, and the model's description.
+std::vector<std::string> before_load(LoadedTask& task, const json& req) {
+  auto lines = allow_lines(req);
+  for (auto& l : model_lines(task, req)) lines.push_back(std::move(l));
+  return lines;
+}
+
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
 /// candidate is loaded yet, so it cannot inflate it) and loads the artifact. A reply in *out
 /// when the candidate failed to load; throws on the judge's own failures.
@@ -436,7 +459,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, allow_lines(req)))
+  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before_load(task, req)))
     return *r;
   json result{{"ok", true}, {"trials", trials}};
   Figures fig;
@@ -710,7 +733,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
       session->ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),
                                                task.out_specs, K);
       probe.clear();
-      if (auto r = open_session(ctx, artifact, *session, dl, laps, allow_lines(req))) return *r;
+      if (auto r = open_session(ctx, artifact, *session, dl, laps, before_load(task, req))) return *r;
     }
     Session& s = *session;
     K = s.ex->sets();

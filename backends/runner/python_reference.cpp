@@ -14,7 +14,7 @@ namespace {
 // directly on the device where torch supports `with torch.device(...)` (torch >= 2.0),
 // else on the host and moved.
 constexpr const char* kSupport = R"PY(
-import contextlib, inspect, torch
+import contextlib, inspect, json, torch
 
 class Support:
     def __init__(self):
@@ -50,6 +50,7 @@ class Support:
         if mode not in ('train', 'eval'):
             raise ValueError('module_mode must be train or eval, got %r' % (mode,))
         self.mode = mode
+        self.init = init
         self.model = model.to(self.dev).train(mode == 'train')
         self.compiled = None
         self._check_deterministic(task_id)
@@ -110,6 +111,12 @@ class Support:
         ps = [p.detach().contiguous() for _, p in self.model.named_parameters()]
         bs = [b.detach().contiguous() for _, b in self.model.named_buffers()]
         return ps + bs
+
+    def init_json(self):
+        try:
+            return json.dumps(list(self.init))
+        except (TypeError, ValueError):
+            return 'null'
 
     def names(self, n_inputs):
         try:
@@ -213,6 +220,14 @@ std::vector<HeldTensor> Reference::run_float64(const std::vector<HeldTensor>& in
   py::list args;
   for (const auto& h : inputs) args.append(h.owner);
   return hold_all(support_.attr("run_float64")(args));
+}
+
+std::string Reference::init_inputs_json() {
+  return support_.attr("init_json")().cast<std::string>();
+}
+
+std::string Reference::module_mode() {
+  return support_.attr("mode").cast<std::string>();
 }
 
 std::vector<TensorSpec> Reference::input_specs(const std::vector<HeldTensor>& inputs,

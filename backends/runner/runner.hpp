@@ -61,6 +61,11 @@ class Reference {
   /// Runs a float64 copy of the model on the inputs widened to float64: the near-exact values
   /// that a float32 reference approximates. Empty when the model cannot run in float64.
   std::vector<HeldTensor> run_float64(const std::vector<HeldTensor>& inputs);
+  /// get_init_inputs() of the loaded model as JSON ("null" when it is not JSON: a KernelBench
+  /// ModelNew candidate cannot be built then).
+  std::string init_inputs_json();
+  /// The module mode the model runs in ("train" | "eval").
+  std::string module_mode();
   /// Names of forward()'s positional arguments, parameter and buffer names.
   std::vector<TensorSpec> input_specs(const std::vector<HeldTensor>& inputs,
                                       const std::vector<HeldTensor>& params);

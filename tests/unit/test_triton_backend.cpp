@@ -2,6 +2,7 @@
 // judged through the real kforge-runner and its Triton candidate host (backends/triton/host.py).
 // Without a GPU the host runs the kernels under Triton's interpreter on the CPU; the [.gpu]
 // variants run them on cuda:0.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
@@ -258,4 +259,48 @@ TEST_CASE("triton: a TritonBench-T task is judged on its test block in the confi
     CHECK(!ev.bench);
   }
   CHECK(runner.workers_started() == 1);
+}
+
+TEST_CASE(
+    "triton: a KernelBench ModelNew candidate is built with get_init_inputs() and the reference's state",
+    "[runner]") {
+  // normalization/layer_norm: Model(dim, eps) with weight and bias. The judge's trials include
+  // one with the parameters perturbed: ModelNew passes it only if its state is the judge's own.
+  Suite suite = load_suite(kforge_home() / "benchmarks/suites/kforge-core");
+  const auto task = agent::task_ref(*suite.find("normalization/layer_norm"), "ci");
+  std::string kernel =
+      read_file(kforge_home() / "prompts/exemplars/triton/normalization/layer_norm/kernel.py");
+  kernel = kernel.substr(0, kernel.find("def kf_forward("));
+  const std::string model_new =
+      "import torch.nn as nn\n\n"
+      "class ModelNew(nn.Module):\n"
+      "    def __init__(self, dim, eps):\n"
+      "        super().__init__()\n"
+      "        self.eps = eps\n"
+      "        self.weight = nn.Parameter(torch.ones(dim))\n"
+      "        self.bias = nn.Parameter(torch.zeros(dim))\n"
+      "    def forward(self, x):\n"
+      "        x = x.contiguous()\n"
+      "        dim = x.shape[-1]\n"
+      "        y = torch.empty_like(x)\n"
+      "        layer_norm_kernel[(x.numel() // dim,)](x, self.weight, self.bias, y, dim, self.eps,\n"
+      "                                              BLOCK=triton.next_power_of_2(dim))\n"
+      "        return y\n";
+  std::string extra = model_new;
+  extra.replace(extra.find("        self.bias ="), 0, "        self.scale = nn.Parameter(torch.ones(1))\n");
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path work = scratch("triton-model-new");
+  auto opt = check_only();
+  opt.trials = 1;
+  auto ev = backends::evaluate(triton(), kernel + model_new, work / "model_new", runner, task, opt);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+  REQUIRE(ev.check);
+  CHECK(std::any_of(ev.check->checks.begin(), ev.check->checks.end(),
+                    [](const std::string& c) { return c.find("perturbed") != std::string::npos; }));
+  auto bad = backends::evaluate(triton(), kernel + extra, work / "extra_state", runner, task, opt);
+  INFO(to_string(bad.outcome) << "/" << bad.sub_kind << ": " << bad.message);
+  CHECK(bad.outcome == Outcome::format_error);
+  CHECK(bad.sub_kind == "entry_point");
+  CHECK(bad.message.find("scale") != std::string::npos);
 }
