@@ -69,6 +69,9 @@ ALLOWED_OPS = {
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "record_stream",
 }
 
+# Commands whose argument is one JSON document (the rest of the line, unsplit).
+JSON_COMMANDS = ("testsrc", "model")
+
 # kf_dtype (backends/abi/kforge/kernel_abi.h) -> torch dtype name.
 KF_DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "uint8", "int8", "int16"]
 
@@ -257,6 +260,8 @@ class Host:
         if not parts:
             return "err protocol empty line"
         cmd, args = parts[0], parts[1:]
+        if cmd in JSON_COMMANDS:  # the JSON as sent: splitting would fold the source's indentation
+            args = [line.split(None, 1)[1] if len(parts) > 1 else ""]
         handler = {
             "arena": self.arena, "tensor": self.tensor, "set": self.set_, "allow": self.allow,
             "ping": self.ping, "touch": self.touch, "load": self.load, "run": self.run,
@@ -395,7 +400,7 @@ class Host:
     def model(self, a):
         """The reference model's get_init_inputs(), its state's names (the exchange's order, after
         the inputs) and its mode (JSON), before `load`: for a KernelBench ModelNew candidate."""
-        self.model_spec = json.loads(" ".join(a))
+        self.model_spec = json.loads(a[0])
         return "ok"
 
     def build_model_new(self, cls):
@@ -436,7 +441,7 @@ class Host:
     def testsrc(self, a):
         """A TritonBench task: its test block, test function and the names the candidate must
         define (JSON), before `load`; the block runs later, over the candidate's module."""
-        self.test = json.loads(" ".join(a))
+        self.test = json.loads(a[0])
         return "ok"
 
     def testblock(self, a):

@@ -304,3 +304,35 @@ TEST_CASE(
   CHECK(bad.sub_kind == "entry_point");
   CHECK(bad.message.find("scale") != std::string::npos);
 }
+
+TEST_CASE("triton: a test block's nested indentation reaches the Triton host as written", "[runner]") {
+  // The `testsrc` line carries the block as JSON; splitting it into words would fold every
+  // indentation level into one space, and the candidate's side would fail where the reference's
+  // did not (a failure of kforge's, charged to the model).
+  const fs::path root = scratch("triton-tritonbench-nested");
+  fs::create_directories(root / "data/TritonBench_T_v1");
+  write_file(root / "data/TritonBench_T_v1/nested_scale.py",
+             "import torch\n\ndef nested_scale(input, scale=2.0):\n    return torch.relu(input) * scale\n\n" +
+                 tritonbench_separator() +
+                 "\n\nimport torch\n\ndef test_nested_scale():\n    results = {}\n"
+                 "    for i in range(2):\n        if i % 2 == 0:\n"
+                 "            results['case_%d' % i] = nested_scale(torch.randn(8, device='cuda'))\n"
+                 "        else:\n            results['case_%d' % i] = nested_scale(torch.randn(5, "
+                 "device='cuda'), 0.5)\n"
+                 "    return results\n\ntest_results = test_nested_scale()\n");
+  Suite suite = load_suite(root);
+  const Task* t = suite.find("T/nested_scale");
+  REQUIRE(t);
+  const std::string candidate =
+      "import torch\nimport triton\nimport triton.language as tl\n\n"
+      "@triton.jit\ndef k(x_ptr, y_ptr, n, s, BLOCK: tl.constexpr):\n"
+      "    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    m = o < n\n"
+      "    x = tl.load(x_ptr + o, mask=m)\n    tl.store(y_ptr + o, tl.where(x > 0, x, 0.0) * s, mask=m)\n\n"
+      "def nested_scale(input, scale=2.0):\n    y = torch.empty_like(input)\n"
+      "    k[(triton.cdiv(input.numel(), 128),)](input, y, input.numel(), scale, BLOCK=128)\n    return y\n";
+  backends::RunnerClient runner(runner_config("cpu"));
+  auto ev =
+      backends::evaluate(triton(), candidate, root / "work", runner, agent::task_ref(*t, ""), check_only());
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+}
