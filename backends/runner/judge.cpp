@@ -213,16 +213,34 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   throw std::runtime_error("kforge-host could not confine itself: " + *r);
 }
 
+/// "<cmd> <seq> <set> <set> ...": a request over input/output sets.
+std::string sets_line(const std::string& cmd, const std::string& seq, const std::vector<int>& sets) {
+  std::string line = cmd + " " + seq;
+  for (int k : sets) line += " " + std::to_string(k);
+  return line;
+}
+
+/// The Triton host's `err <kind> <text>` after it ran the candidate (`store`, `testblock`): the
+/// outcome the kind means. `where`, when not empty, prefixes the messages about the results.
+json host_error(const std::string& kind, const std::string& text, const std::string& where) {
+  if (kind == "python") return failure("runtime_error", "python_exception", text);
+  if (kind == "torch_fallback")
+    return failure("torch_fallback", "",
+                   "the candidate ran PyTorch compute instead of Triton kernels: " + text);
+  const std::string msg = where.empty() ? text : where + ": " + text;
+  if (kind == "alias") return failure("output_mismatch", "aliases_input", msg);
+  if (kind == "dtype") return failure("output_mismatch", "dtype", msg);
+  return failure("output_mismatch", "shape", msg);  // count, type, shape, device
+}
+
 /// Calls the candidate on the given sets, back to back; nullopt when every call returned 0
 /// and the device reported no error. The Triton host may also answer with a Python exception
 /// (runtime_error/python_exception: the agent's side classifies the traceback) or with the
 /// PyTorch compute ops its recording saw (torch_fallback).
 std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Deadline& dl) {
   const std::string seq = std::to_string(++s.seq);
-  std::string line = "run " + seq;
-  for (int k : sets) line += " " + std::to_string(k);
   HostFailure f;
-  auto r = s.host->request(line, dl.left(), &f, "done " + seq + " ");
+  auto r = s.host->request(sets_line("run", seq, sets), dl.left(), &f, "done " + seq + " ");
   if (!r) return failure(f);
   std::istringstream in(*r);
   std::string done, sq, error;
@@ -247,21 +265,15 @@ std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Dea
 /// input, is the candidate's output_mismatch.
 std::optional<json> store_sets(Session& s, const std::vector<int>& sets, const Deadline& dl) {
   const std::string seq = std::to_string(s.seq);
-  std::string line = "store " + seq;
-  for (int k : sets) line += " " + std::to_string(k);
   HostFailure f;
-  auto r = s.host->request(line, dl.left(), &f, "stored " + seq + " ");
+  auto r = s.host->request(sets_line("store", seq, sets), dl.left(), &f, "stored " + seq + " ");
   if (!r) return failure(f);
   std::istringstream in(*r);
   std::string stored, sq, status, kind, rest;
   in >> stored >> sq >> status >> kind;
   if (status == "ok") return std::nullopt;
   std::getline(in >> std::ws, rest);
-  const std::string text = host_text(rest);
-  if (kind == "python") return failure("runtime_error", "python_exception", text);
-  if (kind == "alias") return failure("output_mismatch", "aliases_input", text);
-  if (kind == "dtype") return failure("output_mismatch", "dtype", text);
-  return failure("output_mismatch", "shape", text);  // count, type, shape, device
+  return host_error(kind, host_text(rest), "");
 }
 
 void copy_inputs(Exchange& ex, int k, const std::vector<HeldTensor>& inputs) {
@@ -821,7 +833,7 @@ bool same_value(const json& a, const json& b) {
 
 /// One seed's run of the test block in the host (already resumed); nullopt when it matched.
 std::optional<json> test_one_seed(Session& s, const Leaves& ref, int64_t seed, const Tolerances& tol,
-                                  const Deadline& dl, const std::string& where) {
+                                  const Deadline& dl, const std::string& where, Figures& fig) {
   const std::string seq = std::to_string(++s.seq);
   HostFailure f;
   auto r =
@@ -836,19 +848,13 @@ std::optional<json> test_one_seed(Session& s, const Leaves& ref, int64_t seed, c
     std::istringstream e(rest);
     e >> kind;
     std::getline(e >> std::ws, rest);
-    const std::string text = host_text(rest);
-    if (kind == "python") return failure("runtime_error", "python_exception", text);
-    if (kind == "torch_fallback")
-      return failure("torch_fallback", "",
-                     "the candidate ran PyTorch compute instead of Triton kernels: " + text);
-    if (kind == "alias") return failure("output_mismatch", "aliases_input", text);
-    if (kind == "dtype") return failure("output_mismatch", "dtype", where + ": " + text);
-    return failure("output_mismatch", "shape", where + ": " + text);
+    return host_error(kind, host_text(rest), where);
   }
   if (!s.ex->canaries_intact())
     return failure("runtime_error", "out_of_bounds_write", "the candidate wrote outside its results' memory");
   for (std::size_t j = 0; j < ref.tensors.size(); ++j) {
     Comparison cmp = compare_chunked(s.ex->out(0, j), ref.tensors[j].t, tol);
+    fig.add(cmp);
     if (!cmp.ok) return mismatch_reply(cmp, cmp.sub_kind, where + ", result " + std::to_string(j));
   }
   const json got = json::parse(rest, nullptr, false);
@@ -888,9 +894,10 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before)) return *r;
   json checks = json::array();
   int passed = 0;
+  Figures fig;
   for (int i = 0; i < trials; ++i) {
     const std::string where = "test block, seed " + std::to_string(seed + i);
-    if (specs_of(refs[i].tensors).size() != s.ex->n_out() ||
+    if (refs[i].tensors.size() != refs[0].tensors.size() ||
         !std::equal(refs[i].tensors.begin(), refs[i].tensors.end(), refs[0].tensors.begin(),
                     [](const HeldTensor& a, const HeldTensor& b) {
                       return a.t.sizes() == b.t.sizes() && a.t.scalar_type() == b.t.scalar_type();
@@ -901,7 +908,7 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
     s.ex->poison(0);
     sync_device(ctx.device);
     s.host->resume();
-    auto failed = test_one_seed(s, refs[i], seed + i, tol, dl, where);
+    auto failed = test_one_seed(s, refs[i], seed + i, tol, dl, where, fig);
     sync_device(ctx.device);
     if (failed) {
       (*failed)["trials"] = trials;
@@ -914,10 +921,17 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
     ++passed;
   }
   laps.lap("candidate_ms");
-  return {
-      {"ok", true},         {"outcome", "pass"},        {"trials", trials},         {"trials_passed", passed},
-      {"checks", checks},   {"check_ms", ms_since(t0)}, {"phases", laps.to_json()}, {"max_abs_err", 0.0},
-      {"max_rel_err", 0.0}, {"tolerance_ratio", 0.0},   {"mismatch_fraction", 0.0}};
+  return {{"ok", true},
+          {"outcome", "pass"},
+          {"trials", trials},
+          {"trials_passed", passed},
+          {"checks", checks},
+          {"check_ms", ms_since(t0)},
+          {"phases", laps.to_json()},
+          {"max_abs_err", fig.max_abs},
+          {"max_rel_err", fig.max_rel},
+          {"tolerance_ratio", fig.max_ratio},
+          {"mismatch_fraction", 0.0}};
 }
 
 }  // namespace kforge::runner

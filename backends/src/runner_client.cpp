@@ -321,38 +321,28 @@ int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
 
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
                                 int64_t seed) {
-  CheckResult c;
-  c.trials = trials;
-  if (task.test_block()) return check_test_block(task, artifact, trials, seed);
-  if (auto err = ensure_loaded(task, nullptr)) {
+  if (task.test_block()) {
+    // No model to load: the request carries the implementation and its test block.
+    if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();  // request() starts a fresh one
+  } else if (auto err = ensure_loaded(task, nullptr)) {
+    CheckResult c;
+    c.trials = trials;
     judge_failed(&c.outcome, &c.sub_kind, &c.message, "reference_failed", *err);
     return c;
   }
   ++candidates_on_worker_;
-  json req{{"cmd", "check"},
+  json req{{"cmd", task.test_block() ? "testblock" : "check"},
            {"artifact", std::filesystem::absolute(artifact).string()},
            {"trials", trials},
            {"seed", seed},
            {"deadline_ms", judge_deadline_ms(cfg_.check_timeout)},
            {"tolerances", tolerances_json(task)}};
-  if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
-  return run_check(req, trials);
-}
-
-CheckResult RunnerClient::check_test_block(const TaskRef& task, const std::filesystem::path& artifact,
-                                           int trials, int64_t seed) {
-  if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();  // request() starts a fresh one
-  ++candidates_on_worker_;
-  json req{{"cmd", "testblock"},
-           {"artifact", std::filesystem::absolute(artifact).string()},
-           {"trials", trials},
-           {"seed", seed},
-           {"source", task.source},
-           {"test_source", task.test_source},
-           {"test_function", task.test_function},
-           {"entries", task.entries},
-           {"deadline_ms", judge_deadline_ms(cfg_.check_timeout)},
-           {"tolerances", tolerances_json(task)}};
+  if (task.test_block()) {
+    req["source"] = task.source;
+    req["test_source"] = task.test_source;
+    req["test_function"] = task.test_function;
+    req["entries"] = task.entries;
+  }
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   return run_check(req, trials);
 }

@@ -216,7 +216,8 @@ class RunnerClient {
                                                 std::string* error);
   /// Loads the task unless it is already loaded. Failures are values (LoadResult::error).
   LoadResult load(const TaskRef& task);
-  /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...).
+  /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...); a TritonBench
+  /// task (TaskRef::test_block()) by running its test block under those seeds.
   CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed);
   /// Times the candidate and the reference in this worker; artifact empty: reference only.
   BenchResult bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt);
@@ -231,10 +232,8 @@ class RunnerClient {
  private:
   struct Reply;
   Reply request(nlohmann::json req, std::chrono::milliseconds timeout);
-  /// A TritonBench task's check: the `testblock` request (judge.hpp check_testblock).
-  CheckResult check_test_block(const TaskRef& task, const std::filesystem::path& artifact, int trials,
-                               int64_t seed);
-  /// Sends a check-like request and reads its reply (check, testblock).
+  /// Sends a check request (`check`, or `testblock` for a TritonBench task: judge.hpp
+  /// check_testblock) and reads its reply.
   CheckResult run_check(const nlohmann::json& req, int trials);
   /// The infra_error sub-kind for a request that got no reply (judge_timeout, judge_died, ...).
   static std::string reply_kind_name(const Reply& r);
