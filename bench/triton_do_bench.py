@@ -5,7 +5,7 @@ The inputs are the reference's get_inputs() on cuda:0, then the parameters and b
 Model(*get_init_inputs()): the C ABI's order, as the judge passes them. Prints one JSON line:
 {"ms": median of do_bench (ms), "warmup_ms": 25, "rep_ms": 100, "batch_ms": ...}. do_bench flushes
 the L2 before every call and times with CUDA events (triton/testing.py); batch_ms is the judge's
-method in this one process (8 sets of inputs, the calls back to back, the host's clock around the
+method in this one process (16 sets of inputs, the calls back to back, the host's clock around the
 batch and a device synchronisation): the two together tell the judge's own cost from the method's."""
 import importlib.util
 import json
@@ -31,7 +31,7 @@ def main():
     args += [p.detach() for p in model.parameters()] + list(model.buffers())
     with torch.no_grad():
         ms = triton.testing.do_bench(lambda: cand.kf_forward(*args), warmup=25, rep=100, return_mode="median")
-        sets = [[x.clone() if torch.is_tensor(x) else x for x in args] for _ in range(8)]
+        sets = [[x.clone() if torch.is_tensor(x) else x for x in args] for _ in range(16)]
         per_call = []
         for batch in range(60):
             torch.cuda.synchronize()
