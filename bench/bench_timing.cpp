@@ -65,7 +65,13 @@ bool triton_cases(const Suite& suite, backends::RunnerClient& runner, const back
         "%-28s %12.4f %12.4f %+8.2f%% %12.4f  (host round trip %.4f ms at set-up, %.4f ms in the bench)%s\n",
         id, b.candidate_ms, tb, diff, batch_ms, b.round_trip_ms, b.bench_round_trip_ms,
         b.ok ? "" : ("  " + b.message).c_str());
+    std::printf("    lead-in %.4f ms subtracted, %d batch(es) dropped as preempted\n", b.lead_in_ms,
+                b.lead_in_preempted);
+    for (const auto& [k, v] : b.host_reported_ms) std::printf("    host reported %s %.4f ms\n", k.c_str(), v);
     out["triton"].push_back({{"task", id},
+                             {"host_reported_ms", b.host_reported_ms},
+                             {"lead_in_ms", b.lead_in_ms},
+                             {"lead_in_preempted", b.lead_in_preempted},
                              {"judge_median_ms", b.candidate_ms},
                              {"judge_cv", b.candidate.cv},
                              {"do_bench_median_ms", tb},

@@ -26,6 +26,7 @@
 
 #include "candidate_host.hpp"
 #include "exchange.hpp"
+#include "lead_in.hpp"
 #include "runner.hpp"
 
 namespace kforge::runner {
@@ -71,7 +72,12 @@ struct CandidateSession {
   ScratchDir scratch;  ///< the Triton host's cache on a GPU; outlives the host (declared first)
   std::unique_ptr<Exchange> ex;
   std::unique_ptr<CandidateHost> host;
-  double round_trip_ms = 0;  ///< measured before the candidate was loaded
+  double round_trip_ms = 0;  ///< `ping`'s, measured before the candidate was loaded
+  /// On a GPU: the timed batches' lead-in and what a `touch` behind it takes (ms, measured
+  /// before the candidate was loaded); null when there is none (CPU, CUDA refused, or it was
+  /// preempted too often: the batches then subtract round_trip_ms).
+  std::unique_ptr<LeadIn> lead;
+  double lead_in_ms = 0;
   int seq = 0;
 };
 

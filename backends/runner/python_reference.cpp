@@ -252,6 +252,12 @@ HeldTensor hold(py::handle obj) {
   if (dt.rfind("torch.", 0) == 0) dt = dt.substr(6);
   std::string dev = py::str(obj.attr("device")).cast<std::string>();
   auto opts = at::TensorOptions().dtype(scalar_type_of(dt)).device(at::Device(dev));
+  // An empty tensor may have no storage (data_ptr 0), which from_blob refuses on a GPU ("resides
+  // on host memory"): it holds nothing to share, so it gets an empty tensor of its own.
+  if (ptr == 0) {
+    h.t = at::empty_strided(sizes, strides, opts);
+    return h;
+  }
   h.t = at::from_blob(reinterpret_cast<void*>(ptr), sizes, strides, opts);
   return h;
 }

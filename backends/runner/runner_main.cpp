@@ -91,7 +91,7 @@ class Worker {
       else if (cmd == "profile_setup")
         r = profile_setup(cur().task, cur().load_request, req, host_exe(), self_exe(), device_);
       else if (cmd == "testblock")
-        r = check_testblock(judge_context(), req);
+        r = testblock(req);
       else if (cmd == "triton_bench")
         r = triton_bench(req);
       else
@@ -314,6 +314,12 @@ class Worker {
             {"dram_bytes_per_s", peak_bandwidth(d)},
             {"flops_per_s", flops},
             {"method", peak_measurements(d)}};
+  }
+
+  /// A TritonBench test block: no `load` precedes it, so the request names its device.
+  json testblock(const json& req) {
+    device_ = at::Device(req.value("device", device_.str()));  // one client, one device
+    return check_testblock(judge_context(), req);
   }
 
   JudgeContext judge_context() const {

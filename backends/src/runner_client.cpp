@@ -342,6 +342,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
     req["test_source"] = task.test_source;
     req["test_function"] = task.test_function;
     req["entries"] = task.entries;
+    req["device"] = cfg_.device;  // no `load` sets the worker's device for a test block
   }
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   return run_check(req, trials);
@@ -429,6 +430,11 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
   b.sets = j.value("sets", 0);
   b.round_trip_ms = j.value("round_trip_ms", 0.0);
   b.bench_round_trip_ms = j.value("bench_round_trip_ms", 0.0);
+  b.lead_in_ms = j.value("lead_in_ms", 0.0);
+  b.lead_in_preempted = j.value("lead_in_preempted", 0);
+  if (j.contains("host_reported") && j["host_reported"].is_object())
+    for (const auto& [k, v] : j["host_reported"].items())
+      if (v.is_number()) b.host_reported_ms[k] = v.get<double>();
   b.phases_ms = phases_of(j);
   b.speed_of_light_ms = number(j, "speed_of_light_ms");
   b.peak_bytes_per_s = number(j, "peak_bytes_per_s");

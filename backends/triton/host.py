@@ -37,6 +37,7 @@ import json
 import mmap
 import os
 import sys
+import time
 import traceback
 import warnings
 
@@ -530,21 +531,30 @@ class Host:
         if self.entry is None or any(k not in self.sets for k in ks):
             return "err protocol no such set or nothing loaded"
         recorder = self.Recorder()
+        clock = time.perf_counter
+        t0 = t1 = clock()
         try:
             with recorder:
-                for k in ks:
+                for i, k in enumerate(ks):
                     ins, outs = self.sets[k]
                     if self.takes_out:
                         self.results[k] = self.entry(*ins, out=outs[0] if len(outs) == 1 else tuple(outs))
                     else:
                         self.results[k] = self.entry(*ins)
+                    if i == 0:
+                        t1 = clock()
+            t2 = clock()
             if self.device >= 0:
                 self.torch.cuda.synchronize()
         except BaseException:  # noqa: B902
             return "done %s 1 python %s" % (seq, one_line(traceback.format_exc()))
         if recorder.ops:
             return "done %s 3 torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
-        return "done %s 0 -" % seq
+        # Where the request's time went by this process's own clock: diagnostics the judge
+        # reports as the candidate's side's, never used in a verdict or a time.
+        ms = lambda a, b: round((b - a) * 1e3, 4)  # noqa: E731
+        return "done %s 0 - %s" % (seq, json.dumps(
+            {"first_call_ms": ms(t0, t1), "calls_ms": ms(t0, t2), "sync_ms": ms(t2, clock())}))
 
     def store(self, a):
         seq, ks = a[0], [int(k) for k in a[1:]]

@@ -74,9 +74,37 @@ def split(leaves, torch):
     return tensors, json.dumps(others, allow_nan=True)
 
 
-def reference_leaves(source, test_source, test_function, seed, device):
+def defines_triton_kernels(namespace):
+    """Whether the implementation defines Triton kernels (@triton.jit, autotune, heuristics):
+    TritonBench-G's references do, TritonBench-T's (PyTorch) do not."""
+    return any(type(v).__module__.startswith("triton.") for v in namespace.values())
+
+
+def record_ops(namespace, entries, ops):
+    """Wraps the namespace's entry functions so that the name of every ATen op they dispatch is
+    added to the set `ops`."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.add(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    def recorded(fn):
+        def call(*args, **kwargs):
+            with Recorder():
+                return fn(*args, **kwargs)
+        return call
+
+    for name in entries:
+        if callable(namespace.get(name)):
+            namespace[name] = recorded(namespace[name])
+
+
+def reference_leaves(source, test_source, test_function, seed, device, entries=()):
     """The judge's side: the reference implementation and its test block in a fresh namespace;
-    returns split()'s pair."""
+    returns split()'s pair and, for a Triton reference (TritonBench-G), the names of the PyTorch
+    ops its entry points ran (the task's own: a candidate may run them too), else []."""
     import os
 
     import torch
@@ -84,5 +112,9 @@ def reference_leaves(source, test_source, test_function, seed, device):
         os.environ["TRITON_INTERPRET"] = "1"
     namespace = {"__name__": "kf_reference"}
     exec(_compiled(for_device(source, device), "kforge-reference"), namespace)
+    ops = set()
+    if defines_triton_kernels(namespace):
+        record_ops(namespace, entries, ops)
     with torch.no_grad():
-        return split(run(namespace, test_source, test_function, seed, device, torch), torch)
+        tensors, others = split(run(namespace, test_source, test_function, seed, device, torch), torch)
+    return tensors, others, sorted(ops)

@@ -336,3 +336,46 @@ TEST_CASE("triton: a test block's nested indentation reaches the Triton host as 
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::pass);
 }
+
+TEST_CASE("triton: a TritonBench-G candidate may run the PyTorch ops the gold reference runs", "[runner]") {
+  // A G task's reference is Triton that mixes in PyTorch (here the scale: x.abs().max()); the
+  // judge records the ops the reference's entry points run and lets the candidate run them. Any
+  // other compute op is still a torch_fallback.
+  const fs::path root = scratch("triton-tritonbench-g") / "checkout";
+  const std::string gold =
+      "import torch\nimport triton\nimport triton.language as tl\n\n"
+      "@triton.jit\ndef _scaled_add(x_ptr, y_ptr, o_ptr, n, inv, BLOCK: tl.constexpr):\n"
+      "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    m = offs < n\n"
+      "    x = tl.load(x_ptr + offs, mask=m)\n    y = tl.load(y_ptr + offs, mask=m)\n"
+      "    tl.store(o_ptr + offs, x * inv + y, mask=m)\n\n"
+      "def scaled_add(x, y):\n"
+      "    inv = 1.0 / x.abs().max().item()\n"
+      "    out = torch.empty_like(x)\n"
+      "    _scaled_add[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), inv, BLOCK=128)\n"
+      "    return out\n";
+  const std::string test =
+      "\n" + std::string(146, '#') +
+      "\n\ndef test_scaled_add():\n    x = torch.randn(300, device='cuda')\n"
+      "    y = torch.randn(300, device='cuda')\n    return {'case_1': scaled_add(x, y)}\n\n"
+      "result_gold = test_scaled_add()\n";
+  write_file(root / "data/TritonBench_G_v1/scaled_add.py", gold + test);
+  write_file(root / "data/TritonBench_G_v1.json",
+             R"([{"file": "scaled_add.py", "simp_instru": "x / max|x| + y", "difficulty": "2"}])");
+  Suite suite = load_suite(root);
+  const Task* t = suite.find("G/scaled_add");
+  REQUIRE(t);
+  const auto task = agent::task_ref(*t, "");
+  REQUIRE(task.test_block());
+  std::string extra_op = gold;
+  extra_op.replace(extra_op.find("    return out\n"), 15, "    return out + torch.exp(x) * 0\n");
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path work = scratch("triton-tritonbench-g-work");
+  auto opt = check_only();
+  auto ev = backends::evaluate(triton(), gold, work / "gold", runner, task, opt);
+  INFO("gold -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+  auto bad = backends::evaluate(triton(), extra_op, work / "extra_op", runner, task, opt);
+  INFO("extra op -> " << to_string(bad.outcome) << "/" << bad.sub_kind << ": " << bad.message);
+  CHECK(bad.outcome == Outcome::torch_fallback);
+  CHECK(bad.message.find("exp") != std::string::npos);
+}

@@ -184,6 +184,14 @@ struct BenchResult {
   /// (recorded, never used: the candidate could inflate it). Their gap is the part of the host's
   /// per-request cost that the subtraction misses.
   double round_trip_ms = 0, bench_round_trip_ms = 0;
+  /// The Triton host's own account of a timed request (median ms: first_call_ms, calls_ms,
+  /// sync_ms). The candidate's process's word: diagnostics only, never used.
+  std::map<std::string, double> host_reported_ms;
+  /// On a GPU: what the judge subtracted from each timed batch behind its lead-in (ms; 0 = no
+  /// lead-in, round_trip_ms was), and how many batches it dropped because the lead-in was
+  /// preempted (judge.cpp, lead_in.hpp).
+  double lead_in_ms = 0;
+  int lead_in_preempted = 0;
   std::map<std::string, double> phases_ms;  ///< where the judge's bench time went (reply "phases")
   /// The judge's bound: the outputs' bytes at the device's measured peak bandwidth (ms per
   /// call; 0 = no bound: outputs that fit in the cache, or no measurement).

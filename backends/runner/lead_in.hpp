@@ -1,0 +1,38 @@
+// The lead-in of a timed batch on a GPU: a kernel of the judge's own that keeps the device busy
+// for a fixed time while the judge's request reaches the candidate's host and the candidate's
+// first call gets to its first launch. Without it, a batch's wall time counts that first call's
+// CPU latency (0.28-0.33 ms for a Triton kf_forward on a host that has been asleep, H100), which
+// triton.testing.do_bench, timing with CUDA events, never sees. With it, the candidate's launches
+// queue behind the lead-in, and the judge subtracts the lead-in as calibrated before the
+// candidate was loaded.
+//
+// Honest by construction: the lead-in runs in the judge's CUDA context, which the candidate's
+// process cannot reach; without MPS, kernels of two contexts never run at once, so nothing of the
+// candidate's GPU work overlaps it unless the GPU's time-slicing preempts it, which the spinning
+// thread sees as a gap in the global timer (the batch is then not used). Declared without CUDA
+// types (judge.cpp includes it); built only where kforge-runner has CUDA. One owner, one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace kforge::runner {
+
+class LeadIn {
+ public:
+  virtual ~LeadIn() = default;
+  /// Queues the spin on the judge's legacy default stream: one thread reads %globaltimer until
+  /// `ns` nanoseconds have passed. Returns "" or the CUDA error's name.
+  virtual std::string launch(uint64_t ns) = 0;
+  /// After the device was synchronised: the largest gap (ns) between two consecutive timer
+  /// readings of the last spin. Normally the timer's tick (about 1 us or less); a gap of tens
+  /// of microseconds or more means another context ran in between (time-slicing).
+  virtual uint64_t max_gap_ns() = 0;
+};
+
+/// A lead-in on CUDA device `device` (its few bytes of device memory allocated now); nullptr
+/// with *err set when CUDA refuses.
+std::unique_ptr<LeadIn> cuda_lead_in(int device, std::string* err);
+
+}  // namespace kforge::runner
