@@ -379,3 +379,50 @@ TEST_CASE("triton: a TritonBench-G candidate may run the PyTorch ops the gold re
   CHECK(bad.outcome == Outcome::torch_fallback);
   CHECK(bad.message.find("exp") != std::string::npos);
 }
+
+TEST_CASE("triton: a test block's int8 results may hold the poison byte; subnormals may flush to zero",
+          "[runner]") {
+  // TritonBench-G's quantize_global writes int8 codes, some of them 90 (0x5A, the int8 poison):
+  // a written 90 is not "never written". Its mul_exponent_compensator expects 1.4e-45, which a
+  // GPU that flushes subnormals writes as 0: below float32's smallest normal a difference is
+  // not an error.
+  const fs::path root = scratch("triton-tritonbench-poison") / "checkout";
+  const std::string gold =
+      "import torch\nimport triton\nimport triton.language as tl\n\n"
+      "@triton.jit\ndef _codes(o_ptr, n, BLOCK: tl.constexpr):\n"
+      "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+      "    tl.store(o_ptr + offs, (offs % 100).to(tl.int8), mask=offs < n)\n\n"
+      "@triton.jit\ndef _tiny(x_ptr, o_ptr, n, BLOCK: tl.constexpr):\n"
+      "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+      "    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * SCALE, mask=offs < n)\n\n"
+      "def codes_and_tiny(x):\n"
+      "    codes = torch.empty(300, dtype=torch.int8, device=x.device)\n"
+      "    _codes[(3,)](codes, 300, BLOCK=128)\n"
+      "    tiny = torch.empty_like(x)\n"
+      "    _tiny[(1,)](x, tiny, x.numel(), BLOCK=128)\n"
+      "    return codes, tiny\n";
+  const std::string test = "\n" + std::string(146, '#') +
+                           "\n\ndef test_it():\n    x = torch.ones(4, device='cuda')\n"
+                           "    return codes_and_tiny(x)\n\nresult_gold = test_it()\n";
+  auto with_scale = [&](const std::string& v) {
+    std::string s = gold;
+    s.replace(s.find("SCALE"), 5, v);
+    return s;
+  };
+  write_file(root / "data/TritonBench_G_v1/codes_and_tiny.py", with_scale("1e-44") + test);
+  write_file(root / "data/TritonBench_G_v1.json", R"([{"file": "codes_and_tiny.py", "difficulty": "1"}])");
+  Suite suite = load_suite(root);
+  const Task* t = suite.find("G/codes_and_tiny");
+  REQUIRE(t);
+  const auto task = agent::task_ref(*t, "");
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path work = scratch("triton-tritonbench-poison-work");
+  auto opt = check_only();
+  for (const auto& [name, scale, pass] : std::vector<std::tuple<std::string, std::string, bool>>{
+           {"gold", "1e-44", true}, {"flushed", "0.0", true}, {"wrong", "1e-3", false}}) {
+    auto ev = backends::evaluate(triton(), with_scale(scale), work / name, runner, task, opt);
+    INFO(name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    CHECK((ev.outcome == Outcome::pass) == pass);
+    if (!pass) CHECK(ev.outcome == Outcome::output_mismatch);
+  }
+}
