@@ -195,11 +195,6 @@ bool ran_alone(LeadIn& lead) {
   return lead.max_gap_ns() <= kPreemptedGapNs;
 }
 
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 /// The conditions of a timed batch up to its clock: the host frozen while the judge works on
 /// the GPU (poisoning every set), then resumed and its context touched.
 void bench_conditions(const JudgeContext& ctx, Session& s, const Deadline& dl) {
@@ -237,9 +232,9 @@ void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
     sync_device(ctx.device);
     if (ran_alone(*s.lead)) led.push_back(ms);
   }
-  s.round_trip_ms = median_of(rt);
+  s.round_trip_ms = stats_of(rt).median;
   if (led.size() >= 5)
-    s.lead_in_ms = median_of(led);
+    s.lead_in_ms = stats_of(led).median;
   else
     s.lead.reset();
 }
@@ -772,7 +767,7 @@ std::optional<double> lead_in_alone(const JudgeContext& ctx, LeadIn& lead) {
     if (ran_alone(lead)) ms.push_back(ms_since(t0));
   }
   if (ms.empty()) return std::nullopt;
-  return median_of(ms);
+  return stats_of(ms).median;
 }
 
 /// Times a function of the reference the same way: batches over K judge-private input sets,

@@ -337,6 +337,21 @@ TEST_CASE("triton: a test block's nested indentation reaches the Triton host as 
   CHECK(ev.outcome == Outcome::pass);
 }
 
+namespace {
+/// A TritonBench checkout of one G task under `root`: data/TritonBench_G_v1/<name>.py holding
+/// `file_text`, listed in TritonBench_G_v1.json; the task as the suite loader reads it.
+backends::TaskRef one_g_task(const fs::path& root, const std::string& name, const std::string& file_text) {
+  write_file(root / "data/TritonBench_G_v1" / (name + ".py"), file_text);
+  write_file(root / "data/TritonBench_G_v1.json", R"([{"file": ")" + name + R"(.py", "difficulty": "2"}])");
+  Suite suite = load_suite(root);
+  const Task* t = suite.find("G/" + name);
+  REQUIRE(t);
+  auto task = agent::task_ref(*t, "");
+  REQUIRE(task.test_block());
+  return task;
+}
+}  // namespace
+
 TEST_CASE("triton: a TritonBench-G candidate may run the PyTorch ops the gold reference runs", "[runner]") {
   // A G task's reference is Triton that mixes in PyTorch (here the scale: x.abs().max()); the
   // judge records the ops the reference's entry points run and lets the candidate run them. Any
@@ -358,14 +373,7 @@ TEST_CASE("triton: a TritonBench-G candidate may run the PyTorch ops the gold re
       "\n\ndef test_scaled_add():\n    x = torch.randn(300, device='cuda')\n"
       "    y = torch.randn(300, device='cuda')\n    return {'case_1': scaled_add(x, y)}\n\n"
       "result_gold = test_scaled_add()\n";
-  write_file(root / "data/TritonBench_G_v1/scaled_add.py", gold + test);
-  write_file(root / "data/TritonBench_G_v1.json",
-             R"([{"file": "scaled_add.py", "simp_instru": "x / max|x| + y", "difficulty": "2"}])");
-  Suite suite = load_suite(root);
-  const Task* t = suite.find("G/scaled_add");
-  REQUIRE(t);
-  const auto task = agent::task_ref(*t, "");
-  REQUIRE(task.test_block());
+  const auto task = one_g_task(root, "scaled_add", gold + test);
   std::string extra_op = gold;
   extra_op.replace(extra_op.find("    return out\n"), 15, "    return out + torch.exp(x) * 0\n");
   backends::RunnerClient runner(runner_config("cpu"));
@@ -409,12 +417,7 @@ TEST_CASE("triton: a test block's int8 results may hold the poison byte; subnorm
     s.replace(s.find("SCALE"), 5, v);
     return s;
   };
-  write_file(root / "data/TritonBench_G_v1/codes_and_tiny.py", with_scale("1e-44") + test);
-  write_file(root / "data/TritonBench_G_v1.json", R"([{"file": "codes_and_tiny.py", "difficulty": "1"}])");
-  Suite suite = load_suite(root);
-  const Task* t = suite.find("G/codes_and_tiny");
-  REQUIRE(t);
-  const auto task = agent::task_ref(*t, "");
+  const auto task = one_g_task(root, "codes_and_tiny", with_scale("1e-44") + test);
   backends::RunnerClient runner(runner_config("cpu"));
   const fs::path work = scratch("triton-tritonbench-poison-work");
   auto opt = check_only();
