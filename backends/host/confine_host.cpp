@@ -2,6 +2,9 @@
 // and the Triton candidate host's libkforge_pyconfine.so (py_confine.cpp): the SIGSYS report,
 // the policy of a confined candidate and the artifact's loading.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -56,7 +59,22 @@ int elem_size(int dtype) {
   }
 }
 
-std::string confine_host(int device, const std::string& scratch, bool allow_sockets) {
+namespace {
+/// Whether every GPU device node a confined host may reopen is open to every user (the driver's
+/// default): only then can the host give up root and still use its GPU.
+bool device_nodes_open_to_all() {
+  glob_t g{};
+  bool ok = ::glob("/dev/nvidia*", 0, nullptr, &g) == 0;
+  for (std::size_t i = 0; ok && i < g.gl_pathc; ++i) {
+    struct stat st {};
+    ok = ::stat(g.gl_pathv[i], &st) == 0 && (!S_ISCHR(st.st_mode) || (st.st_mode & 0006) == 0006);
+  }
+  ::globfree(&g);
+  return ok && ::access("/dev/nvidia-caps", F_OK) != 0;
+}
+}  // namespace
+
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image) {
   struct sigaction sa {};
   sa.sa_sigaction = on_sigsys;
   sa.sa_flags = SA_SIGINFO;
@@ -67,14 +85,22 @@ std::string confine_host(int device, const std::string& scratch, bool allow_sock
   if (device >= 0) policy.writable_paths = {"/dev/nvidia*", "/dev/nvidia-caps/*"};
   if (!scratch.empty()) policy.scratch_dirs = {scratch};
   policy.allow_sockets = allow_sockets;
+  // Not root: the user "nobody" (a GPU host only where the device nodes let it keep its GPU;
+  // the profile mode stays, for Nsight Compute's lock in its scratch directory).
+  if (scratch.empty() && (device < 0 || device_nodes_open_to_all())) policy.run_as_uid = kUnprivilegedUid;
+  if (own_image) policy.protected_ranges = {kforge::sandbox::own_image_range()};
   return kforge::sandbox::confine_self(policy);
 }
 
 std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
                              KfForward* fn) {
+  // Opened before confinement (the host may no longer be able to reach its directory: another
+  // user's home), loaded through its descriptor after it.
+  const int fd = ::open(artifact.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "load cannot open the artifact " + artifact;
   // The profile mode's scratch directory comes with Nsight Compute's socket (ConfinePolicy).
-  if (std::string e = confine_host(device, scratch, !scratch.empty()); !e.empty()) return "confine " + e;
-  void* h = ::dlopen(artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (std::string e = confine_host(device, scratch, !scratch.empty(), true); !e.empty()) return "confine " + e;
+  void* h = ::dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();
   *fn = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));
   if (!*fn) return "entry_point the artifact exports no kf_forward";

@@ -23,10 +23,16 @@ int elem_size(int dtype);
 /// SIGSYS handler: writes "violation <nr>[ <path>]" to fd 3 and exits with kViolationExit.
 void on_sigsys(int, siginfo_t* si, void* ctx);
 
+/// The user a confined host becomes where it starts as root ("nobody" on Debian and Ubuntu).
+inline constexpr unsigned kUnprivilegedUid = 65534;
+
 /// Installs on_sigsys and confines the process (kforge/sandbox/confine.hpp): the GPU's device
 /// nodes stay writable when device >= 0; files may be created beneath `scratch` when it is not
-/// empty; the socket calls stay open when allow_sockets. "" on success, else what failed.
-std::string confine_host(int device, const std::string& scratch, bool allow_sockets);
+/// empty; the socket calls stay open when allow_sockets; a root host becomes kUnprivilegedUid
+/// (without a scratch directory, and on a GPU only where its device nodes are open to every
+/// user); with own_image, the executable's own image is a protected range (no memory call may
+/// make it writable or replace it). "" on success, else what failed.
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image);
 
 /// Installs on_sigsys, confines the process (kforge/sandbox/confine.hpp; the GPU's device nodes
 /// stay writable when device >= 0; `scratch`, when not empty, is the profile mode's scratch

@@ -20,10 +20,11 @@
 //   ping                                              -> pong
 //   touch   a 4-byte memset on the device, waited for -> touched
 //   load                                              -> ok | err load|entry_point|confine <text>
-//   run <seq> <set> [<set> ...]   calls kf_forward on each set back to back, then waits for the
+//   run <seq> [<set> ...]         calls kf_forward on each set back to back, then waits for the
 //                                 device        -> done <seq> <rc> <cuda error name or ->
-//   store <seq> <set> ...         (the Triton host copies returned outputs here; this host's
-//                                 kernels wrote them in place)                   -> stored <seq> ok
+//                                 (no sets: the fixed work of a run, for the judge's calibration)
+// The judge freezes this process (SIGSTOP) the moment it reads "done": nothing runs after the
+// reply until the judge resumes it, inside its next timed or checked window.
 //   quit                                              -> (exits 0)
 // A seccomp violation writes "violation <syscall nr>" and exits with kViolationExit.
 #include <dlfcn.h>
@@ -131,11 +132,6 @@ class Host {
     if (cmd == "touch") return touch();
     if (cmd == "load") return load();
     if (cmd == "run") return run(in);
-    if (cmd == "store") {  // the outputs are written in place: nothing to copy
-      std::string seq;
-      in >> seq;
-      return "stored " + seq + " ok";
-    }
     return "err protocol unknown command " + cmd;
   }
 

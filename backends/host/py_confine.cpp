@@ -28,7 +28,7 @@ __attribute__((visibility("default"))) int kf_py_prepare() {
 /// the SIGSYS report on descriptor 3. 0 on success, else 1 with the reason in err[0..err_len).
 __attribute__((visibility("default"))) int kf_py_confine(int device, const char* scratch, char* err,
                                                          std::size_t err_len) {
-  const std::string e = kforge::host::confine_host(device, scratch ? scratch : "", false);
+  const std::string e = kforge::host::confine_host(device, scratch ? scratch : "", false, false);
   if (e.empty()) return 0;
   if (err && err_len > 0) std::snprintf(err, err_len, "%s", e.c_str());
   return 1;

@@ -1,6 +1,7 @@
 // The judge's handle on one candidate host process (candidate_host.hpp).
 #include "candidate_host.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 #include "kforge/sandbox/confine.hpp"
@@ -59,6 +61,7 @@ std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, cons
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (!cmd.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cmd.cwd.c_str());
   posix_spawn_file_actions_adddup2(&fa, src[1], 1);
   posix_spawn_file_actions_adddup2(&fa, src[1], 2);
   posix_spawn_file_actions_adddup2(&fa, src[0], 3);
@@ -72,9 +75,17 @@ std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, cons
   posix_spawnattr_setsigmask(&at, &none);
   posix_spawnattr_setsigdefault(&at, &all);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> args = cmd.prefix;
-  args.insert(args.end(), {artifact, std::to_string(device), std::to_string(4 + fds.size())});
-  args.insert(args.end(), cmd.suffix.begin(), cmd.suffix.end());
+  // Absolute paths: the host runs in cmd.cwd, not in the judge's working directory.
+  // (Joined with the working directory, symlinks kept: a venv's python must stay itself.)
+  auto absolute = [](const std::string& p) {
+    if (p.empty() || p[0] == '/') return p;
+    char cwd[4096];
+    return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + p : p;
+  };
+  std::vector<std::string> args;
+  for (const auto& a : cmd.prefix) args.push_back(a.find('/') != std::string::npos ? absolute(a) : a);
+  args.insert(args.end(), {absolute(artifact), std::to_string(device), std::to_string(4 + fds.size())});
+  for (const auto& a : cmd.suffix) args.push_back(absolute(a));
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -82,7 +93,7 @@ std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, cons
   env.insert(env.end(), cmd.env.begin(), cmd.env.end());
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int rc = ::posix_spawn(&h->pid_, host_exe.c_str(), &fa, &at, argv.data(), envp.data());
+  int rc = ::posix_spawn(&h->pid_, args.front().c_str(), &fa, &at, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   for (int fd : src) ::close(fd);
@@ -204,7 +215,8 @@ std::optional<std::string> CandidateHost::read_line(std::chrono::milliseconds ti
 }
 
 std::optional<std::string> CandidateHost::request(const std::string& line, std::chrono::milliseconds timeout,
-                                                  HostFailure* failure, const std::string& expect) {
+                                                  HostFailure* failure, const std::string& expect,
+                                                  bool freeze_on_reply) {
   if (pid_ <= 0) {
     *failure = reap("before it was called");
     return std::nullopt;
@@ -218,8 +230,33 @@ std::optional<std::string> CandidateHost::request(const std::string& line, std::
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto r = read_line(std::max(left, std::chrono::milliseconds(0)), failure);
-    if (!r || r->rfind(expect, 0) == 0) return r;
+    if (!r) return r;
+    if (r->rfind(expect, 0) == 0) {
+      replied_at_ = Clock::now();
+      if (freeze_on_reply) freeze();
+      return r;
+    }
   }
+}
+
+bool CandidateHost::maps_file(const std::string& needle) const {
+  if (pid_ <= 0) return false;
+  std::ifstream maps("/proc/" + std::to_string(pid_) + "/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find('/') != std::string::npos && line.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+int CandidateHost::thread_count() const {
+  if (pid_ <= 0) return -1;
+  DIR* d = ::opendir(("/proc/" + std::to_string(pid_) + "/task").c_str());
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  ::closedir(d);
+  return n;
 }
 
 bool CandidateHost::pipeline(const std::vector<std::string>& lines, std::chrono::milliseconds timeout,

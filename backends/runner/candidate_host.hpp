@@ -34,6 +34,7 @@ struct HostCommand {
   std::vector<std::string> prefix;  ///< {kforge-host} or {python3, -I, -B, host.py}
   std::vector<std::string> suffix;  ///< the Triton host: {libkforge_pyconfine.so}
   std::vector<std::string> env;     ///< "NAME=value"
+  std::string cwd;                  ///< the host's working directory ("": the judge's)
 };
 
 class CandidateHost {
@@ -49,9 +50,19 @@ class CandidateHost {
 
   /// Sends one line and waits for the reply line (the first that starts with `expect`: lines
   /// the candidate wrote on the channel itself are skipped). On death or timeout the host is
-  /// reaped and *failure says how (a timeout kills it first).
+  /// reaped and *failure says how (a timeout kills it first). With `freeze_on_reply` the host
+  /// is stopped (every thread, SIGSTOP) the moment its reply is read, before anything else:
+  /// the candidate decides nothing after its "done" (work it deferred cannot run until the
+  /// judge resumes it, and the judge resumes it only inside a timed window or a checked one).
+  /// replied_at() is when the reply was read (before the freeze).
   std::optional<std::string> request(const std::string& line, std::chrono::milliseconds timeout,
-                                     HostFailure* failure, const std::string& expect = "");
+                                     HostFailure* failure, const std::string& expect = "",
+                                     bool freeze_on_reply = false);
+  std::chrono::steady_clock::time_point replied_at() const { return replied_at_; }
+  /// The number of threads the host has now (/proc/<pid>/task), -1 when it cannot be read.
+  int thread_count() const;
+  /// Whether a file whose path contains `needle` is mapped in the host (/proc/<pid>/maps).
+  bool maps_file(const std::string& needle) const;
   /// Sends many lines and reads as many replies; the first reply that is not "ok" is returned
   /// in *bad (setup of the exchange). False on death/timeout.
   bool pipeline(const std::vector<std::string>& lines, std::chrono::milliseconds timeout, std::string* bad,
@@ -74,6 +85,7 @@ class CandidateHost {
   int channel_ = -1;
   int log_fd_ = -1;
   bool frozen_ = false;
+  std::chrono::steady_clock::time_point replied_at_{};
   std::string buf_;
   std::string violation_;  ///< from a "violation <nr>" line
 };

@@ -2,6 +2,8 @@
 #include "judge.hpp"
 
 #include <ftw.h>
+#include <sched.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -117,11 +119,23 @@ bool is_python_module(const std::string& artifact) {
   return artifact.size() > 3 && artifact.compare(artifact.size() - 3, 3, ".py") == 0;
 }
 
+/// An empty directory of the judge's, read-only, for the host to run in: the caller's working
+/// directory (the kernels folder, the run directory) is not the candidate's to look at.
+std::string empty_workdir(ScratchDir* workdir) {
+  std::string tmpl = temp_dir() + "/kforge-host-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the candidate host's working directory");
+  ::chmod(tmpl.c_str(), 0555);
+  workdir->path = tmpl;
+  return tmpl;
+}
+
 /// The candidate loader for the artifact's kind: kforge-host dlopens a shared object; the
 /// Triton host (backends/triton/host.py) imports a Python module, on a GPU with a fresh
-/// scratch directory for Triton's cache (the only place it may create files).
-HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, ScratchDir* scratch) {
-  if (!is_python_module(artifact)) return HostCommand{{ctx.host_exe}, {}, {}};
+/// scratch directory for Triton's cache (the only place it may create files). Either runs in
+/// an empty directory of its own.
+HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, Session& s) {
+  ScratchDir* scratch = &s.scratch;
+  if (!is_python_module(artifact)) return HostCommand{{ctx.host_exe}, {}, {}, empty_workdir(&s.workdir)};
   if (ctx.python.empty() || ctx.triton_host.empty())
     throw std::runtime_error("this kforge-runner has no Triton candidate host (python / host.py not set)");
   HostCommand c{{ctx.python, "-I", "-B", ctx.triton_host},
@@ -129,7 +143,8 @@ HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, S
                 {"PYTHONDONTWRITEBYTECODE=1",
                  // getpass.getuser() (torch's inductor config, on import) reads these before it
                  // asks NSS, whose nscd socket the filter stops
-                 "USER=kforge-candidate", "LOGNAME=kforge-candidate"}};
+                 "USER=kforge-candidate", "LOGNAME=kforge-candidate"},
+                empty_workdir(&s.workdir)};
   if (!ctx.device.is_cuda()) {
     c.env.push_back("TRITON_INTERPRET=1");  // Triton's interpreter runs the kernels on the CPU
     return c;
@@ -195,48 +210,98 @@ bool ran_alone(LeadIn& lead) {
   return lead.max_gap_ns() <= kPreemptedGapNs;
 }
 
-/// The conditions of a timed batch up to its clock: the host frozen while the judge works on
-/// the GPU (poisoning every set), then resumed and its context touched.
-void bench_conditions(const JudgeContext& ctx, Session& s, const Deadline& dl) {
-  HostFailure f;
+/// The conditions of a timed batch before its clock starts: the host frozen while the judge
+/// works on the device (poisoning every set). The host stays frozen.
+void bench_conditions(const JudgeContext& ctx, Session& s) {
   s.host->freeze();
   for (int k = 0; k < s.ex->sets(); ++k) s.ex->poison(k);
   sync_device(ctx.device);
+}
+
+/// The judge's trailer: a device operation of its own, waited for, right after the candidate's
+/// reply. Contexts share the GPU by time-slicing, so GPU work the candidate left queued behind
+/// its reply delays it, inside the clock.
+void trailer(const JudgeContext& ctx, Session& s) {
+  if (!ctx.device.is_cuda()) return;
+  if (!s.trailer.defined()) s.trailer = at::zeros({1}, at::TensorOptions().device(ctx.device));
+  s.trailer.zero_();
+  sync_device(ctx.device);
+}
+
+/// One timed window, the same in calibration (no sets: the fixed work of a run) and in a timed
+/// batch. The clock starts before the frozen host is resumed and stops after the judge's
+/// trailer, the host being frozen the moment its reply is read: everything the candidate's
+/// process does between two freezes (work deferred from an earlier call included), and GPU work
+/// it left running behind its reply, is inside the clock. On a GPU the host's context is
+/// touched first (a 4-byte memset, waited for) and, with `use_lead`, the judge's lead-in is
+/// launched before the request (the candidate's launches queue behind it).
+std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Deadline& dl,
+                             json* reported = nullptr);
+
+struct Window {
+  double ms = 0;
+  bool led = false;  ///< the lead-in ran before the request
+};
+std::optional<json> timed_window(const JudgeContext& ctx, Session& s, const std::vector<int>& sets,
+                                 const Deadline& dl, bool use_lead, Window* w, json* reported) {
+  HostFailure f;
+  const auto t0 = Clock::now();
   s.host->resume();
-  if (!s.host->request("touch", dl.left(), &f, "touched"))
-    throw std::runtime_error("kforge-host: " + f.message);
+  if (ctx.device.is_cuda() && !s.host->request("touch", dl.left(), &f, "touched")) return failure(f);
+  w->led = use_lead && s.lead && s.lead->launch(kLeadInNs).empty();
+  auto failed = run_sets(s, sets, dl, reported);
+  trailer(ctx, s);
+  w->ms = ms_since(t0);
+  return failed;
 }
 
 /// What the bench subtracts from every timed batch, measured before the candidate is loaded (it
-/// cannot inflate it) and under the bench's own conditions (bench_conditions): the median round
-/// trip of `ping` and, on a GPU, of a `touch` (a device operation, waited for) behind the
-/// lead-in. Measured idle instead, the ping read 0.06 ms where the bench's own pings read
-/// 0.12-0.14 ms (H100, Triton host), and the difference was charged to every Triton candidate.
+/// cannot inflate it) and under the bench's own conditions: the median of timed windows
+/// (timed_window) around a run of no sets, plainly and, on a GPU, behind the lead-in (those
+/// whose lead-in ran alone). Measured idle instead, a round trip read 0.06 ms where the bench's
+/// own read 0.12-0.14 ms (H100, Triton host), and the difference was charged to every candidate.
 void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
-  HostFailure f;
   s.lead = make_lead_in(ctx);
   std::vector<double> rt, led;
-  for (int i = 0; i < 9; ++i) {
-    bench_conditions(ctx, s, dl);
-    auto t0 = Clock::now();
-    if (!s.host->request("ping", dl.left(), &f, "pong"))
-      throw std::runtime_error("kforge-host: " + f.message);
-    rt.push_back(ms_since(t0));
-    if (!s.lead) continue;
-    bench_conditions(ctx, s, dl);
-    if (!s.lead->launch(kLeadInNs).empty()) break;
-    t0 = Clock::now();
-    if (!s.host->request("touch", dl.left(), &f, "touched"))
-      throw std::runtime_error("kforge-host: " + f.message);
-    const double ms = ms_since(t0);
-    sync_device(ctx.device);
-    if (ran_alone(*s.lead)) led.push_back(ms);
-  }
+  for (int i = 0; i < 9; ++i)
+    for (int with_lead = 0; with_lead <= (s.lead ? 1 : 0); ++with_lead) {
+      bench_conditions(ctx, s);
+      Window w;
+      if (auto failed = timed_window(ctx, s, {}, dl, with_lead, &w, nullptr))
+        throw std::runtime_error("kforge-host failed its calibration: " + failed->value("message", std::string()));
+      if (!with_lead) rt.push_back(w.ms);
+      else if (w.led && ran_alone(*s.lead)) led.push_back(w.ms);
+    }
   s.round_trip_ms = stats_of(rt).median;
   if (led.size() >= 5)
     s.lead_in_ms = stats_of(led).median;
   else
     s.lead.reset();
+  s.host->resume();
+}
+
+/// How many threads an OpenMP kernel's pool adds to the host (where the artifact brought
+/// libgomp): OMP_NUM_THREADS where kforge's environment sets it (the host inherits it), else
+/// every CPU of the affinity mask (libgomp's default), less the calling thread.
+int openmp_pool_threads() {
+  if (const char* v = std::getenv("OMP_NUM_THREADS"); v && std::atoi(v) > 0) return std::atoi(v) - 1;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return std::max(0, CPU_COUNT(&set) - 1);
+}
+
+/// A cpu candidate may leave no thread of its own after a call but OpenMP's pool: extra threads
+/// fail the attempt (forbidden_api/threads). They could not run unseen anyway (the host is
+/// frozen whenever the judge is not timing or checking it), but work they hold is not the call's.
+std::optional<json> check_threads(const JudgeContext& ctx, Session& s) {
+  if (ctx.device.is_cuda() || is_python_module(s.artifact) || s.threads_allowed < 0) return std::nullopt;
+  const int n = s.host->thread_count();
+  if (n < 0 || n <= s.threads_allowed) return std::nullopt;
+  return failure("forbidden_api", "threads",
+                 "the candidate left " + std::to_string(n) + " threads in its process after kf_forward returned (" +
+                     std::to_string(s.threads_allowed) +
+                     " allowed: the host's own and OpenMP's pool); kernels may not keep threads of their own");
 }
 
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
@@ -247,7 +312,7 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
                                  const std::vector<std::string>& before_load) {
   std::string err;
   s.artifact = artifact;
-  s.host = CandidateHost::start(host_command(ctx, artifact, &s.scratch), artifact,
+  s.host = CandidateHost::start(host_command(ctx, artifact, s), artifact,
                                 ctx.device.is_cuda() ? ctx.device.index() : -1, s.ex->host_fds(), &err);
   if (!s.host) throw std::runtime_error(err);
   laps.lap("host_start_ms");
@@ -267,7 +332,12 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   auto r = s.host->request("load", dl.left(), &f);
   laps.lap("host_load_ms");
   if (!r) return failure(f);
-  if (*r == "ok") return std::nullopt;
+  if (*r == "ok") {
+    if (!ctx.device.is_cuda() && !is_python_module(artifact))
+      if (int n = s.host->thread_count(); n > 0)
+        s.threads_allowed = n + (s.host->maps_file("libgomp") ? openmp_pool_threads() : 0);
+    return std::nullopt;
+  }
   if (r->rfind("err entry_point", 0) == 0) return failure("format_error", "entry_point", r->substr(16));
   if (r->rfind("err load", 0) == 0) return failure("runtime_error", "load", host_text(r->substr(9)));
   throw std::runtime_error("kforge-host could not confine itself: " + *r);
@@ -294,16 +364,20 @@ json host_error(const std::string& kind, const std::string& text, const std::str
 }
 
 /// Calls the candidate on the given sets, back to back; nullopt when every call returned 0
-/// and the device reported no error. The Triton host may also answer with a Python exception
-/// (runtime_error/python_exception: the agent's side classifies the traceback) or with the
-/// PyTorch compute ops its recording saw (torch_fallback).
+/// and the device reported no error. The host is frozen the moment its "done" is read
+/// (CandidateHost::request): nothing of the candidate runs between its reply and the judge's
+/// reads. The Triton host copies what kf_forward returned into the sets' outputs inside the
+/// call, before its "done" (so inside the judge's clock); a return value of the wrong count,
+/// type, dtype, shape or device, or one sharing memory with an input, is the candidate's
+/// output_mismatch (`done <seq> 2 store <kind> <text>`). It may also answer with a Python
+/// exception (runtime_error/python_exception: the agent's side classifies the traceback) or
+/// with the PyTorch compute ops its recording saw (torch_fallback).
 /// *reported, when given, receives what the host said of its own time (a JSON object after a
 /// successful run; the candidate's side's word, for diagnostics only).
-std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Deadline& dl,
-                             json* reported = nullptr) {
+std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Deadline& dl, json* reported) {
   const std::string seq = std::to_string(++s.seq);
   HostFailure f;
-  auto r = s.host->request(sets_line("run", seq, sets), dl.left(), &f, "done " + seq + " ");
+  auto r = s.host->request(sets_line("run", seq, sets), dl.left(), &f, "done " + seq + " ", true);
   if (!r) return failure(f);
   std::istringstream in(*r);
   std::string done, sq, error;
@@ -316,28 +390,18 @@ std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Dea
     return failure("torch_fallback", "",
                    "kf_forward ran PyTorch compute instead of Triton kernels: " + host_text(rest) +
                        " (allocation, views and copies are allowed)");
+  if (error == "store") {
+    std::istringstream e(rest);
+    std::string kind;
+    e >> kind;
+    std::getline(e >> std::ws, rest);
+    return host_error(kind, host_text(rest), "");
+  }
   if (!error.empty() && error != "-")
     return failure("runtime_error", cuda_sub_kind(error), error + " after the candidate's kernel");
   if (rc != 0) return failure("runtime_error", "nonzero_return", "kf_forward returned " + std::to_string(rc));
   if (reported && !rest.empty()) *reported = json::parse(rest, nullptr, false);
   return std::nullopt;
-}
-
-/// Untimed, after run_sets: the Triton host copies the tensors kf_forward returned into the
-/// sets' outputs (kforge-host's kernels wrote them in place and it only acknowledges). A return
-/// value of the wrong count, type, dtype, shape or device, or one that shares memory with an
-/// input, is the candidate's output_mismatch.
-std::optional<json> store_sets(Session& s, const std::vector<int>& sets, const Deadline& dl) {
-  const std::string seq = std::to_string(s.seq);
-  HostFailure f;
-  auto r = s.host->request(sets_line("store", seq, sets), dl.left(), &f, "stored " + seq + " ");
-  if (!r) return failure(f);
-  std::istringstream in(*r);
-  std::string stored, sq, status, kind, rest;
-  in >> stored >> sq >> status >> kind;
-  if (status == "ok") return std::nullopt;
-  std::getline(in >> std::ws, rest);
-  return host_error(kind, host_text(rest), "");
 }
 
 void copy_inputs(Exchange& ex, int k, const std::vector<HeldTensor>& inputs) {
@@ -570,14 +634,12 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     sync_device(ctx.device);
     laps.lap("exchange_ms");
     s.host->resume();
-    auto failed = run_sets(s, {0}, dl);
-    std::optional<json> not_stored;
-    if (!failed) not_stored = store_sets(s, {0}, dl);
-    s.host->freeze();  // a thread left running cannot finish while the judge looks
+    auto failed = run_sets(s, {0}, dl);  // frozen at its reply: nothing runs while the judge looks
+    s.host->freeze();                    // (and when the call failed)
     sync_device(ctx.device);
     laps.lap("candidate_ms");
+    if (!failed) failed = check_threads(ctx, s);
     if (!failed) failed = check_untouched(*s.ex, task, &inputs);
-    if (!failed) failed = not_stored;
     laps.lap("untouched_ms");
     if (!failed)
       failed = compare_outputs(task, *s.ex, inputs, expected, tol, w_trial,
@@ -644,11 +706,9 @@ struct BenchPlan {
 };
 
 /// What the bench learns of the host's side, for diagnostics only (never in a time or a
-/// verdict): the ping's round trip just before each timed batch (the candidate could inflate
-/// it), and the host's own account of each timed request (its first call, all calls, the final
+/// verdict): the host's own account of each timed request (its first call, all calls, the final
 /// synchronisation; the candidate's side's word).
 struct HostSide {
-  std::vector<double> ping_ms;
   std::map<std::string, std::vector<double>> reported_ms;
   int preempted = 0;  ///< batches not used: their lead-in was preempted
 
@@ -657,13 +717,11 @@ struct HostSide {
     for (const auto& [k, v] : r.items())
       if (v.is_number()) reported_ms[k].push_back(v.get<double>());
   }
-  /// {"bench_round_trip_ms": median, "host_reported": {name: median ms}}
+  /// {"host_reported": {name: median ms}, "lead_in_preempted": n}
   json to_json() const {
     json h = json::object();
     for (const auto& [k, v] : reported_ms) h[k] = stats_of(v).median;
-    return {{"bench_round_trip_ms", ping_ms.empty() ? 0.0 : stats_of(ping_ms).median},
-            {"host_reported", h},
-            {"lead_in_preempted", preempted}};
+    return {{"host_reported", h}, {"lead_in_preempted", preempted}};
   }
 };
 
@@ -704,30 +762,20 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     // (a persistent kernel watching for fresh inputs) cannot do the batch's work untimed.
     if (auto f = still_poisoned(*s.ex)) return f;
     laps.lap("inputs_ms");
-    s.host->resume();
-    // Untimed: the host is scheduled again, and the GPU switched to its context, before the
-    // clock starts (the reference, timed in the judge's own context, pays no such switch).
-    HostFailure f;
-    if (!s.host->request("touch", dl.left(), &f, "touched")) return failure(f);
-    const auto p0 = Clock::now();
-    if (!s.host->request("ping", dl.left(), &f, "pong")) return failure(f);
-    side->ping_ms.push_back(ms_since(p0));
-    laps.lap("host_control_ms");
-    // The clock runs from the request to the reply; with a lead-in the candidate's launches
-    // queue behind the judge's kernel, and what calibrate() measured for the same request
-    // shape (before the candidate was loaded) is taken off.
-    const bool led = s.lead && s.lead->launch(kLeadInNs).empty();
+    // The clock runs from the frozen host's resumption to the judge's trailer after its reply
+    // (timed_window); what calibrate() measured for the same window around a run of no sets
+    // (before the candidate was loaded) is taken off.
+    Window w;
     json reported;
-    const auto b0 = Clock::now();
-    auto failed = run_sets(s, order, dl, &reported);
-    const double wall = ms_since(b0) - (led ? s.lead_in_ms : s.round_trip_ms);
+    auto failed = timed_window(ctx, s, order, dl, true, &w, &reported);
+    const double wall = w.ms - (w.led ? s.lead_in_ms : s.round_trip_ms);
     side->report(reported);
     laps.lap("timed_ms");
-    if (!failed) failed = store_sets(s, order, dl);  // after the clock: returned outputs are copied
-    s.host->freeze();
+    s.host->freeze();  // already, at its reply (and when the call failed)
+    if (!failed) failed = check_threads(ctx, s);
     if (failed) return failed;
     sync_device(ctx.device);
-    const bool alone = !led || ran_alone(*s.lead);
+    const bool alone = !w.led || ran_alone(*s.lead);
     laps.lap("host_control_ms");
     for (std::size_t j = 0; verify && j < s.ex->n_out(); ++j) {
       Comparison cmp = compare_chunked(s.ex->out(v, j), expected.at(j).t, tol);
@@ -978,8 +1026,8 @@ std::optional<json> test_one_seed(Session& s, const Leaves& ref, int64_t seed, c
   const std::string seq = std::to_string(++s.seq);
   HostFailure f;
   auto r =
-      s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f, "tested " + seq + " ");
-  s.host->freeze();
+      s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f, "tested " + seq + " ", true);
+  s.host->freeze();  // already, at its reply (and when it failed)
   if (!r) return failure(f);
   std::istringstream in(*r);
   std::string tested, sq, status, kind, rest;

@@ -70,14 +70,19 @@ std::string temp_dir();
 struct CandidateSession {
   std::string artifact;
   ScratchDir scratch;  ///< the Triton host's cache on a GPU; outlives the host (declared first)
+  ScratchDir workdir;  ///< the host's working directory: empty, read-only; outlives the host
   std::unique_ptr<Exchange> ex;
   std::unique_ptr<CandidateHost> host;
-  double round_trip_ms = 0;  ///< `ping`'s, measured before the candidate was loaded
-  /// On a GPU: the timed batches' lead-in and what a `touch` behind it takes (ms, measured
-  /// before the candidate was loaded); null when there is none (CPU, CUDA refused, or it was
+  /// A timed window around a run of no sets (judge.cpp timed_window), measured before the
+  /// candidate was loaded (ms): what every timed batch without a lead-in subtracts.
+  double round_trip_ms = 0;
+  /// On a GPU: the timed batches' lead-in and the same window behind it (ms, measured before
+  /// the candidate was loaded); null when there is none (CPU, CUDA refused, or it was
   /// preempted too often: the batches then subtract round_trip_ms).
   std::unique_ptr<LeadIn> lead;
   double lead_in_ms = 0;
+  at::Tensor trailer;        ///< the judge's own 4 bytes on the device (timed_window's trailer)
+  int threads_allowed = -1;  ///< cpu host: threads after load + OpenMP's pool (-1: not checked)
   int seq = 0;
 };
 

@@ -8,13 +8,13 @@ One process per candidate, like kforge-host: it speaks the same line protocol on
 (arena, tensor, set, ping, touch, load, run, quit; see backends/host/host_main.cpp), plus
   allow <op>[,<op>...]         ATen ops the task or the run allows besides allocation,
                                views and copies                                -> ok
-  store <seq> <set> ...        copies what the calls of the last `run` returned into the
-                               sets' output tensors (untimed)  -> stored <seq> ok
-                                                                  | stored <seq> err <kind> <json text>
 and its `run` reply carries Python's view of a failure:
-  done <seq> 0 -                                   every call returned
+  done <seq> 0 - <json timings>                    every call returned; results are in the outputs
   done <seq> 1 python <json traceback>             an exception (the judge's client classifies it)
+  done <seq> 2 store <kind> <json text>            a returned value of the wrong count, type,
+                                                   dtype, shape or device, or aliasing an input
   done <seq> 3 torch_fallback <json op list>       compute ops outside the allow-list ran
+A `run` of no sets does the fixed work of a run (the judge's calibration, before `load`).
 The candidate is a module defining kf_forward(*inputs) with the inputs in the C ABI's order
 (get_inputs(), then parameters, then buffers) that returns its output tensor(s); a
 kf_forward with an `out` parameter gets the output tensors to write instead (then returning
@@ -27,9 +27,14 @@ the same seccomp filter and Landlock rules as kforge-host) and after backends/tr
 has refused what a kernel has no use for. Every ATen op that runs inside kf_forward is recorded
 by a TorchDispatchMode; the scan keeps the candidate from reaching the mode.
 
-Timing: the judge's clock covers `run` (the calls and a device synchronisation); the copies of
-`store` are outside it, so returning fresh tensors costs a candidate nothing that a
-preallocated output would not. Triton's JIT runs on the first call, in the judge's warm-up.
+Timing: the judge's clock covers the whole `run`, from the moment it resumes this (frozen)
+process to after its reply, when it freezes it again: the calls, the copies of what they
+returned into the sets' outputs, and a device synchronisation. Nothing runs after "done" that
+the judge does not time or check. So that returning a fresh tensor costs no copy, an allocation
+inside kf_forward whose shape, dtype and device are those of the set's next output (torch.empty,
+empty_like, new_empty, empty_strided; contiguous) is handed the output's own memory: the tensor
+kf_forward returns then already is the output. Triton's JIT runs on the first call, in the
+judge's warm-up.
 """
 
 import ctypes
@@ -42,6 +47,8 @@ import traceback
 import warnings
 
 CHANNEL = 3
+# Allocations whose result may be handed the current set's next output (Recorder.slots).
+ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 
 
 def _load_testblock():
@@ -137,12 +144,20 @@ class Host:
             def __init__(self):
                 super().__init__()
                 self.ops = set()
+                self.slots = []  # the current set's outputs, handed to matching allocations in order
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 name = func.overloadpacket.__name__
                 if name not in host.allowed:
                     self.ops.add(str(func.overloadpacket))
-                return func(*args, **(kwargs or {}))
+                out = func(*args, **(kwargs or {}))
+                if self.slots and name in ALLOCATIONS and type(out) is torch.Tensor:
+                    o = self.slots[0]
+                    if (out.shape == o.shape and out.dtype == o.dtype and out.device == o.device
+                            and out.is_contiguous()):
+                        self.slots.pop(0)
+                        return o
+                return out
 
         self.Recorder = Recorder
         with Recorder():  # the mode's first use imports torch._dynamo, which makes directories
@@ -266,7 +281,7 @@ class Host:
         handler = {
             "arena": self.arena, "tensor": self.tensor, "set": self.set_, "allow": self.allow,
             "ping": self.ping, "touch": self.touch, "load": self.load, "run": self.run,
-            "store": self.store, "testsrc": self.testsrc, "testblock": self.testblock, "model": self.model,
+            "testsrc": self.testsrc, "testblock": self.testblock, "model": self.model,
         }.get(cmd)
         if handler is None:
             return "err protocol unknown command " + cmd
@@ -490,14 +505,22 @@ class Host:
     def load(self, a):
         import importlib.util
         import inspect
+        import linecache
+        # Read before confinement (the host may then no longer reach the file's directory: it
+        # runs as another user), run from memory; linecache holds the lines Triton's jit reads.
+        with open(self.artifact, "rb") as f:
+            source = f.read()
         err = self.confine()
         if err:
             return "err confine " + err
         try:
-            spec = importlib.util.spec_from_file_location("kforge_candidate", self.artifact)
+            text = source.decode("utf-8", errors="replace")
+            linecache.cache[self.artifact] = (len(text), None, text.splitlines(True), self.artifact)
+            spec = importlib.util.spec_from_loader("kforge_candidate", loader=None, origin=self.artifact)
             module = importlib.util.module_from_spec(spec)
+            module.__file__ = self.artifact
             sys.modules["kforge_candidate"] = module
-            spec.loader.exec_module(module)
+            exec(compile(source, self.artifact, "exec"), module.__dict__)
         except BaseException:  # noqa: B902 - SystemExit included: the candidate's failure
             return "err load " + one_line(traceback.format_exc())
         self.module = module
@@ -528,6 +551,12 @@ class Host:
 
     def run(self, a):
         seq, ks = a[0], [int(k) for k in a[1:]]
+        if not ks:  # the fixed work of a run (calibration): the mode entered and left, a sync
+            with self.Recorder():
+                pass
+            if self.device >= 0:
+                self.torch.cuda.synchronize()
+            return "done %s 0 - {}" % seq
         if self.entry is None or any(k not in self.sets for k in ks):
             return "err protocol no such set or nothing loaded"
         recorder = self.Recorder()
@@ -537,16 +566,24 @@ class Host:
             with recorder:
                 for i, k in enumerate(ks):
                     ins, outs = self.sets[k]
+                    recorder.slots = list(outs)
                     if self.takes_out:
                         self.results[k] = self.entry(*ins, out=outs[0] if len(outs) == 1 else tuple(outs))
                     else:
                         self.results[k] = self.entry(*ins)
+                    recorder.slots = []
                     if i == 0:
                         t1 = clock()
             t2 = clock()
+            for k in ks:
+                err = self.store_set(k)
+                if err:
+                    self.results.clear()
+                    return "done %s 2 store %s %s" % (seq, err[0], one_line(err[1]))
             if self.device >= 0:
                 self.torch.cuda.synchronize()
         except BaseException:  # noqa: B902
+            self.results.clear()
             return "done %s 1 python %s" % (seq, one_line(traceback.format_exc()))
         if recorder.ops:
             return "done %s 3 torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
@@ -556,19 +593,23 @@ class Host:
         return "done %s 0 - %s" % (seq, json.dumps(
             {"first_call_ms": ms(t0, t1), "calls_ms": ms(t0, t2), "sync_ms": ms(t2, clock())}))
 
-    def store(self, a):
-        seq, ks = a[0], [int(k) for k in a[1:]]
-        try:
-            for k in ks:
-                err = self.store_set(k)
-                if err:
-                    self.results.clear()
-                    return "stored %s err %s %s" % (seq, err[0], one_line(err[1]))
-            if self.device >= 0:
-                self.torch.cuda.synchronize()
-        except BaseException:  # noqa: B902
-            return "stored %s err python %s" % (seq, one_line(traceback.format_exc()))
-        return "stored %s ok" % seq
+    @staticmethod
+    def _unalias_outputs(got, outs):
+        """A returned value that shares memory with another output (an allocation handed output
+        i's memory, returned as output j) is cloned first, so that no copy overwrites a value
+        still to be copied."""
+        def span(t):
+            return t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+        fixed = []
+        for j, g in enumerate(got):
+            if not isinstance(g, type(outs[0])) or g.numel() == 0:
+                fixed.append(g)
+                continue
+            lo, hi = span(g)
+            shared = any(i != j and o.numel() > 0 and lo < span(o)[1] and span(o)[0] < hi
+                         for i, o in enumerate(outs))
+            fixed.append(g.clone() if shared else g)
+        return tuple(fixed)
 
     def store_set(self, k):
         torch = self.torch
@@ -580,6 +621,7 @@ class Host:
         if len(got) != len(outs):
             return ("count", "kf_forward returned %d value(s); the task has %d output(s)" % (len(got), len(outs)))
         spans = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in ins if t.numel() > 0]
+        got = self._unalias_outputs(got, outs)
         for j, (g, o) in enumerate(zip(got, outs)):
             if type(g) is not torch.Tensor:
                 return ("type", "output %d is a %s, not a torch.Tensor" % (j, type(g).__name__))

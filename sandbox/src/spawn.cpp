@@ -141,6 +141,7 @@ struct ChildPlan {
   int err_fd = -1;
   int status_fd = -1;
   bool isolate_network = false;
+  bool netns_only_as_root = false;
   const char* uid_map = nullptr;
   const char* gid_map = nullptr;
   RlimitPlan rlimits[4]{};
@@ -194,7 +195,9 @@ int dup_onto(int from, int to) {
     // A private network namespace (only loopback, down). Needs a user namespace when
     // unprivileged; map our own ids so files and tools see the same uid/gid. Failure
     // (EPERM in many containers, seccomp) leaves the network as it is.
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
+    if (p.netns_only_as_root && ::geteuid() == 0 && ::unshare(CLONE_NEWNET) == 0) {
+      // root keeps its user namespace (Spec::network_without_userns_as_root)
+    } else if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
       write_proc_file("/proc/self/setgroups", "deny");
       write_proc_file("/proc/self/uid_map", p.uid_map);
       write_proc_file("/proc/self/gid_map", p.gid_map);
@@ -343,6 +346,7 @@ bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) 
   plan.envp = envp.data();
   plan.cwd = cwd.empty() ? nullptr : cwd.c_str();
   plan.isolate_network = spec.isolate_network;
+  plan.netns_only_as_root = spec.network_without_userns_as_root;
   plan.uid_map = uid_map.c_str();
   plan.gid_map = gid_map.c_str();
   const Limits& L = spec.limits;

@@ -162,7 +162,7 @@ TEST_CASE("triton: --allow-ops lets named ATen ops through the recording", "[run
   CHECK(ev.outcome == Outcome::pass);
 }
 
-TEST_CASE("triton: a passing candidate is timed; its returned outputs are stored outside the clock",
+TEST_CASE("triton: a passing candidate is timed; its returned outputs are copied inside the clock",
           "[runner]") {
   backends::RunnerClient runner(runner_config("cpu"));
   const auto task = fixture_task();

@@ -1,11 +1,14 @@
 #include "kforge/sandbox/confine.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <glob.h>
 #include <linux/capability.h>
 #include <linux/landlock.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -13,9 +16,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <initializer_list>
 #include <vector>
 
@@ -89,6 +94,31 @@ int landlock_restrict(const std::vector<std::string>& writable, const std::vecto
   return rc == 0 ? static_cast<int>(abi) : 0;  // not restricted: the seccomp filter covers writes
 }
 
+/// Root becomes policy.run_as_uid (user and group; no supplementary groups), after handing it
+/// the scratch directories; where it cannot (root of a user namespace that maps no other user,
+/// EPERM) it stays root without capabilities. The kernel clears the parent-death signal and the dumpable flag on a
+/// change of credentials: both are set again.
+std::string become_unprivileged(const ConfinePolicy& p) {
+  if (p.run_as_uid == 0 || ::geteuid() != 0) return "";
+  const auto id = static_cast<uid_t>(p.run_as_uid);
+  for (const auto& dir : p.scratch_dirs)
+    if (!dir.empty() && ::chown(dir.c_str(), id, id) != 0) return errno_text("chown of the scratch directory", errno);
+  // Other processes out of sight where the kernel lets root mount: a mount namespace of its own
+  // whose /proc shows only this user's processes (the judge's are root's).
+  if (::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+      ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") != 0)
+    ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
+  // Root of a user namespace that maps no other user (a judge started inside one) cannot
+  // change users: it stays, without capabilities, as before.
+  if (::setgroups(0, nullptr) != 0) return errno == EPERM || errno == EINVAL ? "" : errno_text("setgroups", errno);
+  if (::setresgid(id, id, id) != 0) return errno_text("setresgid", errno);
+  if (::setresuid(id, id, id) != 0) return errno_text("setresuid", errno);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (::getppid() == 1) return "the judge is gone";
+  return "";
+}
+
 std::string set_limits(const ConfinePolicy& p) {
   struct Lim {
     int res;
@@ -157,7 +187,72 @@ bool listed(const char* name, const char* const* b, const char* const* e) {
   return std::any_of(b, e, [name](const char* x) { return std::strcmp(x, name) == 0; });
 }
 
-std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_truncate, bool sockets) {
+/// Signals to other processes through file ownership: fcntl F_SETOWN / F_SETSIG / F_SETOWN_EX
+/// and the FIOSETOWN / SIOCSPGRP ioctls name a process to receive SIGIO / SIGURG.
+std::string trap_owner_signals(scmp_filter_ctx ctx) {
+  int rc;
+  for (scmp_datum_t cmd : {scmp_datum_t{F_SETOWN}, scmp_datum_t{F_SETSIG}, scmp_datum_t{F_SETOWN_EX}})
+    if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, cmd))) < 0)
+      return seccomp_error("fcntl", rc);
+  for (scmp_datum_t req : {scmp_datum_t{0x8901}, scmp_datum_t{0x8902}})  // FIOSETOWN, SIOCSPGRP
+    if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(ioctl), 1,
+                                 SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, req))) < 0)
+      return seccomp_error("ioctl", rc);
+  return "";
+}
+
+/// [lo, hi) as aligned power-of-two blocks {base, size} (a filter compares one argument once per
+/// rule, so a range is a set of masked equalities: (addr & ~(size - 1)) == base).
+std::vector<std::pair<unsigned long, unsigned long>> aligned_blocks(unsigned long lo, unsigned long hi) {
+  std::vector<std::pair<unsigned long, unsigned long>> blocks;
+  while (lo < hi) {
+    unsigned long size = lo == 0 ? (1UL << 47) : (lo & (~lo + 1));  // the largest alignment of lo
+    while (size > hi - lo) size >>= 1;
+    blocks.emplace_back(lo, size);
+    lo += size;
+  }
+  return blocks;
+}
+
+/// The memory calls that could rewrite a protected range (ConfinePolicy::protected_ranges): any
+/// whose address lies inside is trapped; mremap answers ENOMEM whatever its arguments (glibc's
+/// realloc then copies instead; an in-place growth could otherwise fill the unmapped gap below a
+/// range, and a move could land inside it).
+std::string trap_protected(scmp_filter_ctx ctx, const std::vector<std::pair<unsigned long, unsigned long>>& ranges) {
+  int rc;
+  bool any = false;
+  for (const auto& [lo, hi] : ranges)
+    for (const auto& [base, size] : aligned_blocks(lo & ~0xfffUL, hi)) {
+      any = true;
+      for (const char* name : {"mprotect", "pkey_mprotect", "munmap", "madvise", "mmap", "remap_file_pages"}) {
+        const int nr = ::seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR) continue;
+        if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_TRAP, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, ~(size - 1), base))) < 0)
+          return seccomp_error(name, rc);
+      }
+    }
+  if (!any) return "";
+  if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOMEM), SCMP_SYS(mremap), 0)) < 0)
+    return seccomp_error("mremap", rc);
+  // MAP_FIXED replaces whatever it covers from its address on: one that starts below a range
+  // must not reach into it. It may not start within kFixedReach below a range, nor be longer.
+  constexpr unsigned long kFixedReach = 1UL << 36;  // 64 GiB
+  const auto fixed = static_cast<scmp_datum_t>(MAP_FIXED);
+  if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(mmap), 2, SCMP_A3(SCMP_CMP_MASKED_EQ, fixed, fixed),
+                               SCMP_A1(SCMP_CMP_GE, kFixedReach))) < 0)
+    return seccomp_error("mmap", rc);
+  for (const auto& [lo, hi] : ranges) {
+    const unsigned long from = lo > kFixedReach + (1UL << 16) ? (lo - kFixedReach) & ~0xfffUL : (1UL << 16);
+    for (const auto& [base, size] : aligned_blocks(from, lo & ~0xfffUL))
+      if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(mmap), 2, SCMP_A3(SCMP_CMP_MASKED_EQ, fixed, fixed),
+                                   SCMP_A0(SCMP_CMP_MASKED_EQ, ~(size - 1), base))) < 0)
+        return seccomp_error("mmap", rc);
+  }
+  return "";
+}
+
+std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_truncate, bool sockets,
+                           const std::vector<std::pair<unsigned long, unsigned long>>& ranges) {
   scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return "seccomp_init failed";
   struct Guard {
@@ -218,6 +313,8 @@ std::string install_filter(bool trap_write_opens, bool scratch, bool landlock_tr
   // Limits of itself only (glibc's setrlimit is prlimit64(0, ...)).
   if ((rc = ::seccomp_rule_add(ctx, trap, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_NE, 0))) < 0)
     return seccomp_error("prlimit64", rc);
+  if (std::string e = trap_owner_signals(ctx); !e.empty()) return e;
+  if (std::string e = trap_protected(ctx, ranges); !e.empty()) return e;
   if ((rc = ::seccomp_load(ctx)) < 0) return seccomp_error("seccomp_load", rc);
   return "";
 }
@@ -236,16 +333,46 @@ bool seccomp_available() {
 std::string confine_self(const ConfinePolicy& policy) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno_text("PR_SET_NO_NEW_PRIVS", errno);
   if (std::string e = set_limits(policy); !e.empty()) return e;
+  if (std::string e = become_unprivileged(policy); !e.empty()) return e;
   if (std::string e = drop_capabilities(); !e.empty()) return e;
   const int landlock = landlock_restrict(policy.writable_paths, policy.scratch_dirs);
   if (!policy.scratch_dirs.empty() && landlock < 1)
     return "a scratch directory needs Landlock (Linux >= 5.13) to confine it";
   if (!policy.seccomp) return "";
 #ifdef KFORGE_HAVE_SECCOMP
-  return install_filter(landlock == 0, !policy.scratch_dirs.empty(), landlock >= 3, policy.allow_sockets);
+  return install_filter(landlock == 0, !policy.scratch_dirs.empty(), landlock >= 3, policy.allow_sockets,
+                        policy.protected_ranges);
 #else
   return "this build has no libseccomp: the candidate host cannot be confined";
 #endif
+}
+
+std::pair<unsigned long, unsigned long> own_image_range() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return {0, 0};
+  exe[n] = 0;
+  std::ifstream maps("/proc/self/maps");
+  unsigned long below = 0, lo = 0, hi = 0;
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long a = 0, b = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &a, &b) != 2) continue;
+    const auto slash = line.find('/');
+    const bool mine = slash != std::string::npos && line.compare(slash, std::string::npos, exe) == 0;
+    if (mine) {
+      if (lo == 0) lo = a;
+      hi = b;
+    } else if (lo == 0) {
+      below = b;
+    }
+  }
+  if (lo == 0) return {0, 0};
+  // One unmapped page below the image is enough (no call may map it, and an mprotect from
+  // further below would span the hole and fail); none where a mapping adjoins the image.
+  constexpr unsigned long kPage = 4096, kLowest = 1UL << 16;
+  const unsigned long from = lo >= kLowest + kPage && lo - kPage >= below ? lo - kPage : lo;
+  return {from, hi};
 }
 
 std::string syscall_name(int nr) {

@@ -58,6 +58,10 @@ struct Spec {
   std::map<std::string, std::string> env_set;
   Limits limits;
   bool isolate_network = true;  ///< try a private network namespace
+  /// Where the parent is root: a network namespace alone, not inside a user namespace, so that
+  /// the child keeps root's ability to hand its own children another user (the judge, whose
+  /// candidate hosts become "nobody"). Elsewhere a user namespace as usual.
+  bool network_without_userns_as_root = false;
   /// Written to the child's stdin (a socket), then closed; empty: stdin is /dev/null.
   std::string stdin_data;
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kforge::sandbox {
@@ -49,7 +50,24 @@ struct ConfinePolicy {
   /// talks to its front-end over a socket. Nothing of kforge listens on one, and the profile
   /// decides no verdict.
   bool allow_sockets = false;
+  /// Where the caller is root: the user and group it becomes before dropping its capabilities
+  /// (65534, "nobody" on Debian and Ubuntu), so that no file or process of root's is its
+  /// own. 0: stay. Scratch directories are handed to it first.
+  unsigned run_as_uid = 0;
+  /// Address ranges [first, second) no memory call may touch after confinement (mprotect,
+  /// pkey_mprotect, munmap, madvise, mmap, remap_file_pages whose address lies inside are
+  /// trapped; with any range, mremap answers ENOMEM): the host's own executable image (RELRO
+  /// makes its relocations read-only; this keeps them so) and the unmapped page below it, so
+  /// that no mapping can grow into it.
+  std::vector<std::pair<unsigned long, unsigned long>> protected_ranges;
 };
+
+/// The host's own executable image as a protected range (ConfinePolicy::protected_ranges): from
+/// the page below its first (where that page is unmapped) to the end of its last, read from
+/// /proc/self/maps; {0, 0} when it cannot be read. An mprotect that starts below the range cannot
+/// reach into it: the page between is unmapped, no call may map it, and mprotect fails on a
+/// range with a hole.
+std::pair<unsigned long, unsigned long> own_image_range();
 
 /// Confines the calling process (see the header comment). Returns "" on success, else what
 /// failed ("seccomp_load: Invalid argument"); the caller must then not run the candidate.

@@ -1,0 +1,28 @@
+// writes_proc_self_mem (cpu): /proc/self/mem writes through page protections (the kernel's
+// FOLL_FORCE): the route around a read-only relocation table that needs no mprotect. Landlock
+// lets the host open nothing for writing but the GPU's device nodes (and seccomp traps every
+// open for writing where Landlock is missing), so the open fails or is trapped. The kernel then
+// computes honestly. Expected: pass (return 9, a runtime_error, would mean the route is open),
+// or forbidden_api / sandbox where seccomp covers writes instead of Landlock.
+#include "kforge/kernel_abi.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
+                          void* stream) {
+  (void)stream;
+  if (n_inputs != 2 || n_outputs != 1) return 1;
+  const int fd = ::open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return 9;
+  }
+  const float* x = static_cast<const float*>(inputs[0].data);
+  const float* y = static_cast<const float*>(inputs[1].data);
+  float* out = static_cast<float*>(outputs[0].data);
+  for (int64_t i = 0, n = kf_numel(&outputs[0]); i < n; ++i) out[i] = (x[i] > 0.0f ? x[i] : 0.0f) * 2.0f + y[i];
+  return 0;
+}
