@@ -74,7 +74,8 @@ bool device_nodes_open_to_all() {
 }
 }  // namespace
 
-std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image) {
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image,
+                         const std::string& artifact) {
   struct sigaction sa {};
   sa.sa_sigaction = on_sigsys;
   sa.sa_flags = SA_SIGINFO;
@@ -89,6 +90,20 @@ std::string confine_host(int device, const std::string& scratch, bool allow_sock
   // the profile mode stays, for Nsight Compute's lock in its scratch directory).
   if (scratch.empty() && (device < 0 || device_nodes_open_to_all())) policy.run_as_uid = kUnprivilegedUid;
   if (own_image) policy.protected_ranges = {kforge::sandbox::own_image_range()};
+  // Reads only where a host needs them, plus the paths a Triton host names (its sys.path, its
+  // caches: KFORGE_HOST_READABLE, colon-separated, set by host.py itself before it confines).
+  // (Not the profile mode, whose injected Nsight Compute library reads where it likes; the
+  // profile decides nothing.)
+  if (!allow_sockets) policy.readable_paths = kforge::sandbox::system_read_paths();
+  if (!artifact.empty() && !allow_sockets) policy.readable_paths.push_back(artifact);  // that file alone
+  if (const char* extra = std::getenv("KFORGE_HOST_READABLE"); extra && !allow_sockets) {
+    std::string all = extra;
+    for (std::size_t a = 0, b; a <= all.size(); a = b + 1) {
+      b = all.find(':', a);
+      if (b == std::string::npos) b = all.size();
+      if (b > a && all[a] == '/') policy.readable_paths.push_back(all.substr(a, b - a));
+    }
+  }
   return kforge::sandbox::confine_self(policy);
 }
 
@@ -99,7 +114,8 @@ std::string confine_and_load(const std::string& artifact, int device, const std:
   const int fd = ::open(artifact.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "load cannot open the artifact " + artifact;
   // The profile mode's scratch directory comes with Nsight Compute's socket (ConfinePolicy).
-  if (std::string e = confine_host(device, scratch, !scratch.empty(), true); !e.empty()) return "confine " + e;
+  if (std::string e = confine_host(device, scratch, !scratch.empty(), true, artifact); !e.empty())
+    return "confine " + e;
   void* h = ::dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();
   *fn = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));

@@ -31,8 +31,11 @@ inline constexpr unsigned kUnprivilegedUid = 65534;
 /// empty; the socket calls stay open when allow_sockets; a root host becomes kUnprivilegedUid
 /// (without a scratch directory, and on a GPU only where its device nodes are open to every
 /// user); with own_image, the executable's own image is a protected range (no memory call may
-/// make it writable or replace it). "" on success, else what failed.
-std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image);
+/// make it writable or replace it); reads are limited to the system's directories, the mapped
+/// libraries' and `artifact` (that file alone; not in the profile mode). "" on success, else
+/// what failed.
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image,
+                         const std::string& artifact = "");
 
 /// Installs on_sigsys, confines the process (kforge/sandbox/confine.hpp; the GPU's device nodes
 /// stay writable when device >= 0; `scratch`, when not empty, is the profile mode's scratch

@@ -405,6 +405,15 @@ class Host:
         return "touched"
 
     def confine(self):
+        # What this interpreter may still read once confined, besides the system's directories:
+        # its own module path and prefixes, and Triton's caches (the host limits reads to these).
+        readable = [p for p in sys.path if p.startswith("/")] + [sys.prefix, sys.base_prefix]
+        for name in ("torch", "triton", "numpy"):
+            mod = sys.modules.get(name)
+            if mod is not None and getattr(mod, "__file__", None):
+                readable.append(os.path.dirname(os.path.dirname(os.path.abspath(mod.__file__))))
+        readable += [os.environ.get(v, "") for v in ("TRITON_CACHE_DIR", "KFORGE_TRITON_SCRATCH")]
+        os.environ["KFORGE_HOST_READABLE"] = ":".join(p for p in readable if p.startswith("/"))
         lib = ctypes.CDLL(self.confine_lib)
         lib.kf_py_confine.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         err = ctypes.create_string_buffer(1024)

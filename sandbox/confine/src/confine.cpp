@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -60,7 +61,8 @@ std::string drop_capabilities() {
 /// `writable` (the GPU's device nodes, which the driver reopens read-write when it maps
 /// memory). Returns the ABI version in force, or 0 where Landlock is missing or refused (the
 /// caller then stops every open for writing with seccomp instead: closed either way).
-int landlock_restrict(const std::vector<std::string>& writable, const std::vector<std::string>& scratch) {
+int landlock_restrict(const std::vector<std::string>& writable, const std::vector<std::string>& scratch,
+                      const std::vector<std::string>& readable) {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) return 0;
   landlock_ruleset_attr attr{};
@@ -71,6 +73,8 @@ int landlock_restrict(const std::vector<std::string>& writable, const std::vecto
                            LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
   if (abi >= 2) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
   if (abi >= 3) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  constexpr __u64 kRead = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+  if (!readable.empty()) attr.handled_access_fs |= kRead;
   const int rs = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
   if (rs < 0) return 0;  // unusable here: the seccomp filter then stops every open for writing
   auto allow = [rs](const std::string& pattern, __u64 access) {
@@ -79,15 +83,20 @@ int landlock_restrict(const std::vector<std::string>& writable, const std::vecto
       for (std::size_t i = 0; i < g.gl_pathc; ++i) {
         int fd = ::open(g.gl_pathv[i], O_PATH | O_CLOEXEC);
         if (fd < 0) continue;
+        struct stat st {};
         landlock_path_beneath_attr pb{};
-        pb.allowed_access = access;
+        // A file (not a directory) takes only the rights of files: others make the rule invalid.
+        constexpr __u64 kFileRights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+        pb.allowed_access = ::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode) ? access & kFileRights : access;
         pb.parent_fd = fd;
         ::syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
         ::close(fd);
       }
     ::globfree(&g);
   };
-  for (const auto& pattern : writable) allow(pattern, LANDLOCK_ACCESS_FS_WRITE_FILE);
+  for (const auto& pattern : readable) allow(pattern, kRead);
+  for (const auto& pattern : writable) allow(pattern, LANDLOCK_ACCESS_FS_WRITE_FILE | (readable.empty() ? 0 : kRead));
   for (const auto& dir : scratch) allow(dir, attr.handled_access_fs);  // everything, beneath it only
   const long rc = ::syscall(SYS_landlock_restrict_self, rs, 0);
   ::close(rs);
@@ -335,7 +344,9 @@ std::string confine_self(const ConfinePolicy& policy) {
   if (std::string e = set_limits(policy); !e.empty()) return e;
   if (std::string e = become_unprivileged(policy); !e.empty()) return e;
   if (std::string e = drop_capabilities(); !e.empty()) return e;
-  const int landlock = landlock_restrict(policy.writable_paths, policy.scratch_dirs);
+  const int landlock = landlock_restrict(policy.writable_paths, policy.scratch_dirs, policy.readable_paths);
+  if (!policy.readable_paths.empty() && landlock < 1)
+    return "limiting reads needs Landlock (Linux >= 5.13)";
   if (!policy.scratch_dirs.empty() && landlock < 1)
     return "a scratch directory needs Landlock (Linux >= 5.13) to confine it";
   if (!policy.seccomp) return "";
@@ -345,6 +356,31 @@ std::string confine_self(const ConfinePolicy& policy) {
 #else
   return "this build has no libseccomp: the candidate host cannot be confined";
 #endif
+}
+
+std::vector<std::string> system_read_paths() {
+  std::vector<std::string> paths{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+                                 "/etc", "/opt", "/dev", "/sys", "/proc"};
+  // The directories of every file mapped now (libraries found through RPATH or a venv).
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find('/');
+    const auto last = line.rfind('/');
+    if (slash == std::string::npos || last <= slash) continue;
+    std::string dir = line.substr(slash, last - slash);
+    if (std::find(paths.begin(), paths.end(), dir) == paths.end()) paths.push_back(dir);
+  }
+  // Where the dynamic loader looks for an artifact's libraries.
+  if (const char* v = std::getenv("LD_LIBRARY_PATH")) {
+    std::string all = v;
+    for (std::size_t a = 0, b; a <= all.size(); a = b + 1) {
+      b = all.find(':', a);
+      if (b == std::string::npos) b = all.size();
+      if (b > a && all[a] == '/') paths.push_back(all.substr(a, b - a));
+    }
+  }
+  return paths;
 }
 
 std::pair<unsigned long, unsigned long> own_image_range() {

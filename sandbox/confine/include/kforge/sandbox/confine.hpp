@@ -54,6 +54,10 @@ struct ConfinePolicy {
   /// (65534, "nobody" on Debian and Ubuntu), so that no file or process of root's is its
   /// own. 0: stay. Scratch directories are handed to it first.
   unsigned run_as_uid = 0;
+  /// Where not empty, the only paths (glob patterns, everything beneath each) that may be read
+  /// or listed (Landlock); the writable paths and scratch directories stay readable. Without
+  /// Landlock confine_self then fails. system_read_paths() gives the usual set.
+  std::vector<std::string> readable_paths;
   /// Address ranges [first, second) no memory call may touch after confinement (mprotect,
   /// pkey_mprotect, munmap, madvise, mmap, remap_file_pages whose address lies inside are
   /// trapped; with any range, mremap answers ENOMEM): the host's own executable image (RELRO
@@ -61,6 +65,13 @@ struct ConfinePolicy {
   /// that no mapping can grow into it.
   std::vector<std::pair<unsigned long, unsigned long>> protected_ranges;
 };
+
+/// What a confined host needs to read: the system's directories (/usr, /lib*, /bin, /sbin,
+/// /etc, /opt, /dev, /sys, /proc) and the directories of every file mapped in the process now
+/// and of LD_LIBRARY_PATH (libraries found through RPATH, a venv or CUDA_HOME). Not /tmp,
+/// /home, /root, /srv or the working directory: other candidates' files, the kernels folder and
+/// the run's records stay out of reach.
+std::vector<std::string> system_read_paths();
 
 /// The host's own executable image as a protected range (ConfinePolicy::protected_ranges): from
 /// the page below its first (where that page is unmapped) to the end of its last, read from
