@@ -2,10 +2,12 @@
 //
 // Before a Triton candidate is imported anywhere, backends/triton/ast_scan.py reads it with
 // Python's own parser (python3 -I, standard library only, in the sandbox) and reports every
-// construct with no place in a kernel: imports outside the allow-list (triton,
-// triton.language, torch, math, typing), process/file/network access, dynamic code and
-// imports, dunder and private-API access, torch dispatch internals, streams and graphs,
-// monkeypatching, and state kept across calls. The rules and their reasons live in the script.
+// construct with no place in a kernel: imports outside the allow-list, process/file/network
+// access, threads, host compute (numpy on tensor data, .tolist(), .numpy()), dynamic code and
+// imports, dunder and private-API access (modules re-exported under torch/triton included: the
+// script resolves attribute chains against the installed packages), torch dispatch internals,
+// streams and graphs, monkeypatching, and state kept across calls. The rules and their reasons
+// live in the script.
 // A finding makes the attempt forbidden_api with the rule as its sub-kind; a syntax error is
 // compile_error/syntax; a scan that could not run is kforge's infra_error.
 // What only running can tell (compute done by torch, outputs aliasing inputs) is left to the
