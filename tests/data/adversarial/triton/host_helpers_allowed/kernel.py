@@ -42,9 +42,9 @@ class Launch:
 
 def _timed(fn):
     @functools.wraps(fn)
-    def wrapper(*args):
+    def wrapper(*args, **kwargs):
         t0 = time.perf_counter()
-        r = fn(*args)
+        r = fn(*args, **kwargs)
         log.debug("launch took %.6f s", time.perf_counter() - t0)
         return r
     return wrapper
