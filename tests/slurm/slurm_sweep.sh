@@ -10,8 +10,10 @@
 # the same configuration unsharded; waits; checks every job ended with exit 0 and that the
 # merged run equals the unsharded one attempt for attempt (outcome, sub-kind, source and prompt
 # hashes, trials per (task, sample, turn); unusable.json; pass@k in summary.json). Then it
-# drops shard 0's last record (as if the array task had been killed before appending it),
-# resubmits that array task alone, reruns the merge job, and checks the same equality again.
+# drops the last record of shards 0 and 1 (as if their array tasks had been killed before
+# appending it), resubmits array task 0 alone, has Slurm requeue array task 1 (`scontrol
+# requeue`, as preemption does), checks that each resumed its shard, reruns the merge job, and
+# checks the same equality again.
 # Exit 77 (skipped, with the reason) only where the cluster's daemons cannot start. The cluster
 # is torn down (daemons killed, its directory removed) on every exit; WORK_DIR is removed when
 # the test passes and kept for inspection when it fails.
@@ -156,20 +158,44 @@ PY
 [ -f "$work/sweep/merged/report.md" ] || fail "the merge job wrote no report"
 compare "$work/sweep/merged" "$work/unsharded" "$work/sweep" || fail "the merged run differs from the unsharded one"
 
-# A resubmitted array task resumes its shard: drop shard 0's last record (as if the task had been
-# killed before appending it), resubmit array task 0 alone, rerun the merge.
-s0=$work/sweep/shard-0-of-$shards
-n0=$(grep -c . "$s0/attempts.jsonl")
-[ "$n0" -ge 1 ] || fail "shard 0 has no attempts"
-head -n $((n0 - 1)) "$s0/attempts.jsonl" >"$s0/attempts.tmp" && mv "$s0/attempts.tmp" "$s0/attempts.jsonl"
+# A resubmitted or requeued array task resumes its shard. Drop the last record of shards 0 and 1
+# (as if each task had been killed before appending it); resubmit array task 0 alone (what a user
+# does after a failure) and have Slurm requeue array task 1 (what preemption does: the same job
+# runs again, SLURM_RESTART_COUNT=1); then rerun the merge job.
+drop_last() {  # SHARD_DIR -> prints the record count before
+  local n
+  n=$(grep -c . "$1/attempts.jsonl")
+  [ "$n" -ge 1 ] || fail "$1 has no attempts"
+  head -n $((n - 1)) "$1/attempts.jsonl" >"$1/attempts.tmp" && mv "$1/attempts.tmp" "$1/attempts.jsonl"
+  echo "$n"
+}
+resumed_once() {  # SHARD_DIR RECORDS_BEFORE WHAT
+  [ "$(grep -c . "$1/attempts.jsonl")" = "$2" ] || fail "$3: $1 has $(grep -c . "$1/attempts.jsonl") records, not $2"
+  python3 -c "import json, sys; assert len(json.load(open(sys.argv[1])).get('resumes', [])) == 1" "$1/manifest.json" ||
+    fail "$3: $1/manifest.json does not record one resume"
+}
+s0=$work/sweep/shard-0-of-$shards s1=$work/sweep/shard-1-of-$shards
+n0=$(drop_last "$s0")
+n1=$(drop_last "$s1")
 sbatch --wait --quiet --array=0 --gres=none --output="$work/sweep/logs/shard-%a.out" \
   --export="ALL,KFORGE_HOME=$KFORGE_HOME,KFORGE_SHARDS=$shards" \
   "$src/scripts/slurm/kforge-array.sbatch" "$work/sweep" "${opts[@]}" || fail "the resubmitted array task failed"
-[ "$(grep -c . "$s0/attempts.jsonl")" = "$n0" ] || fail "the resubmitted shard 0 has $(grep -c . "$s0/attempts.jsonl") records, not $n0"
-python3 -c "import json, sys; assert len(json.load(open(sys.argv[1])).get('resumes', [])) == 1" "$s0/manifest.json" ||
-  fail "shard 0's manifest does not record one resume"
+resumed_once "$s0" "$n0" "the resubmitted array task 0"
+job1=$(scontrol -o show job "$array" | sed -n 's/^JobId=\([0-9]*\) .*ArrayTaskId=1 .*/\1/p')
+[ -n "$job1" ] || fail "no job id for array task 1"
+scontrol requeue "$job1" || fail "scontrol requeue $job1 failed"
+scontrol update JobId="$job1" StartTime=now  # a requeued job is otherwise held back ~2 minutes
+for _ in $(seq 600); do
+  grep -q "restart 1" "$work/sweep/logs/shard-1.out" && [ -z "$(squeue -h -j "$job1")" ] && break
+  sleep 0.1
+done
+grep -q "restart 1" "$work/sweep/logs/shard-1.out" || fail "array task 1 did not run again after its requeue"
+wait_jobs "$job1"
+check_exit "$array"
+scontrol -o show job "$array" | grep 'ArrayTaskId=1 ' | grep -q ' Restarts=1 ' || fail "array task 1 was not restarted once"
+resumed_once "$s1" "$n1" "the requeued array task 1"
 sbatch --wait --quiet --output="$work/sweep/logs/merge.out" --export="ALL,KFORGE_HOME=$KFORGE_HOME" \
   "$src/scripts/slurm/kforge-merge.sbatch" "$work/sweep" $shards || fail "the second merge job failed"
-compare "$work/sweep/merged" "$work/unsharded" "$work/sweep" || fail "after the resubmission, the merged run differs"
+compare "$work/sweep/merged" "$work/unsharded" "$work/sweep" || fail "after the resubmission and the requeue, the merged run differs"
 echo "slurm_sweep: passed in $((SECONDS - t0)) s"
 passed=1
