@@ -1,4 +1,4 @@
-// kforge — the command-line interface. Subcommands: suites, doctor, eval, run, report,
+// kforge — the command-line interface. Subcommands: suites, doctor, eval, run, merge, report,
 // compare. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
@@ -15,6 +15,8 @@
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/runs/merge.hpp"
+#include "kforge/runs/shard.hpp"
 
 using namespace kforge;
 
@@ -86,6 +88,30 @@ void add_profiler_option(CLI::App* cmd, std::string& profiler, bool& profile_fai
                 "recorded, not fed back");
 }
 
+/// `kforge merge OUT RUN...`: the shards' runs into one (runs/merge.hpp). 0 when merged, 2 when
+/// refused (the message names the field and the runs).
+int cmd_merge(const std::string& out, const std::vector<std::string>& runs) {
+  std::vector<std::filesystem::path> in(runs.begin(), runs.end());
+  MergeResult r = merge_runs(out, in);
+  for (const auto& w : r.stats.warnings) std::cerr << "kforge merge: warning: " << w << "\n";
+  if (!r.ok()) {
+    std::cerr << "kforge merge: " << to_string(r.error->kind)
+              << (r.error->field.empty() ? "" : " (" + r.error->field + ")") << ": " << r.error->message
+              << "\n";
+    return 2;
+  }
+  std::cout << "kforge merge: " << r.stats.inputs << " run(s), " << r.stats.records_read << " records -> "
+            << r.stats.attempts << " attempts in " << out << " (" << r.stats.duplicates << " duplicates, "
+            << r.stats.superseded << " superseded)\n";
+  if (!r.stats.missing_shards.empty()) {
+    std::cerr << "kforge merge: warning: missing shard(s)";
+    for (int k : r.stats.missing_shards) std::cerr << " " << k;
+    std::cerr << " (their episodes are not in the merged run; `kforge run --resume " << out
+              << "` runs them)\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,6 +180,12 @@ int main(int argc, char** argv) {
   run->add_option("--only", rn.only, "only task ids containing this text");
   run->add_option("--tasks", rn.tasks, "only these task ids (comma-separated)")->delimiter(',');
   run->add_option("--max-tasks", rn.max_tasks, "at most this many tasks");
+  std::string shard_arg;
+  run->add_option("--shard", shard_arg,
+                  "K/N: run only the (task, sample) episodes of shard K of N (by a stable hash of the "
+                  "key); merge the shards' runs with `kforge merge`")
+      ->check(
+          [](const std::string& v) { return parse_shard(v) ? std::string() : "expected K/N, 0 <= K < N"; });
   run->add_option("--temperature", rn.temperatures,
                   "sampling temperature, or one per sample (comma-separated; the last repeats): 0,0.8")
       ->delimiter(',');
@@ -198,6 +230,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tf32", "fp16", "bf16"}));
   run->add_flag("!--no-print-report", rn.print_report, "do not print report.md at the end");
 
+  std::string merge_out;
+  std::vector<std::string> merge_in;
+  auto* merge = app.add_subcommand(
+      "merge", "merge the runs of `kforge run --shard K/N` into one run (then `kforge report OUT`)");
+  merge->add_option("out", merge_out, "the merged run directory to create")->required();
+  merge->add_option("runs", merge_in, "the shards' run directories")->required();
+
   std::string report_dir;
   auto* report = app.add_subcommand("report", "regenerate summary.json and report.md of a run, and print it");
   report->add_option("run_dir", report_dir, "run directory")->required();
@@ -220,6 +259,7 @@ int main(int argc, char** argv) {
         std::cerr << "kforge run: --suite, --llm and --out are required (or --resume RUN_DIR)\n";
         return 2;
       }
+      if (!shard_arg.empty()) rn.shard = *parse_shard(shard_arg);
       if (price_in_opt->count()) rn.price_input_per_mtok = price_in;
       if (price_out_opt->count()) rn.price_output_per_mtok = price_out;
       for (const CLI::Option* o : run->get_options()) {
@@ -230,6 +270,7 @@ int main(int argc, char** argv) {
       }
       return agent::run_agent(rn);
     }
+    if (merge->parsed()) return cmd_merge(merge_out, merge_in);
     if (report->parsed()) return agent::run_report(report_dir);
     if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b);
   } catch (const std::exception& e) {

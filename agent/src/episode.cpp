@@ -380,6 +380,7 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
          {"only", cmd.only},
          {"tasks", cmd.tasks},
          {"max_tasks", cmd.max_tasks},
+         {"shard", to_string(cmd.shard)},
          {"temperature", cmd.temperatures},
          {"top_p", cmd.top_p},
          {"max_tokens", cmd.max_tokens},
@@ -402,6 +403,17 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
   c["price_input_per_mtok"] = cmd.price_input_per_mtok ? json(*cmd.price_input_per_mtok) : json(nullptr);
   c["price_output_per_mtok"] = cmd.price_output_per_mtok ? json(*cmd.price_output_per_mtok) : json(nullptr);
   return c;
+}
+
+/// --resume: the recorded shard; a different --shard would mix two shards in one run.
+void restore_shard(const json& c, RunCommand& cmd) {
+  if (!c.contains("shard")) return;  // a run made before --shard: 0/1
+  auto s = c["shard"].is_string() ? parse_shard(c["shard"].get<std::string>()) : std::nullopt;
+  if (!s) throw std::runtime_error("config.shard: " + c["shard"].dump() + " is not K/N");
+  if (cmd.given.count("shard") && !(*s == cmd.shard))
+    throw std::runtime_error("config.shard: the run is shard " + to_string(*s) + ", not " +
+                             to_string(cmd.shard));
+  cmd.shard = *s;
 }
 
 /// --resume: takes every recorded option that the command line did not give again. Throws
@@ -434,6 +446,7 @@ void restore_config(const json& c, RunCommand& cmd) {
   take("only", cmd.only);
   take("tasks", cmd.tasks);
   take("max_tasks", cmd.max_tasks);
+  restore_shard(c, cmd);
   if (!cmd.given.count("temperature") && c.contains("temperature")) {
     if (c["temperature"].is_number())
       cmd.temperatures = {c["temperature"].get<double>()};
@@ -670,6 +683,7 @@ int run_agent(const RunCommand& cmd_in) {
       continue;
     }
     for (int s = 0; s < cmd.samples; ++s) {
+      if (!in_shard(cmd.shard, t->id, s)) continue;  // another shard's episode
       const auto& recs = recorded[{t->id, s}];
       int next = 1;
       bool passed = false;

@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "kforge/runs/shard.hpp"
+
 namespace kforge::agent {
 
 struct RunCommand {
@@ -47,6 +49,8 @@ struct RunCommand {
   std::string only;
   std::vector<std::string> tasks;  ///< exact task ids (empty: all)
   int max_tasks = 0;               ///< 0: all
+  /// --shard K/N: only the (task, sample) episodes this shard owns (runs/shard.hpp); 0/1: all.
+  Shard shard;
   /// Sampling temperature per sample: sample s uses temperatures[min(s, size-1)], e.g. {0, 0.8}
   /// is greedy for sample 0 and 0.8 for the rest. Empty: 0.
   std::vector<double> temperatures{0.0};
