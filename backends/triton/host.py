@@ -24,8 +24,11 @@ Nothing this process says is trusted by the judge: it reads the outputs itself, 
 bit for bit and times the calls from outside. The candidate's module is imported only after
 the process has confined itself (libkforge_pyconfine.so: no new privileges, no capabilities,
 the same seccomp filter and Landlock rules as kforge-host) and after backends/triton/ast_scan.py
-has refused what a kernel has no use for. Every ATen op that runs inside kf_forward is recorded
-by a TorchDispatchMode; the scan keeps the candidate from reaching the mode.
+has refused what a kernel has no use for. Every ATen op that reaches dispatch on the calling
+thread inside kf_forward, and in the copies of what it returned, is recorded by a
+TorchDispatchMode; the scan keeps the candidate from reaching the mode and this module (code
+in this interpreter that reaches them can pop the mode or rewrite the reply: see
+tests/data/adversarial/triton_unscanned).
 
 Timing: the judge's clock covers the whole `run`, from the moment it resumes this (frozen)
 process to after its reply, when it freezes it again: the calls, the copies of what they
