@@ -24,8 +24,11 @@ Nothing this process says is trusted by the judge: it reads the outputs itself, 
 bit for bit and times the calls from outside. The candidate's module is imported only after
 the process has confined itself (libkforge_pyconfine.so: no new privileges, no capabilities,
 the same seccomp filter and Landlock rules as kforge-host) and after backends/triton/ast_scan.py
-has refused what a kernel has no use for. Every ATen op that runs inside kf_forward is recorded
-by a TorchDispatchMode; the scan keeps the candidate from reaching the mode.
+has refused what a kernel has no use for. Every ATen op that reaches dispatch on the calling
+thread inside kf_forward, and in the copies of what it returned, is recorded by a
+TorchDispatchMode; the scan keeps the candidate from reaching the mode and this module (code
+in this interpreter that reaches them can pop the mode or rewrite the reply: see
+tests/data/adversarial/triton_unscanned).
 
 Timing: the judge's clock covers the whole `run`, from the moment it resumes this (frozen)
 process to after its reply, when it freezes it again: the calls, the copies of what they
@@ -502,11 +505,14 @@ class Host:
         tensors, others = TESTBLOCK.split(leaves, torch)
         self.results[0] = tuple(tensors)
         try:
-            err = self.store_set(0)
+            with recorder:  # as in `run`: the copies may run allowed ops only
+                err = self.store_set(0)
             if self.device >= 0:
                 torch.cuda.synchronize()
         except BaseException:  # noqa: B902
             return "tested %s err python %s" % (seq, one_line(traceback.format_exc()))
+        if recorder.ops:
+            return "tested %s err torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
         if err:
             return "tested %s err %s %s" % (seq, err[0], one_line(err[1]))
         return "tested %s ok %s" % (seq, others)
@@ -583,12 +589,14 @@ class Host:
                     recorder.slots = []
                     if i == 0:
                         t1 = clock()
-            t2 = clock()
-            for k in ks:
-                err = self.store_set(k)
-                if err:
-                    self.results.clear()
-                    return "done %s 2 store %s %s" % (seq, err[0], one_line(err[1]))
+                t2 = clock()
+                # The copies run under the recorder too: only allowed ops may happen here, so
+                # compute moved into this step (a patched store_set) is a torch_fallback.
+                for k in ks:
+                    err = self.store_set(k)
+                    if err:
+                        self.results.clear()
+                        return "done %s 2 store %s %s" % (seq, err[0], one_line(err[1]))
             if self.device >= 0:
                 self.torch.cuda.synchronize()
         except BaseException:  # noqa: B902

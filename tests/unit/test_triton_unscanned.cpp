@@ -1,0 +1,135 @@
+// The Triton host's runtime defences with the static scan bypassed (issue 19, classes 1-3):
+// each candidate of tests/data/adversarial/triton_unscanned is one that backends/triton/
+// ast_scan.py refuses; here its module goes straight to the judge (RunnerClient::check and
+// ::bench with the .py as the artifact, no compile()), so the outcome is what the runner and
+// the candidate host decide alone. Without a GPU the kernels run under Triton's interpreter on
+// the CPU; the [.gpu] variant runs them on cuda:0.
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "catch.hpp"
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/evaluate.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/util.hpp"
+#include "scratch_dir.hpp"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kUnscanned = fs::path(KFORGE_TESTS_DIR) / "data/adversarial/triton_unscanned";
+
+/// The ops an `allowed` verdict lets through: what the fixture's PyTorch compute runs.
+const std::vector<std::string> kComputeOps = {"relu", "mul", "add_"};
+
+backends::BenchOptions short_bench() {
+  backends::BenchOptions b;
+  b.reps = 5;
+  b.min_reps = 3;
+  b.warmup = 1;
+  b.budget_ms = 1000;
+  return b;
+}
+
+/// A manifest entry's expectation on `device`: the entry with its per-device object merged in.
+nlohmann::json expectation(const nlohmann::json& k, const std::string& device) {
+  nlohmann::json want = k;
+  const std::string kind = device == "cpu" ? "cpu" : "cuda";
+  if (k.contains(kind)) want.update(k[kind]);
+  return want;
+}
+
+/// The artifact the judge loads: the candidate's module copied into its own work directory, as
+/// compile() would leave it, but never scanned.
+fs::path unscanned_artifact(const std::string& name, const fs::path& work) {
+  fs::create_directories(work / name);
+  const fs::path artifact = work / name / "kernel.py";
+  write_file(artifact, read_file(kUnscanned / name / "kernel.py"));
+  return fs::absolute(artifact);
+}
+
+/// The check's verdict, compared with `want` ({outcome, sub_kind?}).
+void check_verdict(const backends::CheckResult& r, const nlohmann::json& want, const std::string& what) {
+  INFO(what << " -> " << to_string(r.outcome) << "/" << r.sub_kind << ": " << r.message);
+  CHECK(std::string(to_string(r.outcome)) == want["outcome"].get<std::string>());
+  if (want.contains("sub_kind")) CHECK(r.sub_kind == want["sub_kind"].get<std::string>());
+}
+
+/// The candidate timed by the judge, or a failed CHECK and nullopt.
+std::optional<backends::BenchResult> bench(backends::RunnerClient& runner, const backends::TaskRef& task,
+                                           const fs::path& artifact, const std::string& what) {
+  auto b = runner.bench(task, artifact, short_bench());
+  INFO(what << " bench -> ok " << b.ok << " " << to_string(b.outcome) << "/" << b.sub_kind << ": "
+            << b.message);
+  CHECK(b.ok);
+  if (!b.ok) return std::nullopt;
+  WARN(what << ": candidate " << b.candidate_ms << " ms, reference " << b.reference_ms << " ms, speedup "
+            << b.speedup);
+  return b;
+}
+
+void run_unscanned_triton(const std::string& device) {
+  const auto manifest = nlohmann::json::parse(read_file(kUnscanned / "manifest.json"));
+  auto parsed = parse_task_file(kUnscanned / manifest.value("task", "../task.py"), "adversarial/relu2_add");
+  REQUIRE(parsed.task);
+  const auto task = agent::task_ref(*parsed.task, "");
+  auto allowed_task = task;
+  allowed_task.allow_ops.insert(allowed_task.allow_ops.end(), kComputeOps.begin(), kComputeOps.end());
+  backends::RunnerConfig rc;
+  rc.device = device;
+  rc.check_timeout = std::chrono::milliseconds(60'000);
+  backends::RunnerClient runner(rc);
+  const fs::path work = scratch("triton-unscanned-" + device.substr(0, 4));
+  const auto& triton = backends::get_backend("triton");
+  const int64_t seed = 1234;
+
+  int judged = 0;
+  for (const auto& k : manifest["kernels"]) {
+    const std::string name = k["name"];
+    const auto want = expectation(k, device);
+    {  // The scan refuses every candidate here: what follows is the runtime's verdict alone.
+      auto scanned = backends::compile(triton, read_file(kUnscanned / name / "kernel.py"),
+                                       work / "scan" / name, backends::CompileOptions{});
+      INFO(name << " scan -> " << to_string(scanned.status) << ": " << scanned.summary);
+      CHECK(scanned.status == backends::CompileStatus::forbidden_api);
+    }
+    const fs::path artifact = unscanned_artifact(name, work);
+    check_verdict(runner.check(task, artifact, 2, seed), want, name);
+    if (want.contains("limit")) WARN(name << " is a known limit: " << want["limit"].get<std::string>());
+    if (want.contains("allowed")) {
+      const auto& allowed = want["allowed"];
+      auto r = runner.check(allowed_task, artifact, 2, seed);
+      check_verdict(r, allowed, name + " (allowed)");
+      if (r.outcome == Outcome::pass && allowed.contains("min_ms")) {
+        // Work hidden outside kf_forward is charged: the judge's time per call holds it.
+        if (const auto b = bench(runner, allowed_task, artifact, name)) {
+          INFO(name << ": " << b->candidate_ms << " ms per call");
+          CHECK(b->candidate_ms >= allowed["min_ms"].get<double>());
+        }
+      }
+    }
+    ++judged;
+  }
+  CHECK(judged >= 5);
+  // The correct Triton kernel still passes in the same worker (no candidate took the judge
+  // down); its time, for comparison with the attacks' (reported, not bounded: CPU timings on a
+  // shared machine vary severalfold).
+  const fs::path correct = fs::path(KFORGE_TESTS_DIR) / "data/adversarial/triton/correct/kernel.py";
+  auto ev = runner.check(task, fs::absolute(correct), 2, seed);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+  bench(runner, task, fs::absolute(correct), "correct");
+  CHECK(runner.workers_started() == 1);
+}
+
+}  // namespace
+
+TEST_CASE("unscanned triton candidates get the runtime's expected outcomes", "[runner]") {
+  run_unscanned_triton("cpu");
+}
+
+TEST_CASE("unscanned triton candidates get the runtime's expected outcomes on the GPU", "[.gpu]") {
+  run_unscanned_triton("cuda:0");
+}
