@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "kforge/agent/hardware.hpp"
 #include "kforge/backends/precision.hpp"
+#include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/resource_usage.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
@@ -79,8 +81,9 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
     rec.outcome = Outcome::infra_error;
     if (rec.sub_kind.empty()) rec.sub_kind = ev.bench && !ev.bench->ok ? "runner_failed" : "runner";
   }
-  auto lines = split_lines(ev.message);
-  rec.message = lines.empty() ? "" : truncate_middle(lines.front(), 400);
+  // One line: a Python failure's exception, never "Traceback (most recent call last):" (the
+  // whole text goes to the attempt directory's result.json).
+  rec.message = truncate_middle(backends::failure_headline(ev.message), 400);
   rec.compile_ms = ev.compile_ms;
   rec.compile_cached = ev.compile.cached;
   rec.check_ms = ev.check_ms;
@@ -154,8 +157,15 @@ std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, con
     step->profiler = "basic";
     step->note = "ncu not found (KFORGE_NCU, PATH, CUDA_HOME, /usr/local/cuda/bin): basic profile only";
   }
-  if (step->profiler == "ncu")
-    step->ncu = std::make_unique<backends::NcuProfiler>(*ncu, backends::load_ncu_metrics());
+  if (step->profiler == "ncu") {
+    // The reference's reports across runs beside the compile cache; the step's wall-clock
+    // budget (KFORGE_NCU_BUDGET_S, default 120 s per attempt).
+    backends::NcuProfilerOptions po;
+    po.reference_cache = backends::NcuReferenceCache::default_dir();
+    if (const char* s = std::getenv("KFORGE_NCU_BUDGET_S"); s && std::atof(s) > 0)
+      po.budget = std::chrono::milliseconds(static_cast<int64_t>(std::atof(s) * 1000));
+    step->ncu = std::make_unique<backends::NcuProfiler>(*ncu, backends::load_ncu_metrics(), po);
+  }
   return step;
 }
 
@@ -248,7 +258,8 @@ std::string unusable_reason(const std::string& load_error) {
     auto end = e.find('\n', p);
     return e.substr(p, end == std::string::npos ? std::string::npos : end - p);
   }
-  return e.empty() ? "the reference did not load" : "the reference did not load: " + e;
+  return e.empty() ? "the reference did not load"
+                   : "the reference did not load: " + backends::failure_headline(e);
 }
 
 void write_unusable(const fs::path& run_dir, const std::map<std::string, std::string>& unusable) {
@@ -385,7 +396,7 @@ int run_eval(const EvalCommand& cmd) {
 
   std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
               "speedup");
-  int passed = 0, infra = 0, done = 0, tb_judged = 0, tb_calls = 0, tb_pass = 0;
+  int passed = 0, infra = 0, done = 0, tb_judged = 0, tb_calls = 0, tb_pass = 0, retried = 0;
   // Only model outcomes are final: an infra_error attempt is judged again.
   std::set<AttemptKey> finished;
   for (const auto& r : run->load_attempts())
@@ -423,9 +434,12 @@ int run_eval(const EvalCommand& cmd) {
       rec.sub_kind = why.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
       rec.message = truncate_middle(why, 400);
       rec.finished_at = utc_now();
-      run->write_attempt_file(
-          t->id, 0, 1, "result.json",
-          nlohmann::json{{"outcome", "infra_error"}, {"sub_kind", rec.sub_kind}, {"message", why}}.dump(2));
+      run->write_attempt_file(t->id, 0, 1, "result.json",
+                              nlohmann::json{{"outcome", "infra_error"},
+                                             {"sub_kind", rec.sub_kind},
+                                             {"message", why},
+                                             {"traceback", lr.error}}
+                                  .dump(2));
       run->append(rec);
       ++infra;
       std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(), "infra_error", rec.sub_kind.c_str(),
@@ -453,6 +467,11 @@ int run_eval(const EvalCommand& cmd) {
     run->append(rec);
     passed += rec.outcome == Outcome::pass;
     infra += rec.outcome == Outcome::infra_error;
+    retried += (ev.check && ev.check->retried) || (ev.bench && ev.bench->retried);
+    // A test block's reference that failed on a fresh worker: the task is unusable (its
+    // traceback is in result.json's message).
+    if (auto it = runner.unusable().find(t->id); it != runner.unusable().end())
+      unusable.emplace(t->id, "the reference failed its test block: " + it->second);
     if (ref.test_block() && rec.outcome != Outcome::infra_error) {
       ++tb_judged;
       tb_calls += rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
@@ -478,6 +497,11 @@ int run_eval(const EvalCommand& cmd) {
                 tb_judged);
   for (const auto& [task, why] : unusable)
     std::cerr << "kforge eval: task " << task << " is unusable: " << truncate_middle(why, 600) << "\n";
+  if (!unusable.empty())
+    std::printf("%zu task(s) unusable: the reference failed on a fresh worker (listed in %s)\n",
+                unusable.size(), (cmd.out / "unusable.json").string().c_str());
+  if (retried > 0)
+    std::printf("%d attempt(s) judged again on a fresh worker after an infra failure\n", retried);
   if (infra > 0) {
     std::printf(
         "%d attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "

@@ -53,7 +53,10 @@ int elem_size(int dtype) {
       return 2;
     case KF_FLOAT64:
     case KF_INT64:
+    case KF_COMPLEX64:
       return 8;
+    case KF_COMPLEX128:
+      return 16;
     default:
       return 1;
   }

@@ -38,7 +38,9 @@ bool is_model_state(const TensorSpec& s) {
 
 bool all_finite(const std::vector<HeldTensor>& ts) {
   for (const auto& h : ts)
-    if (at::isFloatingType(h.t.scalar_type()) && !h.t.isfinite().all().item<bool>()) return false;
+    if ((at::isFloatingType(h.t.scalar_type()) || at::isComplexType(h.t.scalar_type())) &&
+        !h.t.isfinite().all().item<bool>())
+      return false;
   return true;
 }
 

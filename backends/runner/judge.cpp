@@ -1005,6 +1005,19 @@ std::vector<std::string> testblock_allow_lines(const json& req, const std::vecto
   return lines;
 }
 
+/// The whole traceback of a reference's exception (Python's own formatting).
+std::string reference_traceback(py::error_already_set& e) {
+  try {
+    std::string s;
+    for (auto l :
+         py::list(py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), e.trace())))
+      s += l.cast<std::string>();
+    return s;
+  } catch (...) {
+    return e.what();
+  }
+}
+
 std::vector<TensorSpec> specs_of(const std::vector<HeldTensor>& ts) {
   std::vector<TensorSpec> v;
   for (std::size_t j = 0; j < ts.size(); ++j)
@@ -1070,8 +1083,14 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   Laps laps;
   py::object tb = testblock_module(ctx);
   std::vector<Leaves> refs;
-  for (int i = 0; i < trials; ++i) refs.push_back(reference_leaves(tb, req, seed + i, device));
-  sync_device(ctx.device);
+  try {
+    for (int i = 0; i < trials; ++i) refs.push_back(reference_leaves(tb, req, seed + i, device));
+    sync_device(ctx.device);
+  } catch (py::error_already_set& e) {
+    // The task's own failure, not the candidate's: the client starts a fresh worker (the
+    // reference may have left this interpreter or device unusable) and lists the task unusable.
+    return {{"ok", false}, {"error", "reference_failed"}, {"message", reference_traceback(e)}};
+  }
   laps.lap("reference_ms");
   // The candidate's time starts now: the reference's own (a TritonBench-G reference compiles its
   // Triton kernels here) is never taken out of the candidate's deadline.

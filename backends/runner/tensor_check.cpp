@@ -39,16 +39,28 @@ std::string dtype_name(at::ScalarType t) {
       return "int8";
     case at::kShort:
       return "int16";
+    case at::kComplexFloat:
+      return "complex64";
+    case at::kComplexDouble:
+      return "complex128";
     default:
       return "unsupported";
   }
 }
 
 at::ScalarType scalar_type_of(const std::string& name) {
-  static const std::map<std::string, at::ScalarType> kTypes{
-      {"float32", at::kFloat}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16}, {"float64", at::kDouble},
-      {"int32", at::kInt},     {"int64", at::kLong},   {"bool", at::kBool},         {"uint8", at::kByte},
-      {"int8", at::kChar},     {"int16", at::kShort}};
+  static const std::map<std::string, at::ScalarType> kTypes{{"float32", at::kFloat},
+                                                            {"float16", at::kHalf},
+                                                            {"bfloat16", at::kBFloat16},
+                                                            {"float64", at::kDouble},
+                                                            {"int32", at::kInt},
+                                                            {"int64", at::kLong},
+                                                            {"bool", at::kBool},
+                                                            {"uint8", at::kByte},
+                                                            {"int8", at::kChar},
+                                                            {"int16", at::kShort},
+                                                            {"complex64", at::kComplexFloat},
+                                                            {"complex128", at::kComplexDouble}};
   auto it = kTypes.find(name);
   if (it == kTypes.end()) throw std::runtime_error("unsupported tensor dtype " + name);
   return it->second;
@@ -76,6 +88,10 @@ kf_dtype to_kf_dtype(at::ScalarType t) {
       return KF_INT8;
     case at::kShort:
       return KF_INT16;
+    case at::kComplexFloat:
+      return KF_COMPLEX64;
+    case at::kComplexDouble:
+      return KF_COMPLEX128;
     default:
       throw std::runtime_error("dtype " + std::string(c10::toString(t)) + " has no kf_dtype");
   }
@@ -96,6 +112,9 @@ kf_tensor to_kf(const at::Tensor& t) {
 }
 
 std::pair<double, double> Tolerances::for_dtype(const std::string& dtype) const {
+  // A complex dtype's real and imaginary parts are judged by their component dtype's tolerance.
+  if (dtype == "complex64") return for_dtype("float32");
+  if (dtype == "complex128") return for_dtype("float64");
   if (auto it = by_dtype.find(dtype); it != by_dtype.end()) return it->second;
   if (auto it = by_dtype.find("*"); it != by_dtype.end()) return it->second;
   if (dtype == "float32") return {1e-4, 1e-4};
@@ -112,8 +131,10 @@ namespace {
 std::pair<at::ScalarType, int64_t> poison_of(at::ScalarType t) {
   switch (t) {
     case at::kFloat:
+    case at::kComplexFloat:
       return {at::kInt, 0x7FCADEAD};
     case at::kDouble:
+    case at::kComplexDouble:  // both parts (poison_mask reads complex tensors through view_as_real)
       return {at::kLong, 0x7FF8DEADBEEFCAFELL};
     case at::kHalf:
       return {at::kShort, 0x7E5A};
@@ -173,6 +194,7 @@ GuardedOutput make_guarded_output(const std::vector<int64_t>& shape, at::ScalarT
 }
 
 at::Tensor poison_mask(const at::Tensor& t) {
+  if (t.is_complex()) return poison_mask(at::view_as_real(t.contiguous()));  // per part: [..., 2]
   auto [itype, pattern] = poison_of(t.scalar_type());
   return t.contiguous().view(itype).eq(pattern);
 }
@@ -190,6 +212,11 @@ double effective_atol(double atol, double rms_expected, at::ScalarType dtype) {
   if (dtype == at::kHalf) floor = 5.9604644775390625e-08;  // 2^-24
   return std::max(floor, std::min(atol, kAtolScale * rms_expected));
 }
+
+namespace {
+Comparison compare_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol,
+                          double rms_expected, bool complex_parts);
+}  // namespace
 
 Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol,
                    double rms_expected) {
@@ -211,7 +238,31 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
     return c;
   }
   if (c.numel == 0) return c;
+  // Complex outputs: the real and imaginary parts, each against the component dtype's tolerance
+  // (complex64: float32's; Tolerances::for_dtype), through a [..., 2] view of each tensor.
+  if (expected.is_complex())
+    return compare_values(at::view_as_real(actual.contiguous()), at::view_as_real(expected.contiguous()), tol,
+                          rms_expected, true);
+  return compare_values(actual, expected, tol, rms_expected, false);
+}
+
+namespace {
+
+/// compare() once shapes and dtypes agree. complex_parts: the tensors are view_as_real views of
+/// complex ones ([..., 2]); indices in the message name the complex element and the part.
+Comparison compare_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol,
+                          double rms_expected, bool complex_parts) {
+  Comparison c;
+  c.numel = expected.numel();
+  auto where = [&](const std::vector<int64_t>& idx) {
+    if (!complex_parts || idx.empty()) return index_str(idx);
+    std::vector<int64_t> element(idx.begin(), idx.end() - 1);
+    return index_str(element) + (idx.back() == 0 ? " (real part)" : " (imaginary part)");
+  };
   const std::string dt = dtype_name(expected.scalar_type());
+  const std::string shown_dt =
+      complex_parts ? (dt == "float64" ? "complex128" : "complex64") + std::string(", each part as ") + dt
+                    : dt;
   // Where the expected value is the poison pattern itself (an int8 of 90, say), a surviving
   // poison is the right value, not an unwritten element.
   auto unwritten = poison_mask(actual) & ~poison_mask(expected);
@@ -282,6 +333,7 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
         c.ok = false;
         c.sub_kind = "values";
         c.worst_index = unravel((e - amin).abs().flatten().argmax().item<int64_t>(), expected.sizes());
+        if (complex_parts) c.worst_index.pop_back();
         c.message = "the output is constant (every element is " + num(amin) +
                     ") but the reference is not (it ranges from " + num(emin) + " to " + num(emax) +
                     "); a constant or all-zero output is rejected whatever the tolerance";
@@ -304,30 +356,35 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
   }
   std::ostringstream m;
   double frac = 100.0 * static_cast<double>(c.mismatched) / static_cast<double>(c.numel);
-  m << c.mismatched << " of " << c.numel << " elements (" << num(frac) << "%) differ";
+  const char* what = complex_parts ? " real and imaginary parts (" : " elements (";
+  m << c.mismatched << " of " << c.numel << what << num(frac) << "%) differ";
   if (c.unwritten > 0) {
     c.sub_kind = "unwritten";
-    m << "; " << c.unwritten << " elements were never written (the poison value survived), e.g. at "
-      << index_str(unravel(unwritten.flatten().nonzero().flatten()[0].item<int64_t>(), expected.sizes()));
+    m << "; " << c.unwritten << (complex_parts ? " parts" : " elements")
+      << " were never written (the poison value survived), e.g. at "
+      << where(unravel(unwritten.flatten().nonzero().flatten()[0].item<int64_t>(), expected.sizes()));
   } else if (c.nan_inf > 0) {
     c.sub_kind = "nan_inf";
     m << "; " << c.nan_inf << " are NaN/Inf where the reference is finite";
   } else {
     c.sub_kind = "values";
   }
-  m << "; worst at " << index_str(c.worst_index) << ": expected " << exp_s << ", got " << act_s;
+  m << "; worst at " << where(c.worst_index) << ": expected " << exp_s << ", got " << act_s;
   if (is_float) {
     m << "; max abs error " << num(c.max_abs) << ", max rel error " << num(c.max_rel)
       << " (|out - ref| / (|ref| + atol)), tolerance ratio " << num(c.tolerance_ratio)
       << " (tolerance atol=" << num(atol);
     if (c.effective_atol < atol) m << ", scaled to " << num(c.effective_atol) << " by the output's magnitude";
-    m << " rtol=" << num(rtol) << ", dtype " << dt << ")";
+    m << " rtol=" << num(rtol) << ", dtype " << shown_dt << ")";
   } else {
     m << " (" << dt << " outputs must match exactly)";
   }
   c.message = m.str();
+  if (complex_parts && !c.worst_index.empty()) c.worst_index.pop_back();  // the complex element's index
   return c;
 }
+
+}  // namespace
 
 }  // namespace kforge::runner
 
@@ -335,7 +392,7 @@ namespace kforge::runner {
 
 void poison_fill(at::Tensor& t) {
   auto [itype, pattern] = poison_of(t.scalar_type());
-  t.view(itype).fill_(pattern);
+  (t.is_complex() ? at::view_as_real(t) : t).view(itype).fill_(pattern);
 }
 
 }  // namespace kforge::runner
@@ -437,6 +494,8 @@ std::optional<Comparison> fused_pass(const at::Tensor& actual, const at::Tensor&
 }
 
 Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol) {
+  // Complex: compare() splits the parts; a large complex output goes through it in one piece.
+  if (expected.is_complex() || actual.is_complex()) return compare(actual, expected, tol);
   if (auto pass = fused_pass(actual, expected, tol)) return *pass;
   constexpr int64_t kChunk = int64_t{1} << 27;
   if (expected.numel() <= kChunk || actual.sizes() != expected.sizes() ||

@@ -55,11 +55,19 @@ std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
                                    "--print-units",      "base",  "--metrics", list,
                                    "--target-processes", "all"};
   if (!opt.profile_from_start) argv.insert(argv.end(), {"--profile-from-start", "off"});
+  if (!opt.replay_mode.empty()) argv.insert(argv.end(), {"--replay-mode", opt.replay_mode});
   if (!opt.kernel_filter.empty()) argv.insert(argv.end(), {"-k", "regex:" + opt.kernel_filter});
   if (opt.launch_count > 0) argv.insert(argv.end(), {"-c", std::to_string(opt.launch_count)});
   if (!opt.report_csv.empty()) argv.insert(argv.end(), {"--log-file", opt.report_csv.string()});
   argv.insert(argv.end(), target.begin(), target.end());
   return argv;
+}
+
+std::string choose_replay_mode(bool idempotent, bool cheap_restart, double device_bytes) {
+  if (const char* o = std::getenv("KFORGE_NCU_REPLAY");
+      o && (std::string(o) == "kernel" || std::string(o) == "application"))
+    return o;
+  return idempotent && cheap_restart && device_bytes >= kApplicationReplayBytes ? "application" : "kernel";
 }
 
 double KernelProfile::get(const std::string& m, double dflt) const {
@@ -264,6 +272,35 @@ bool any(const ProfileReport& r, const std::string& m) {
   return false;
 }
 
+/// The time-weighted share of warp-uniform branch targets (%) over the kernels that branch; -1
+/// when none does. ncu reports smsp__sass_average_branch_targets_threads_uniform.pct as 0 for a
+/// kernel that executed no branch at all (0 of 0: a straight-line elementwise kernel read "only 0%
+/// of branches are warp-uniform", issue 21 §4), so a kernel counts only where
+/// smsp__sass_branch_targets.sum shows branches; where the report lacks that count (older
+/// metric sets), an exact 0 is taken for that empty ratio. No divergent branch target
+/// (smsp__sass_branch_targets_threads_divergent.sum, when reported) means no divergence.
+double branch_uniformity(const ProfileReport& r) {
+  const std::string pct = "smsp__sass_average_branch_targets_threads_uniform.pct";
+  const std::string targets = "smsp__sass_branch_targets.sum";
+  const std::string divergent = "smsp__sass_branch_targets_threads_divergent.sum";
+  double w = 0, s = 0;
+  bool divergence_counted = false;
+  double divergent_targets = 0;
+  for (const auto& k : r.kernels) {
+    if (!k.has(pct)) continue;
+    if (k.has(targets) ? !(k.get(targets) > 0) : k.get(pct) == 0) continue;  // no branch executed
+    if (k.has(divergent)) {
+      divergence_counted = true;
+      divergent_targets += k.get(divergent);
+    }
+    const double t = k.time_ms > 0 ? k.time_ms : 1e-9;
+    w += t;
+    s += t * k.get(pct);
+  }
+  if (w == 0 || (divergence_counted && divergent_targets == 0)) return -1;
+  return s / w;
+}
+
 }  // namespace
 
 std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max) {
@@ -399,7 +436,7 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
   }
 
   // Divergence.
-  const double uniform = weighted(r, "smsp__sass_average_branch_targets_threads_uniform.pct");
+  const double uniform = branch_uniformity(r);
   if (uniform >= 0 && uniform < 80)
     f.push_back(
         {"smsp__sass_average_branch_targets_threads_uniform.pct", "branch divergence", uniform, "%",

@@ -1,6 +1,14 @@
 #include "kforge/backends/profile_step.hpp"
 
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::backends {
@@ -55,11 +63,117 @@ NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::str
   return run;
 }
 
-NcuProfiler::NcuProfiler(fs::path ncu, std::vector<NcuMetric> metrics, std::chrono::milliseconds timeout)
-    : ncu_(std::move(ncu)), metrics_(std::move(metrics)), timeout_(timeout) {}
+fs::path NcuReferenceCache::default_dir() {
+  return sandbox::CompileCache::default_dir().parent_path() / "ncu_reference";
+}
+
+std::string NcuReferenceCache::key(const TaskRef& task, const std::string& environment,
+                                   const std::vector<NcuMetric>& metrics) {
+  Hasher h;
+  h.update(task.cache_key()).update("\n").update(environment).update("\n");
+  for (const auto& m : metrics) h.update(m.name).update(",");
+  return h.hex();
+}
+
+std::optional<ProfileReport> NcuReferenceCache::get(const std::string& key) const {
+  std::error_code ec;
+  const fs::path f = dir_ / (key + ".csv");
+  if (!fs::is_regular_file(f, ec)) return std::nullopt;
+  ProfileReport r = parse_ncu_csv(read_file(f));
+  if (r.empty()) return std::nullopt;
+  return r;
+}
+
+void NcuReferenceCache::put(const std::string& key, const std::string& csv) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  const fs::path tmp = dir_ / (key + ".csv.tmp" + std::to_string(::getpid()));
+  try {
+    write_file(tmp, csv);
+    fs::rename(tmp, dir_ / (key + ".csv"));
+  } catch (const std::exception& e) {
+    fs::remove(tmp, ec);
+    spdlog::warn("reference profile not cached in {}: {}", dir_.string(), e.what());
+  }
+}
+
+NcuProfiler::NcuProfiler(fs::path ncu, std::vector<NcuMetric> metrics, NcuProfilerOptions options)
+    : ncu_(std::move(ncu)), metrics_(std::move(metrics)), opt_(std::move(options)) {
+  if (!opt_.run) opt_.run = run_ncu;
+}
+
+namespace {
+
+/// One line of a program's output, run in the sandbox; "" when it cannot run.
+std::string first_output_line(std::vector<std::string> argv) {
+  sandbox::Spec spec;
+  spec.argv = std::move(argv);
+  spec.limits.wall = std::chrono::milliseconds(20'000);
+  const sandbox::Result r = sandbox::run(spec);
+  if (!r.ok()) return "";
+  std::string last;
+  for (const auto& l : split_lines(r.out))
+    if (!trim(l).empty()) last = trim(l);  // ncu --version ends with its version line
+  return last;
+}
+
+/// The device bytes of one call: inputs, parameters and outputs (what ncu's kernel replay may
+/// save and restore).
+double call_bytes(const LoadResult& lr) {
+  double b = static_cast<double>(lr.input_bytes);
+  for (const auto& o : lr.outputs) {
+    double n = 1;
+    for (auto d : o.shape) n *= static_cast<double>(d);
+    b += n * (o.dtype == "float64" || o.dtype == "int64" || o.dtype == "complex64"  ? 8
+              : o.dtype == "complex128"                                             ? 16
+              : o.dtype == "float16" || o.dtype == "bfloat16" || o.dtype == "int16" ? 2
+              : o.dtype == "bool" || o.dtype == "uint8" || o.dtype == "int8"        ? 1
+                                                                                    : 4);
+  }
+  return b;
+}
+
+std::string seconds(std::chrono::milliseconds ms) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f s", static_cast<double>(ms.count()) / 1000);
+  return b;
+}
+
+}  // namespace
+
+std::string NcuProfiler::environment(RunnerClient& runner) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!environment_.empty()) return environment_;
+  }
+  std::string env;
+  if (opt_.environment) {
+    env = opt_.environment();
+  } else {
+    // The GPU (name), the driver, and the toolchain that makes and reads the reference's
+    // kernels: torch and its CUDA, ncu.
+    auto hello = nlohmann::json::parse(runner.hello(), nullptr, false);
+    std::string gpu;
+    if (hello.is_object() && hello.contains("devices") && hello["devices"].is_array())
+      for (const auto& d : hello["devices"]) gpu += d.value("name", std::string()) + ";";
+    env = "gpu=" + gpu + " driver=" +
+          first_output_line({"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"}) +
+          " torch=" + (hello.is_object() ? hello.value("torch", std::string()) : "") +
+          " cuda=" + (hello.is_object() ? hello.value("torch_cuda", std::string()) : "") +
+          " ncu=" + first_output_line({ncu_.string(), "--version"});
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  environment_ = env;
+  return env;
+}
 
 NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const fs::path& artifact,
                                 const fs::path& dir) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto left = [&] {
+    return opt_.budget - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+  };
   NcuProfile p;
   std::string error;
   auto targets = runner.profile_targets(task, artifact, dir, 3000, &error);
@@ -72,32 +186,68 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const
   opt.profile_from_start = false;
   opt.launch_count = kMaxLaunches;
   opt.report_csv = dir / "ncu_candidate.csv";
-  NcuRun c = run_ncu(metrics_, targets->candidate, opt, timeout_);
-  // The inputs' copy is as large as the task's inputs: an overnight run keeps none of them.
+  // A passing candidate's call is idempotent (the judge verified that it leaves its inputs and
+  // parameters intact and writes every output element); the C++ host restarts cheaply.
+  p.replay_mode = opt.replay_mode = choose_replay_mode(true, true, call_bytes(runner.load(task)));
   std::error_code ec;
+  if (left() <= std::chrono::milliseconds(0)) {
+    fs::remove(dir / "profile_tensors.bin", ec);
+    p.note = "not profiled: the profile budget of " + seconds(opt_.budget) + " was spent preparing it";
+    return p;
+  }
+  const auto candidate_limit = left();
+  NcuRun c = opt_.run(metrics_, targets->candidate, opt, candidate_limit);
+  // The inputs' copy is as large as the task's inputs: an overnight run keeps none of them.
   fs::remove(dir / "profile_tensors.bin", ec);
   p.candidate = std::move(c.report);
   p.profiler_ms = c.wall_ms;
-  if (!c.error.empty()) p.note = "ncu: " + c.error;
+  if (!c.error.empty())
+    p.note = "ncu: " + c.error +
+             (c.wall_ms >= static_cast<double>(candidate_limit.count())
+                  ? " (the profile budget of " + seconds(opt_.budget) + ")"
+                  : "");
   if (p.candidate.kernels.size() >= static_cast<std::size_t>(kMaxLaunches))
     p.note = "ncu profiled only the first " + std::to_string(kMaxLaunches) + " kernel launches of the call";
-  const std::string key = task.cache_key();
+  const std::string key = NcuReferenceCache::key(task, environment(runner), metrics_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = references_.find(key); it != references_.end()) {
       p.reference = it->second;
+      p.reference_cached = true;
       return p;
     }
   }
+  if (!opt_.reference_cache.empty()) {
+    if (auto r = NcuReferenceCache(opt_.reference_cache).get(key)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      references_[key] = *r;
+      p.reference = std::move(*r);
+      p.reference_cached = true;
+      return p;
+    }
+  }
+  auto add_note = [&](const std::string& n) { p.note += std::string(p.note.empty() ? "" : "; ") + n; };
+  const auto reference_limit = left();
+  if (reference_limit <= std::chrono::milliseconds(0)) {
+    add_note("reference not profiled: the profile budget of " + seconds(opt_.budget) +
+             " was spent on the candidate; a later pass profiles it");
+    return p;
+  }
   opt.report_csv = dir / "ncu_reference.csv";
-  NcuRun r = run_ncu(metrics_, targets->reference, opt, timeout_);
+  opt.replay_mode = "kernel";  // PyTorch's start-up on every pass would cost more than ncu's copies
+  NcuRun r = opt_.run(metrics_, targets->reference, opt, reference_limit);
   p.profiler_ms += r.wall_ms;
   if (r.error.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     references_[key] = r.report;
+    if (!opt_.reference_cache.empty() && fs::exists(opt.report_csv, ec))
+      NcuReferenceCache(opt_.reference_cache).put(key, read_file(opt.report_csv));
+  } else {
+    add_note("reference not profiled: " + r.error +
+             (r.wall_ms >= static_cast<double>(reference_limit.count())
+                  ? " (what was left of the profile budget of " + seconds(opt_.budget) + ")"
+                  : ""));
   }
-  if (!r.error.empty())
-    p.note += std::string(p.note.empty() ? "" : "; ") + "reference not profiled: " + r.error;
   p.reference = std::move(r.report);
   return p;
 }

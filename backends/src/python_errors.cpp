@@ -336,4 +336,26 @@ std::optional<PythonErrorVerdict> classify_traceback(std::string_view traceback,
   return classify_python_error(e->type, e->message, traceback, source, source_name);
 }
 
+std::string failure_headline(std::string_view text) {
+  constexpr std::string_view kMarker = "Traceback (most recent call last):";
+  std::string first;
+  for (const auto& l : split_lines(text))
+    if (!(first = trim(l)).empty()) break;
+  const auto at = first.find(kMarker);
+  if (at == std::string::npos) return first;
+  // The text opens with a traceback (after a prefix on its line, such as the runner's
+  // "python_exception: "): its last line names the exception.
+  std::string prefix = trim(first.substr(0, at));
+  auto e = parse_traceback(text);
+  if (!e) {  // cut short: its last line, whatever it is
+    std::string last;
+    for (const auto& l : split_lines(text))
+      if (!trim(l).empty() && trim(l).find(kMarker) == std::string::npos) last = trim(l);
+    last = last.empty() ? "a Python traceback without its exception line" : last;
+    return prefix.empty() ? last : prefix + " " + last;
+  }
+  std::string line = e->type + (e->message.empty() ? "" : ": " + first_line(e->message));
+  return prefix.empty() ? line : prefix + " " + line;
+}
+
 }  // namespace kforge::backends

@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "kforge/backends/python_errors.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
@@ -59,6 +60,7 @@ void RunnerClient::kill_worker() {
   child_.reset();
   loaded_key_.clear();
   candidates_on_worker_ = 0;
+  task_requests_on_worker_ = 0;
 }
 
 bool RunnerClient::ensure_started(std::string* error) {
@@ -78,6 +80,7 @@ bool RunnerClient::ensure_started(std::string* error) {
   if (!child_) return false;
   ++workers_started_;
   candidates_on_worker_ = 0;
+  task_requests_on_worker_ = 0;
   auto line = child_->read_line(cfg_.start_timeout);
   json j;
   if (line) {
@@ -108,6 +111,10 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   // protocol stream is never taken for the answer.
   const std::string id = std::to_string(workers_started_) + "." + std::to_string(++request_seq_);
   req["id"] = id;
+  // Whether this is the worker's first request about a task: a reference that fails then
+  // failed on its own, not because an earlier task left the worker broken.
+  const std::string cmd = req.value("cmd", std::string());
+  if (cmd != "hello" && cmd != "peaks") last_request_fresh_ = task_requests_on_worker_++ == 0;
   auto t0 = Clock::now();
   if (child_->write_line(req.dump())) {
     if (auto out = child_->read_line(timeout)) {
@@ -140,14 +147,15 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
                 strsignal(res.term_signal) + ")";
   } else {
     r.sub_kind = "exit";
-    r.message = "the worker exited with status " + std::to_string(res.exit_code) +
-                " in the middle of the call (did the kernel call exit()?)";
+    r.message =
+        "the worker exited with status " + std::to_string(res.exit_code) + " in the middle of the call";
   }
   std::string tail = child_->stderr_tail();
   if (!tail.empty())
     r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 6000 ? tail.size() - 6000 : 0);
   child_.reset();
   loaded_key_.clear();
+  task_requests_on_worker_ = 0;
   return r;
 }
 
@@ -245,7 +253,54 @@ std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task,
   }
 }
 
+std::string RunnerClient::unusable_detail(const TaskRef& task) const {
+  auto it = unusable_detail_.find(task.cache_key());
+  return it == unusable_detail_.end() ? "" : it->second;
+}
+
+void RunnerClient::mark_unusable(const TaskRef& task, const std::string& detail) {
+  unusable_detail_[task.cache_key()] = detail;
+  unusable_by_id_[task.id] = failure_headline(detail);
+}
+
+std::optional<std::string> RunnerClient::known_unusable(const TaskRef& task) const {
+  auto it = unusable_detail_.find(task.cache_key());
+  if (it == unusable_detail_.end()) return std::nullopt;
+  return "loading task " + task.id + " failed: " + it->second;
+}
+
 std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, LoadResult* out) {
+  if (auto known = known_unusable(task)) {  // failed on a fresh worker before: costs nothing now
+    if (out) {
+      *out = LoadResult{};
+      out->error = unusable_detail(task);
+      out->unusable = true;
+    }
+    return known;
+  }
+  for (int attempt = 0;; ++attempt) {
+    LoadResult lr;
+    auto err = load_once(task, &lr);
+    if (out) *out = lr;
+    if (!err) return std::nullopt;
+    // The reference failed: it may have left the interpreter or the device unusable, so the
+    // next request starts a fresh worker. On a worker that had served other tasks the failure
+    // may be theirs: once more on a fresh one before the task is unusable.
+    const bool fresh = last_request_fresh_;
+    kill_worker();
+    if (fresh || attempt > 0) {
+      mark_unusable(task, lr.error);
+      if (out) out->unusable = true;
+      return err;
+    }
+    spdlog::info(
+        "task {}: the reference failed on a worker that had served other tasks; once more on a "
+        "fresh worker",
+        task.id);
+  }
+}
+
+std::optional<std::string> RunnerClient::load_once(const TaskRef& task, LoadResult* out) {
   if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();
   std::string key = task.cache_key();
   if (child_ && loaded_key_ == key) {
@@ -322,6 +377,33 @@ int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
 
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
                                 int64_t seed) {
+  CheckResult c = check_once(task, artifact, trials, seed);
+  if (c.outcome != Outcome::infra_error || known_unusable(task)) return c;  // judged, or the load's verdict
+  // The worker failed (or a test block's reference did): the next request starts a fresh one.
+  const bool fresh = last_request_fresh_;
+  kill_worker();
+  if (c.sub_kind == "reference_failed" && fresh) {
+    mark_unusable(task, c.message);
+    return c;
+  }
+  spdlog::info("task {}: infra_error ({}); the check once more on a fresh worker", task.id, c.sub_kind);
+  CheckResult again = check_once(task, artifact, trials, seed);
+  again.retried = true;
+  if (again.outcome == Outcome::infra_error && !known_unusable(task)) {
+    kill_worker();
+    if (again.sub_kind == "reference_failed") mark_unusable(task, again.message);
+  }
+  return again;
+}
+
+CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials,
+                                     int64_t seed) {
+  if (auto known = known_unusable(task)) {
+    CheckResult c;
+    c.trials = trials;
+    judge_failed(&c.outcome, &c.sub_kind, &c.message, "reference_failed", unusable_detail(task));
+    return c;
+  }
   if (task.test_block()) {
     // No model to load: the request carries the implementation and its test block.
     if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();  // request() starts a fresh one
@@ -383,6 +465,18 @@ CheckResult RunnerClient::run_check(const json& req, int trials) {
 
 BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path& artifact,
                                 const BenchOptions& o) {
+  BenchResult b = bench_once(task, artifact, o);
+  if (b.ok || b.outcome != Outcome::infra_error || known_unusable(task)) return b;
+  kill_worker();  // as check(): a fresh worker next, and once more on it
+  spdlog::info("task {}: infra_error while timing ({}); once more on a fresh worker", task.id, b.sub_kind);
+  BenchResult again = bench_once(task, artifact, o);
+  again.retried = true;
+  if (!again.ok && again.outcome == Outcome::infra_error) kill_worker();
+  return again;
+}
+
+BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem::path& artifact,
+                                     const BenchOptions& o) {
   BenchResult b;
   if (auto err = ensure_loaded(task, nullptr)) {
     judge_failed(&b.outcome, &b.sub_kind, &b.message, "reference_failed", *err);

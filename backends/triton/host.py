@@ -78,13 +78,15 @@ ALLOWED_OPS = {
     "expand", "squeeze", "unsqueeze", "slice", "select", "unbind", "split", "split_with_sizes",
     "chunk", "narrow", "view_as", "flatten", "unflatten", "movedim", "set_", "resize_",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "record_stream",
+    "view_as_real", "view_as_complex",  # complex tensors as (real, imaginary) pairs and back: views
 }
 
 # Commands whose argument is one JSON document (the rest of the line, unsplit).
 JSON_COMMANDS = ("testsrc", "model")
 
 # kf_dtype (backends/abi/kforge/kernel_abi.h) -> torch dtype name.
-KF_DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "uint8", "int8", "int16"]
+KF_DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "uint8", "int8", "int16",
+             "complex64", "complex128"]
 
 
 def send(line):

@@ -101,6 +101,7 @@ Bottleneck classify_fractions(double dram_fraction, double flops_fraction, const
 }
 
 int dtype_size(const std::string& dtype) {
+  if (dtype == "complex128") return 16;
   if (dtype == "float64" || dtype == "int64" || dtype == "complex64") return 8;
   if (dtype == "float16" || dtype == "bfloat16" || dtype == "int16") return 2;
   if (dtype == "bool" || dtype == "uint8" || dtype == "int8") return 1;

@@ -189,3 +189,40 @@ TEST_CASE("findings: coalesced 16-byte vector loads (16 sectors per request) are
   REQUIRE_FALSE(f.empty());
   CHECK(f[0].label == "uncoalesced global access");
 }
+
+TEST_CASE("branch uniformity: a kernel that never branches is not '0% uniform'", "[profile][ncu]") {
+  auto has_divergence = [](const ProfileReport& r) {
+    for (const auto& f : ncu_findings(r, 10))
+      if (f.label == "branch divergence") return true;
+    return false;
+  };
+  // ncu_no_branches.csv: ncu's raw layout; a straight-line ReLU reads 0% (0 of 0 branch targets,
+  // the reading of issue 21 §4) next to a kernel whose branches are all uniform.
+  auto none = parse_ncu_csv(read_file(kData / "ncu_no_branches.csv"));
+  REQUIRE(none.kernels.size() == 2);
+  CHECK(none.kernels[0].get("smsp__sass_average_branch_targets_threads_uniform.pct", -1) == 0);
+  CHECK(none.kernels[0].get("smsp__sass_branch_targets.sum", -1) == 0);
+  CHECK_FALSE(has_divergence(none));
+  // A kernel whose warps do split is still named, with its own percentage.
+  auto split = parse_ncu_csv(read_file(kData / "ncu_divergent.csv"));
+  REQUIRE(split.kernels.size() == 1);
+  auto f = ncu_findings(split, 10);
+  auto it =
+      std::find_if(f.begin(), f.end(), [](const MetricFinding& m) { return m.label == "branch divergence"; });
+  REQUIRE(it != f.end());
+  CHECK(std::fabs(it->value - 50.03) < 1e-9);
+  CHECK(it->interpretation.find("only 50%") != std::string::npos);
+  // Reports without the branch counts (earlier metric sets): an exact 0 is the empty ratio, a
+  // low non-zero reading is divergence.
+  ProfileReport old;
+  old.kernels.push_back({});
+  old.kernels[0].time_ms = 1;
+  old.kernels[0].metrics["smsp__sass_average_branch_targets_threads_uniform.pct"] = 0;
+  CHECK_FALSE(has_divergence(old));
+  old.kernels[0].metrics["smsp__sass_average_branch_targets_threads_uniform.pct"] = 40;
+  CHECK(has_divergence(old));
+  // Branches were counted and none diverged: no divergence, whatever the percentage reads.
+  old.kernels[0].metrics["smsp__sass_branch_targets.sum"] = 100;
+  old.kernels[0].metrics["smsp__sass_branch_targets_threads_divergent.sum"] = 0;
+  CHECK_FALSE(has_divergence(old));
+}

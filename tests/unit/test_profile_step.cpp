@@ -4,8 +4,12 @@
 // runner's reference-call mode, and NcuProfiler/record_profiler against a fake `ncu` that
 // checks its arguments, writes a recorded CSV and runs the target. Live ncu runs on the GPU
 // machine (scripts/gpu-check).
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
@@ -71,7 +75,7 @@ fs::path fake_ncu(const fs::path& dir, bool deny = false) {
     << "    --log-file) log=$2; shift 2;;\n"
     << "    --profile-from-start) [ \"$2\" = off ] && off=1; shift 2;;\n"
     << "    --csv) shift;;\n"
-    << "    --page|--print-units|--metrics|--target-processes|-k|-c) shift 2;;\n"
+    << "    --page|--print-units|--metrics|--target-processes|--replay-mode|-k|-c) shift 2;;\n"
     << "    *) break;;\n"
     << "  esac\n"
     << "done\n"
@@ -233,4 +237,126 @@ TEST_CASE("profile step: --profiler resolves per backend", "[profile]") {
     CHECK(cuda->profiler == "basic");
     CHECK_THAT(cuda->note, Catch::Contains("ncu not found"));
   }
+}
+
+namespace {
+
+/// A fake NcuRunFn: logs each run's target kind, replay mode and timeout; writes a recorded
+/// report where ncu would (the candidate's or the reference's) and returns it parsed. With
+/// `hang_candidate`, the candidate's run takes its whole timeout and reports ncu's timeout.
+struct FakeRuns {
+  std::vector<std::string> log;
+  bool hang_candidate = false;
+  backends::NcuRunFn fn() {
+    return [this](const std::vector<backends::NcuMetric>&, const std::vector<std::string>& target,
+                  const backends::NcuOptions& o, std::chrono::milliseconds timeout) {
+      const bool reference = std::find(target.begin(), target.end(), "--profile-reference") != target.end();
+      log.push_back(std::string(reference ? "reference" : "candidate") + " " + o.replay_mode);
+      backends::NcuRun r;
+      if (!reference && hang_candidate) {
+        std::this_thread::sleep_for(timeout);
+        r.wall_ms = static_cast<double>(timeout.count());
+        r.error = "ncu did not finish within " + std::to_string(timeout.count() / 1000) + " s";
+        return r;
+      }
+      const fs::path rec = reference ? fs::path(KFORGE_TESTS_DIR) / "data/profile/ncu_raw.csv"
+                                     : fs::path(KFORGE_TESTS_DIR) / "data/profile/ncu_divergent.csv";
+      write_file(o.report_csv, read_file(rec));
+      r.report = backends::parse_ncu_csv(read_file(rec));
+      r.wall_ms = 1;
+      return r;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ncu replay: application where the call is idempotent, restarts cheaply and is large",
+          "[profile][ncu]") {
+  ::unsetenv("KFORGE_NCU_REPLAY");  // the override, tested below
+
+  const double big = backends::kApplicationReplayBytes, small = 1 << 20;
+  CHECK(backends::choose_replay_mode(true, true, big) == "application");
+  CHECK(backends::choose_replay_mode(true, true, small) == "kernel");  // a start per pass costs more
+  CHECK(backends::choose_replay_mode(false, true, big) == "kernel");   // not idempotent: needs restores
+  CHECK(backends::choose_replay_mode(true, false, big) == "kernel");   // PyTorch's start-up per pass
+  backends::NcuOptions o;
+  o.replay_mode = "application";
+  auto a = backends::ncu_argv({}, {"target"}, o);
+  auto at = std::find(a.begin(), a.end(), "--replay-mode");
+  REQUIRE(at != a.end());
+  CHECK(*(at + 1) == "application");
+  CHECK(a.back() == "target");
+  ::setenv("KFORGE_NCU_REPLAY", "application", 1);
+  CHECK(backends::choose_replay_mode(false, false, small) == "application");
+  ::unsetenv("KFORGE_NCU_REPLAY");
+}
+
+TEST_CASE("profile step: the reference's report is kept across runs, keyed by task and environment",
+          "[runner][profile]") {
+  const fs::path work = scratch("profile-ref-cache");
+  auto c = compile_adversarial("correct", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  FakeRuns fake;
+  std::string env = "gpu=NVIDIA H100 80GB HBM3; driver=570.1 torch=2.11 cuda=12.8 ncu=2025.1";
+  backends::NcuProfilerOptions po;
+  po.reference_cache = work / "cache";
+  po.run = fake.fn();
+  po.environment = [&] { return env; };
+  {
+    backends::NcuProfiler first(fake_ncu(work), backends::load_ncu_metrics(), po);
+    auto p = first.profile(runner, c.task, c.artifact, work / "a1");
+    INFO(p.note);
+    CHECK_FALSE(p.reference_cached);
+    CHECK_FALSE(p.reference.empty());
+    CHECK(p.replay_mode == "kernel");  // a small task: ncu's copies cost less than restarts
+    CHECK(fake.log == std::vector<std::string>{"candidate kernel", "reference kernel"});
+  }
+  // A later run (a new profiler, as in a new process) reads the reference from the cache.
+  backends::NcuProfiler second(fake_ncu(work), backends::load_ncu_metrics(), po);
+  auto p = second.profile(runner, c.task, c.artifact, work / "a2");
+  CHECK(p.reference_cached);
+  CHECK(p.reference.kernels.size() == 3);
+  CHECK(fake.log.size() == 3);  // the candidate only
+  // Another shape profile (the source as sent differs) or another environment is another key.
+  auto other = c.task;
+  other.source += "\n# another shape profile\n";
+  CHECK(backends::NcuReferenceCache::key(other, env, backends::load_ncu_metrics()) !=
+        backends::NcuReferenceCache::key(c.task, env, backends::load_ncu_metrics()));
+  const auto key = backends::NcuReferenceCache::key(c.task, env, backends::load_ncu_metrics());
+  CHECK(backends::NcuReferenceCache(work / "cache").get(key));
+  env = "gpu=NVIDIA H200; driver=570.1 torch=2.11 cuda=12.8 ncu=2025.1";
+  CHECK_FALSE(backends::NcuReferenceCache(work / "cache")
+                  .get(backends::NcuReferenceCache::key(c.task, env, backends::load_ncu_metrics())));
+  backends::NcuProfiler third(fake_ncu(work), backends::load_ncu_metrics(), po);
+  p = third.profile(runner, c.task, c.artifact, work / "a3");
+  CHECK_FALSE(p.reference_cached);
+  CHECK(fake.log.size() == 5);  // the candidate, and the reference again on the new GPU
+}
+
+TEST_CASE("profile step: ncu's wall-clock budget; a run it leaves no time for is skipped with a note",
+          "[runner][profile]") {
+  const fs::path work = scratch("profile-budget");
+  auto c = compile_adversarial("correct", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  REQUIRE(runner.load(c.task).ok);  // loaded before the clock starts
+  FakeRuns fake;
+  fake.hang_candidate = true;
+  backends::NcuProfilerOptions po;
+  po.budget = std::chrono::milliseconds(3000);
+  po.run = fake.fn();
+  po.environment = [] { return std::string("gpu=test"); };
+  backends::NcuProfiler prof(fake_ncu(work), backends::load_ncu_metrics(), po);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto p = prof.profile(runner, c.task, c.artifact, work / "a1");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(p.note);
+  CHECK(s < 6);                                                     // the budget, not ncu's 120 s per run
+  CHECK(fake.log == std::vector<std::string>{"candidate kernel"});  // no time left for the reference
+  CHECK_THAT(p.note, Catch::Contains("ncu did not finish within"));
+  CHECK_THAT(p.note, Catch::Contains("the profile budget of 3 s"));
+  CHECK_THAT(p.note,
+             Catch::Contains("reference not profiled: the profile budget of 3 s was spent on the candidate"));
+  CHECK(p.candidate.empty());
+  CHECK(p.reference.empty());
 }

@@ -175,3 +175,26 @@ TEST_CASE("python errors: types without a traceback", "[python_errors]") {
   CHECK(to_string(PythonErrorGroup::attr_type) == "Attr&Type");
   CHECK(to_string(PythonErrorGroup::name_ref) == "Name&Ref");
 }
+
+TEST_CASE("failure_headline: a traceback's exception line, never its first line", "[python_errors]") {
+  const std::string tb =
+      "Traceback (most recent call last):\n"
+      "  File \"<kforge-reference>\", line 12, in chunk_delta_fwd\n"
+      "    h = torch.empty(B, H, NT, K, V)\n"
+      "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+      "CUDA kernel errors might be asynchronously reported at some other API call\n";
+  CHECK(failure_headline(tb) == "RuntimeError: CUDA error: an illegal memory access was encountered");
+  // The runner's prefix on the traceback's first line is kept.
+  CHECK(failure_headline("loading task G/x failed: python_exception: " + tb) ==
+        "loading task G/x failed: python_exception: RuntimeError: CUDA error: an illegal memory access was "
+        "encountered");
+  // Other texts: their first non-empty line (a mismatch report, a worker's death).
+  CHECK(failure_headline("\n3 of 10 elements differ\ndetails") == "3 of 10 elements differ");
+  CHECK(failure_headline("NameError: name 'tl' is not defined\nkernel.py:3: x\n\nTraceback (most recent "
+                         "call last):\n  File \"k.py\", line 3\nNameError: name 'tl' is not defined") ==
+        "NameError: name 'tl' is not defined");
+  CHECK(failure_headline("") == "");
+  // A traceback cut short: its last line, never the marker.
+  CHECK(failure_headline("Traceback (most recent call last):\n") ==
+        "a Python traceback without its exception line");
+}

@@ -373,6 +373,37 @@ TEST_CASE("integer outputs compare exactly: off by one above 2^24 is a mismatch"
   CHECK(ev.outcome == Outcome::pass);
 }
 
+TEST_CASE("complex outputs: real and imaginary parts, each against its component dtype's tolerance",
+          "[verdicts][runner]") {
+  backends::RunnerClient runner(cpu_runner());
+  for (const char* id : {"complex/mul64", "complex/mul128"}) {
+    auto ref = agent::task_ref(fixture_task(id), "");
+    auto ev = judge(runner, ref, "complex_mul", 2);
+    INFO(id << ": " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    CHECK(ev.outcome == Outcome::pass);
+    // A sign error in the imaginary part: a mismatch that names the part and the tolerance used.
+    ev = judge(runner, ref, "complex_mul_wrong_imag", 2);
+    INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    CHECK(ev.outcome == Outcome::output_mismatch);
+    CHECK(ev.sub_kind == "values");
+    CHECK(ev.message.find("real and imaginary parts") != std::string::npos);
+    CHECK(ev.message.find("(imaginary part): expected") != std::string::npos);
+    CHECK(ev.message.find(std::string("dtype ") + (id == std::string("complex/mul64")
+                                                       ? "complex64, each part as float32"
+                                                       : "complex128, each part as float64")) !=
+          std::string::npos);
+  }
+  // float arithmetic: within float32's tolerance (complex64 passes), beyond float64's (complex128
+  // fails): each part is held to its own component dtype.
+  auto ev = judge(runner, agent::task_ref(fixture_task("complex/mul64"), ""), "complex_mul_float_math", 2);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+  ev = judge(runner, agent::task_ref(fixture_task("complex/mul128"), ""), "complex_mul_float_math", 2);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::output_mismatch);
+  CHECK(ev.message.find("each part as float64") != std::string::npos);
+}
+
 TEST_CASE("the tolerance scales with the output: all zeros fails a softmax over many classes",
           "[verdicts][runner]") {
   backends::RunnerClient runner(cpu_runner());

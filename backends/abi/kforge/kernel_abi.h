@@ -23,7 +23,10 @@ extern "C" {
 
 #define KF_MAX_DIMS 8
 
-/** Element types; values are stable (they appear in the runner protocol). */
+/** Element types; values are stable (they appear in the runner protocol). A complex element is
+ * its real part followed by its imaginary part (C's float _Complex / double _Complex layout:
+ * complex64 = two float32, complex128 = two float64); sizes and strides count complex
+ * elements. */
 typedef enum kf_dtype {
   KF_FLOAT32 = 0,
   KF_FLOAT16 = 1,
@@ -34,7 +37,9 @@ typedef enum kf_dtype {
   KF_BOOL = 6,
   KF_UINT8 = 7,
   KF_INT8 = 8,
-  KF_INT16 = 9
+  KF_INT16 = 9,
+  KF_COMPLEX64 = 10,
+  KF_COMPLEX128 = 11
 } kf_dtype;
 
 /** A non-owning view of one tensor. strides are in elements, not bytes. */

@@ -7,7 +7,7 @@ for m in json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
     u = m['unit']
     units[m['name']] = {'ns':'nsecond','%':'%','bytes':'byte','blocks':'block','registers':'register/thread','threads':'thread',
                         'sectors':'sector','requests':'request','conflicts':'','wavefronts':'','warp instructions':'inst',
-                        'warps per issue':''}[u]
+                        'warps per issue':'', 'branch targets':''}[u]
 units['launch__grid_size']=''
 units['launch__block_size']=''
 base = {
@@ -22,6 +22,7 @@ base = {
  'l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum': 0, 'l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum': 0,
  'l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum': 0, 'l1tex__data_pipe_lsu_wavefronts_mem_shared.sum': 0,
  'smsp__inst_executed.sum': 4194304, 'smsp__sass_average_branch_targets_threads_uniform.pct': 100,
+ 'smsp__sass_branch_targets.sum': 65536, 'smsp__sass_branch_targets_threads_divergent.sum': 0,
  'smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio': 10,
  'smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio': 0.2,
  'smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio': 0.3,

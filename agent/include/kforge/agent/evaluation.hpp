@@ -95,7 +95,8 @@ std::vector<std::string> judged_checks(const Task& task, const std::vector<backe
 
 /// The one-line reason a task is unusable, from a failed load's error (LoadResult::error):
 /// the "unjudgeable: ..." line when the runner found the reference's output random, else
-/// "the reference did not load: <error>".
+/// "the reference did not load: <the error's headline>" (a traceback's exception line:
+/// backends::failure_headline; the whole text belongs in the attempt directory).
 std::string unusable_reason(const std::string& load_error);
 
 /// Writes <run_dir>/unusable.json: {task id: reason} for the tasks whose reference could not be

@@ -44,10 +44,24 @@ struct NcuOptions {
   /// false: --profile-from-start off, only kernels between cudaProfilerStart/Stop are profiled
   /// (the profile step's targets bracket their one profiled call so).
   bool profile_from_start = true;
+  /// --replay-mode when not empty: "kernel" (ncu's default: device memory the kernel may write
+  /// is saved before the first pass and restored before each other one) or "application" (the
+  /// whole target runs once per pass; nothing is saved; the target must repeat its launches).
+  std::string replay_mode;
 };
 
+/// The cheapest replay mode that still reads a call right (ncu's replay modes, above):
+/// "application" when the call is idempotent (it leaves its inputs intact and overwrites every
+/// output element: what the judge verified of a passing candidate), the target process starts
+/// cheaply (the C++ candidate host, not the PyTorch reference), and the device memory ncu would
+/// save and restore per pass (`device_bytes`: inputs, parameters and outputs) is at least
+/// `kApplicationReplayBytes`; "kernel" otherwise (for small tensors a process start per pass
+/// costs more than the copies). KFORGE_NCU_REPLAY=kernel|application overrides the choice.
+inline constexpr double kApplicationReplayBytes = 256.0 * (1 << 20);
+std::string choose_replay_mode(bool idempotent, bool cheap_restart, double device_bytes);
+
 /// `ncu --csv --page raw --print-units base --metrics m1,m2,... --target-processes all
-///  [--profile-from-start off] [-k regex:F] [-c N] [--log-file F] <target argv...>`
+///  [--profile-from-start off] [--replay-mode M] [-k regex:F] [-c N] [--log-file F] <target argv...>`
 std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
                                   const std::vector<std::string>& target, const NcuOptions& opt = {});
 

@@ -12,13 +12,20 @@
 // candidate that disturbs its own profile misleads only itself, and the process it runs in
 // holds nothing of the judge's.
 //
+// Cost (issue 21 §4): the candidate runs under ncu's cheapest fitting replay mode
+// (choose_replay_mode), the whole step has a wall-clock budget (a skipped run is a note), and the
+// reference is profiled at most once per task, shape profile, GPU, driver and toolchain (kept
+// across runs beside the compile cache: NcuReferenceCache).
+//
 // Thread-safety: NcuProfiler::profile may be called from several threads (its reference cache
 // is locked). Callers hold the runner lease of the GPU while profiling, so that no profile
 // overlaps a timed bench on that GPU.
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,12 +48,52 @@ struct NcuRun {
 NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::string>& target,
                const NcuOptions& opt, std::chrono::milliseconds timeout);
 
+/// Runs one target under ncu: run_ncu in kforge, a fake in tests.
+using NcuRunFn = std::function<NcuRun(const std::vector<NcuMetric>&, const std::vector<std::string>&,
+                                      const NcuOptions&, std::chrono::milliseconds)>;
+
+/// The reference's ncu reports kept across runs (issue 21 §4): one CSV per key in a directory
+/// beside the compile cache (default_dir(): <kforge cache>/ncu_reference). A reference profile
+/// depends only on the key's parts, so a later run reads it instead of profiling the reference
+/// again. Entries are written to a temporary name and renamed (safe between processes).
+class NcuReferenceCache {
+ public:
+  explicit NcuReferenceCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  /// sandbox::CompileCache::default_dir()'s parent / "ncu_reference" ($XDG_CACHE_HOME/kforge or
+  /// ~/.cache/kforge).
+  static std::filesystem::path default_dir();
+  /// SHA-256 over: the task's cache key (its id, the source as sent, which carries the shape
+  /// profile's constants, and the module mode), the environment line (GPU, driver, toolchain:
+  /// NcuProfiler::environment) and the metric names.
+  static std::string key(const TaskRef& task, const std::string& environment,
+                         const std::vector<NcuMetric>& metrics);
+  std::optional<ProfileReport> get(const std::string& key) const;  ///< nullopt: absent or empty
+  void put(const std::string& key, const std::string& csv) const;  ///< best effort (a warning)
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
 /// The ncu reading of one attempt.
 struct NcuProfile {
   ProfileReport candidate;
   ProfileReport reference;  ///< empty when the reference could not be profiled
   double profiler_ms = 0;   ///< wall time of the profile step (ncu runs, both when the reference is new)
   std::string note;         ///< "" when the candidate was profiled; else why not (never a failure)
+  std::string replay_mode;  ///< the candidate's ncu --replay-mode ("kernel" or "application")
+  bool reference_cached = false;  ///< the reference's report came from this run's or the disk cache
+};
+
+struct NcuProfilerOptions {
+  /// Wall clock for one attempt's whole profile step (the judge's files, the candidate's ncu run
+  /// and, when not cached, the reference's). What is left when a run starts is its timeout; a
+  /// run that cannot start or finish within it is skipped with a note saying so.
+  std::chrono::milliseconds budget{120'000};
+  /// Reference reports across runs; empty: this process's memory only.
+  std::filesystem::path reference_cache;
+  NcuRunFn run;                              ///< empty: run_ncu
+  std::function<std::string()> environment;  ///< GPU, driver, toolchain in one line; empty: probed
 };
 
 class NcuProfiler {
@@ -54,21 +101,26 @@ class NcuProfiler {
   /// At most this many kernel launches of one call are profiled (ncu -c): each costs several
   /// replays, and a call of thousands of launches would take minutes. The note says so.
   static constexpr int kMaxLaunches = 64;
-  NcuProfiler(std::filesystem::path ncu, std::vector<NcuMetric> metrics,
-              std::chrono::milliseconds timeout = std::chrono::milliseconds(120'000));
-  /// Profiles one call of the artifact and (once per task: cached by TaskRef::cache_key) one
-  /// of the reference. Files go to `dir`: ncu_candidate.csv, ncu_reference.csv and
+  NcuProfiler(std::filesystem::path ncu, std::vector<NcuMetric> metrics, NcuProfilerOptions options = {});
+  /// Profiles one call of the artifact and (once per task and environment: cached by
+  /// NcuReferenceCache::key, in memory and, when configured, on disk) one of the reference,
+  /// within the options' budget. Files go to `dir`: ncu_candidate.csv, ncu_reference.csv and
   /// profile_reference.json stay; profile_tensors.bin (a copy of the inputs) is removed once
-  /// the candidate's run is over.
+  /// the candidate's run is over. The candidate's replay mode: choose_replay_mode (a passing
+  /// candidate's call is idempotent: the judge verified it).
   NcuProfile profile(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
                      const std::filesystem::path& dir);
+  /// The environment line of the cache key (probed once: the runner's hello, `nvidia-smi`'s
+  /// driver version, `ncu --version`).
+  std::string environment(RunnerClient& runner);
 
  private:
   std::filesystem::path ncu_;
   std::vector<NcuMetric> metrics_;
-  std::chrono::milliseconds timeout_;
+  NcuProfilerOptions opt_;
   std::mutex mu_;
-  std::map<std::string, ProfileReport> references_;  ///< by task cache key
+  std::map<std::string, ProfileReport> references_;  ///< by NcuReferenceCache::key
+  std::string environment_;                          ///< probed once (under mu_)
 };
 
 }  // namespace kforge::backends

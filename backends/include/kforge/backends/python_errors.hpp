@@ -89,4 +89,11 @@ PythonErrorVerdict classify_python_error(std::string_view type, std::string_view
 std::optional<PythonErrorVerdict> classify_traceback(std::string_view traceback, std::string_view source = {},
                                                      std::string_view source_name = "kernel.py");
 
+/// The one line that names a failure. A text whose first line opens a Python traceback
+/// (possibly after a prefix, such as "loading task x failed: python_exception: ") gives the
+/// exception as Python's last line prints it, with the prefix: "... RuntimeError: CUDA error:
+/// an illegal memory access" (the message's first line); any other text gives its first
+/// non-empty line. Never "Traceback (most recent call last):"; "" for an empty text.
+std::string failure_headline(std::string_view text);
+
 }  // namespace kforge::backends

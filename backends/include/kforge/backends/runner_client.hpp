@@ -9,8 +9,13 @@
 // deadline_ms the client passes. A judge that dies, hangs past the client's timeout, answers
 // with the wrong request id or an error is infra_error (sub-kinds judge_died, judge_timeout,
 // judge_protocol, runner_failed, reference_failed, python_exception, runner): kforge's own
-// failure, never charged to the model; a fresh worker is started on the next call. Workers are
-// also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is NOT
+// failure, never charged to the model. No cascades (issue 21 §1): after any infra failure or a
+// failed reference the worker is killed, so the next request starts a fresh one (a reference
+// may leave the embedded interpreter or the device unusable); a check or bench that failed so
+// is judged once more on a fresh worker before its infra_error stands (CheckResult::retried),
+// and a reference that fails on a fresh worker (a load, or a test block's reference) makes its
+// task unusable: later requests for it answer at once, without a worker (unusable()). Workers
+// are also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is NOT
 // thread-safe: one owner at a time (RunnerPool hands them out).
 //
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
@@ -51,7 +56,8 @@
 //         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
-//   Errors: {"ok":false,"error":"python_exception|runner|protocol","message"}.
+//   Errors: {"ok":false,"error":"python_exception|runner|protocol|reference_failed","message"};
+//        reference_failed: a test block's reference raised (message: its whole traceback).
 #pragma once
 
 #include <chrono>
@@ -122,6 +128,8 @@ struct LoadResult {
   double flops = 0, bytes = 0;  ///< per call, from the task's formulas (0: none given)
   double load_ms = 0;
   bool cached = false;  ///< the worker still held the task: selected, not rebuilt
+  /// The reference failed on a fresh worker (or did before): the task cannot be judged.
+  bool unusable = false;
 };
 
 /// A device's peaks as the judge measured them.
@@ -149,6 +157,7 @@ struct CheckResult {
   std::map<std::string, double> phases_ms;  ///< where the judge's check time went (reply "phases")
   std::vector<std::string> checks;          ///< what the check ran, one line each (reply "checks")
   bool worker_replaced = false;             ///< the candidate took the worker down
+  bool retried = false;  ///< the first try was an infra failure; this is the fresh worker's result
 };
 
 struct TimingStats {
@@ -200,6 +209,7 @@ struct BenchResult {
   std::string timing_anomaly;   ///< why candidate_ms is physically impossible; "" = it is not
   std::vector<std::string> flags;
   double bench_ms = 0;
+  bool retried = false;  ///< as CheckResult::retried
 };
 
 class RunnerClient {
@@ -236,6 +246,11 @@ class RunnerClient {
 
   const RunnerConfig& config() const { return cfg_; }
   int workers_started() const { return workers_started_; }
+  /// Tasks (by id) whose reference failed on a fresh worker -> the failure's one-line headline
+  /// (python_errors.hpp failure_headline). Requests for them cost nothing after the first.
+  const std::map<std::string, std::string>& unusable() const { return unusable_by_id_; }
+  /// The full failure text (the Python traceback) of an unusable task; "" when it is not.
+  std::string unusable_detail(const TaskRef& task) const;
 
  private:
   struct Reply;
@@ -248,6 +263,15 @@ class RunnerClient {
   bool ensure_started(std::string* error);
   void kill_worker();
   std::optional<std::string> ensure_loaded(const TaskRef& task, LoadResult* out);
+  /// One load request (no retry); the error text when it failed.
+  std::optional<std::string> load_once(const TaskRef& task, LoadResult* out);
+  CheckResult check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials,
+                         int64_t seed);
+  BenchResult bench_once(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt);
+  /// Records that the task's reference failed on a fresh worker (`detail`: the full text).
+  void mark_unusable(const TaskRef& task, const std::string& detail);
+  /// The remembered failure of an unusable task, as a load error; nullopt when it is usable.
+  std::optional<std::string> known_unusable(const TaskRef& task) const;
 
   RunnerConfig cfg_;
   std::unique_ptr<sandbox::LineChild> child_;
@@ -256,6 +280,10 @@ class RunnerClient {
   int candidates_on_worker_ = 0;
   int workers_started_ = 0;
   uint64_t request_seq_ = 0;
+  int task_requests_on_worker_ = 0;  ///< load/check/bench/... sent to the current worker
+  bool last_request_fresh_ = false;  ///< the last request was the worker's first task request
+  std::map<std::string, std::string> unusable_detail_;  ///< TaskRef::cache_key -> full failure text
+  std::map<std::string, std::string> unusable_by_id_;   ///< task id -> headline
 };
 
 /// A fixed set of RunnerClients, one per slot (benchmarking is exclusive per GPU: one slot
