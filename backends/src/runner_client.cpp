@@ -1,14 +1,18 @@
 #include "kforge/backends/runner_client.hpp"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "kforge/common/hash.hpp"
+#include "kforge/common/json_text.hpp"
+#include "kforge/common/utf8.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::backends {
@@ -41,6 +45,7 @@ struct RunnerClient::Reply {
   json body;
   std::string message;   ///< for died / failed_to_start / timed_out
   std::string sub_kind;  ///< for died: segfault, signal, exit
+  int term_signal = 0;   ///< for died by a signal: its number
 };
 
 RunnerClient::RunnerClient(RunnerConfig cfg) : cfg_(std::move(cfg)) {
@@ -108,7 +113,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   const std::string id = std::to_string(workers_started_) + "." + std::to_string(++request_seq_);
   req["id"] = id;
   auto t0 = Clock::now();
-  if (child_->write_line(req.dump())) {
+  if (child_->write_line(dump_json(req))) {  // a suite file may hold any bytes
     if (auto out = child_->read_line(timeout)) {
       try {
         r.body = json::parse(*out);
@@ -135,6 +140,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   r.kind = Reply::died;
   if (res.status == sandbox::Status::signalled) {
     r.sub_kind = res.term_signal == SIGSEGV || res.term_signal == SIGBUS ? "segfault" : "signal";
+    r.term_signal = res.term_signal;
     r.message = std::string("the worker was killed by signal ") + std::to_string(res.term_signal) + " (" +
                 strsignal(res.term_signal) + ")";
   } else {
@@ -143,8 +149,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
                 " in the middle of the call (did the kernel call exit()?)";
   }
   std::string tail = child_->stderr_tail();
-  if (!tail.empty())
-    r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 6000 ? tail.size() - 6000 : 0);
+  if (!tail.empty()) r.message += "\nworker stderr (tail):\n" + std::string(utf8_suffix(tail, 6000));
   child_.reset();
   loaded_key_.clear();
   return r;
@@ -267,6 +272,7 @@ std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, Load
   LoadResult lr;
   if (r.kind != Reply::ok) {
     lr.error = r.message;
+    if (r.kind == Reply::died && r.term_signal == SIGKILL) lr.error += "\n" + load_killed_hint(task);
   } else if (!r.body.value("ok", false)) {
     lr.error = r.body.value("error", std::string("error")) + ": " + r.body.value("message", std::string());
   } else {
@@ -293,6 +299,26 @@ LoadResult RunnerClient::load(const TaskRef& task) {
   LoadResult lr;
   ensure_loaded(task, &lr);
   return lr;
+}
+
+std::string load_killed_hint(const TaskRef& task) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  char b[512];
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  const double ram = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+  std::string need = "how much it needs is unknown (its get_inputs() shapes were not understood)";
+  if (task.input_bytes_estimate > 0) {
+    // The judge holds the inputs several times over (pristine copy, the reference's outputs, the
+    // exchange arena), so the estimate is a floor.
+    std::snprintf(b, sizeof b, "one set of the task's inputs needs about %.2f GiB by its shapes",
+                  task.input_bytes_estimate / gib);
+    need = b;
+  }
+  std::snprintf(b, sizeof b, " (this machine has %.1f GiB of memory)", ram / gib);
+  return "killed while loading the task (SIGKILL): it likely ran out of memory; " + need +
+         (ram > 0 ? std::string(b) : std::string()) +
+         ". Smaller shapes: --profile small or --profile ci (`kforge suites --suite SUITE --profile ci` "
+         "lists them)";
 }
 
 namespace {
