@@ -1,5 +1,6 @@
-// kforge — the command-line interface. Subcommands: suites, doctor, eval, run, merge, report,
-// compare. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
+// kforge — the command-line interface. Subcommands: suites, doctor, task, eval, run, merge, report,
+// compare. Exit status 2 for bad arguments (CLI11's parse errors included) and an unknown
+// subcommand. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 
@@ -8,11 +9,15 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "kforge/agent/doctor.hpp"
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
+#include "kforge/benchmarks/shapes.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/merge.hpp"
@@ -22,7 +27,46 @@ using namespace kforge;
 
 namespace {
 
-int cmd_suites(const std::string& suite_arg) {
+std::string mib(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, bytes >= 1024.0 * 1024 * 1024 ? "%.2f GiB" : "%.2f MiB",
+                bytes >= 1024.0 * 1024 * 1024 ? bytes / (1024.0 * 1024 * 1024) : bytes / (1024.0 * 1024));
+  return b;
+}
+
+/// `kforge suites --suite X --profile P`: each task's inputs under the profile (shapes.hpp), and
+/// for a derived (scaled) profile the constants it changed and the bytes before and after.
+int cmd_suite_profile(const Suite& s, const std::string& profile) {
+  std::printf("suite %s, profile %s\n", s.name.c_str(), profile.c_str());
+  int unknown = 0;
+  for (const auto& t : s.tasks) {
+    auto src = apply_profile(t, profile);
+    if (!src) {
+      ++unknown;
+      std::printf("%-48s no profile %s: %s\n", t.id.c_str(), profile.c_str(),
+                  estimate_inputs(t.source).describe().c_str());
+      continue;
+    }
+    const ShapeEstimate e = estimate_inputs(*src);
+    std::printf("%-48s %s%s\n", t.id.c_str(), e.ok ? (mib(e.bytes) + "  ").c_str() : "",
+                e.describe().c_str());
+    if (t.profiles.count(profile)) continue;  // the suite's own profile
+    if (auto sp = scale_profile(t.source, profile)) {
+      std::string changed;
+      for (const auto& c : sp->changes) changed += (changed.empty() ? "" : ", ") + c;
+      std::printf("  %s (was %s)%s%s\n", changed.empty() ? "unchanged" : changed.c_str(),
+                  mib(sp->before.bytes).c_str(), sp->note.empty() ? "" : "; ", sp->note.c_str());
+    }
+  }
+  if (unknown)
+    std::printf(
+        "\n%d task(s) without profile %s (their get_inputs() shapes are not understood; they run "
+        "only at their own shapes)\n",
+        unknown, profile.c_str());
+  return 0;
+}
+
+int cmd_suites(const std::string& suite_arg, const std::string& profile) {
   if (suite_arg.empty()) {
     auto dirs = builtin_suite_dirs();
     if (dirs.empty()) {
@@ -48,6 +92,7 @@ int cmd_suites(const std::string& suite_arg) {
     std::cerr << "kforge suites: " << e.what() << "\n";
     return 2;
   }
+  if (!profile.empty()) return cmd_suite_profile(s, profile);
   std::printf("suite %s (%s layout, %zu tasks) at %s\n", s.name.c_str(), s.layout.c_str(), s.tasks.size(),
               s.root.string().c_str());
   std::printf("%-48s %-18s %s\n", "task", "category", "difficulty");
@@ -112,6 +157,26 @@ int cmd_merge(const std::string& out, const std::vector<std::string>& runs) {
   return 0;
 }
 
+/// The subcommand names of `app`, for the "unknown subcommand" message.
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
+/// The first argument that is not a top-level flag, when it names no subcommand (CLI11 would
+/// say only "A subcommand is required"); nullopt otherwise.
+std::optional<std::string> unknown_subcommand(int argc, char** argv, const std::vector<std::string>& names) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!a.empty() && a[0] == '-') continue;  // -v, -q, --help: CLI11 handles them
+    if (std::find(names.begin(), names.end(), a) == names.end()) return a;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,11 +189,26 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "debug logging");
   app.add_flag("-q,--quiet", quiet, "warnings and errors only");
 
-  std::string suite_arg;
+  std::string suite_arg, suites_profile;
   auto* suites = app.add_subcommand("suites", "list built-in suites, or the tasks of one suite");
   suites->add_option(
       "--suite", suite_arg,
       "a built-in suite name or a suite directory (kforge, KernelBench or MultiKernelBench layout)");
+  suites->add_option("--profile", suites_profile,
+                     "with --suite: each task's input shapes and bytes under this shape profile (small "
+                     "and ci are derived for suites that define none)");
+
+  agent::TaskCommand tc;
+  auto* task =
+      app.add_subcommand("task",
+                         "print what a kernel for one task must be: the prompt's task section, tensor table, "
+                         "tolerances, checks and kernel ABI");
+  task->add_option("suite", tc.suite, "suite name or directory")->required();
+  task->add_option("id", tc.id, "task id, e.g. level1/19_ReLU")->required();
+  task->add_option("--profile", tc.profile, "shape profile (e.g. ci); default: the task's own shapes");
+  add_backend_option(task, tc.backend);
+  task->add_option("--device", tc.device, "runner device: cpu or cuda:N");
+  task->add_option("--trials", tc.trials, "correctness trials the checks state")->check(CLI::Range(1, 100));
 
   app.add_subcommand("doctor", "report compilers, GPUs, LibTorch/torch/Triton versions and usable backends");
 
@@ -245,10 +325,25 @@ int main(int argc, char** argv) {
   compare->add_option("run_a", cmp_a, "first run directory")->required();
   compare->add_option("run_b", cmp_b, "second run directory")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  if (auto bad = unknown_subcommand(argc, argv, subcommand_names(app))) {
+    std::string known;
+    for (const auto& n : subcommand_names(app)) known += (known.empty() ? "" : ", ") + n;
+    std::cerr << "kforge: unknown subcommand '" << *bad << "' (known: " << known
+              << "; kforge --help describes them)\n";
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with status 0; every other parse error is a bad
+    // argument: exit 2 as README says (CLI11's own codes are 100 and up).
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
   setup_logging(verbose, quiet);
   try {
-    if (suites->parsed()) return cmd_suites(suite_arg);
+    if (suites->parsed()) return cmd_suites(suite_arg, suites_profile);
+    if (task->parsed()) return agent::run_task_command(tc);
     if (app.got_subcommand("doctor")) {
       std::cout << agent::render_doctor(agent::run_doctor());
       return 0;

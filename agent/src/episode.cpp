@@ -307,7 +307,7 @@ void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int
     result["llm_status"] = rec.llm_status;
     result["llm_message"] = cr.message;
     result["in_history"] = counts_in_history;
-    sh.run->write_attempt_file(task.id, sample, turn, "result.json", result.dump(2));
+    sh.run->write_attempt_json(task.id, sample, turn, "result.json", result);
     sh.run->append(rec);
     sh.attempts++;
     if (llm_failed) {
@@ -591,7 +591,7 @@ int run_agent(const RunCommand& cmd_in) {
       {"started_at", utc_now()}};
   std::optional<RunDir> run;
   try {
-    if (resuming || fs::exists(cmd.out / "manifest.json")) {
+    if (resuming) {  // --out on an existing run: RunDir::create refuses, pointing to --resume
       run.emplace(RunDir::open_for_resume(cmd.out));
       // The manifest keeps the configuration in effect (a resume may change options) and a
       // log of the resumes with the options each gave.
@@ -757,17 +757,14 @@ int run_agent(const RunCommand& cmd_in) {
               << " consecutive LLM failures (see llm_error in attempts.jsonl); fix the endpoint and "
                  "continue with --resume "
               << cmd.out.string() << "\n";
-    return 75;
+    return kExitLlmError;
   }
   if (g_stop.load()) {
     std::cerr << "kforge run: interrupted; in-flight attempts recorded. Continue with --resume "
               << cmd.out.string() << "\n";
     return 130;
   }
-  if (sh.llm_errors > 0)
-    std::cerr << "kforge run: " << sh.llm_errors.load() << " episode(s) paused at an llm_error; --resume "
-              << cmd.out.string() << " asks those turns again\n";
-  return 0;
+  return finished_run_exit_status(cmd.out, std::cerr);
 }
 
 int run_report(const fs::path& run_dir) {

@@ -15,9 +15,12 @@
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/resource_usage.hpp"
+#include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/hash.hpp"
+#include "kforge/common/json_text.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
+#include "kforge/runs/run_status.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
 
 namespace kforge::agent {
@@ -43,6 +46,7 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   auto src = apply_profile(task, profile);
   if (!src) throw std::invalid_argument("task " + task.id + " has no profile '" + profile + "'");
   r.source = *src;
+  if (auto est = estimate_inputs(r.source); est.ok) r.input_bytes_estimate = est.bytes;
   for (const auto& [dtype, tol] : task.tolerances) r.tolerances[dtype] = {tol.atol, tol.rtol};
   r.flops_expr = task.flops;
   r.bytes_expr = task.bytes;
@@ -265,7 +269,7 @@ std::string unusable_reason(const std::string& load_error) {
 void write_unusable(const fs::path& run_dir, const std::map<std::string, std::string>& unusable) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [task, why] : unusable) j[task] = why;
-  write_file(run_dir / "unusable.json", j.dump(2) + "\n");
+  write_file(run_dir / "unusable.json", dump_json(j, 2) + "\n");
 }
 
 namespace {
@@ -292,6 +296,22 @@ void log_profile(const AttemptRecord& rec) {
 
 }  // namespace
 
+int finished_run_exit_status(const fs::path& run_dir, std::ostream& err) {
+  const RunStatus st = run_status(load_attempts(run_dir).records);
+  if (st.paused_episodes > 0) {
+    err << "kforge run: " << st.paused_episodes << " episode(s) paused at an llm_error; --resume "
+        << run_dir.string() << " asks those turns again. Last LLM error (" << st.last_llm_error_task
+        << "): " << truncate_middle(st.last_llm_error, 600) << "\n";
+    return kExitLlmError;
+  }
+  if (st.scored == 0) {
+    err << "kforge run: nothing was scored (" << st.records
+        << " record(s), none judged: see infra_error in attempts.jsonl and unusable.json)\n";
+    return kExitInfraError;
+  }
+  return 0;
+}
+
 int run_eval(const EvalCommand& cmd) {
   const backends::Backend* backend = backends::find_backend(cmd.backend);
   if (!backend) {
@@ -314,10 +334,11 @@ int run_eval(const EvalCommand& cmd) {
   }
   if (!cmd.profile.empty() && cmd.profile != "default") {
     bool any = false;
-    for (const auto& t : suite.tasks) any = any || t.profiles.count(cmd.profile);
+    for (const auto& t : suite.tasks) any = any || has_profile(t, cmd.profile);
     if (!any) {
       std::cerr << "kforge eval: --profile " << cmd.profile << ": no task of suite " << suite.name
-                << " defines it\n";
+                << " defines it (small and ci are derived for tasks whose get_inputs() shapes kforge "
+                   "understands)\n";
       return 2;
     }
   }
@@ -397,13 +418,23 @@ int run_eval(const EvalCommand& cmd) {
   std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
               "speedup");
   int passed = 0, infra = 0, done = 0, tb_judged = 0, tb_calls = 0, tb_pass = 0, retried = 0;
-  // Only model outcomes are final: an infra_error attempt is judged again.
-  std::set<AttemptKey> finished;
+  // Only model outcomes of the same source are final: an infra_error attempt, and a kernel whose
+  // file changed since it was judged, are judged again (the later record supersedes the earlier).
+  std::map<AttemptKey, std::string> judged;  // key -> source_sha of its last model-outcome record
   for (const auto& r : run->load_attempts())
-    if (is_model_outcome(r.outcome)) finished.insert(key_of(r));
+    if (is_model_outcome(r.outcome)) judged[key_of(r)] = r.source_sha;
+  std::vector<std::string> unchanged;           // tasks skipped: judged before, same source
   std::map<std::string, std::string> unusable;  // task -> why its reference cannot be used
   for (const Task* t : todo) {
-    if (finished.count({t->id, 0, 1})) continue;
+    const std::string source = read_file(cmd.kernels / t->id / src_name);
+    if (auto it = judged.find({t->id, 0, 1}); it != judged.end()) {
+      if (it->second == sha256_hex(source)) {
+        unchanged.push_back(t->id);
+        continue;
+      }
+      spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", t->id,
+                   cmd.out.string());
+    }
     backends::TaskRef ref;
     try {
       ref = task_ref(*t, cmd.profile);
@@ -419,7 +450,6 @@ int run_eval(const EvalCommand& cmd) {
     rec.backend = cmd.backend;
     rec.started_at = utc_now();
     auto t0 = std::chrono::steady_clock::now();
-    std::string source = read_file(cmd.kernels / t->id / src_name);
     rec.source_sha = sha256_hex(source);
     rec.attempt_dir = attempt_rel_path(t->id, 0, 1).string();
     ++done;
@@ -434,12 +464,8 @@ int run_eval(const EvalCommand& cmd) {
       rec.sub_kind = why.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
       rec.message = truncate_middle(why, 400);
       rec.finished_at = utc_now();
-      run->write_attempt_file(t->id, 0, 1, "result.json",
-                              nlohmann::json{{"outcome", "infra_error"},
-                                             {"sub_kind", rec.sub_kind},
-                                             {"message", why},
-                                             {"traceback", lr.error}}
-                                  .dump(2));
+      run->write_attempt_json(t->id, 0, 1, "result.json",
+                              {{"outcome", "infra_error"}, {"sub_kind", rec.sub_kind}, {"message", why}, {"traceback", lr.error}});
       run->append(rec);
       ++infra;
       std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(), "infra_error", rec.sub_kind.c_str(),
@@ -462,7 +488,7 @@ int run_eval(const EvalCommand& cmd) {
                           {"sub_kind", rec.sub_kind},
                           {"message", ev.message},
                           {"compile_log", ev.compile.log}};
-    run->write_attempt_file(t->id, 0, 1, "result.json", result.dump(2));
+    run->write_attempt_json(t->id, 0, 1, "result.json", result);
     if (!ev.compile.log.empty()) run->write_attempt_file(t->id, 0, 1, "build.log", ev.compile.log);
     run->append(rec);
     passed += rec.outcome == Outcome::pass;
@@ -487,6 +513,13 @@ int run_eval(const EvalCommand& cmd) {
     std::fflush(stdout);
   }
   write_unusable(cmd.out, unusable);
+  if (!unchanged.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < unchanged.size() && i < 20; ++i) list += (i ? ", " : "") + unchanged[i];
+    if (unchanged.size() > 20) list += ", ...";
+    std::printf("skipped %zu unchanged kernel(s) already judged in %s: %s\n", unchanged.size(),
+                cmd.out.string().c_str(), list.c_str());
+  }
   std::printf("\n%d/%d passed (%d evaluated now, %zu recorded in %s)\n", passed, done - infra, done,
               run->attempt_count(), (cmd.out / "attempts.jsonl").string().c_str());
   // TritonBench's names (its paper, section 4): Call accuracy, the share whose test block ran to

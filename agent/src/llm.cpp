@@ -1,6 +1,7 @@
 // agent/src/llm.cpp — ChatStatus names, the retry loop shared by HTTP providers, the factory.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "kforge/common/utf8.hpp"
 #include "llm_internal.hpp"
 
 namespace kforge {
@@ -60,7 +62,7 @@ std::string error_message_from_body(const std::string& body) {
       }
     }
   }
-  std::string head = body.substr(0, 300);
+  std::string head(utf8_prefix(body, 300));  // whole characters
   if (body.size() > 300) head += "...";
   return head.empty() ? "(empty body)" : head;
 }
@@ -169,6 +171,22 @@ std::string env_or(const std::string& given, const char* var) {
   return v != nullptr ? std::string(v) : std::string();
 }
 
+/// An API key goes into an HTTP header: a control byte (a pasted newline, a stray CR) would end
+/// the header early or be rejected by the server with a confusing status. Refused here instead;
+/// the message names the offset and the byte, never the key.
+void check_api_key(const std::string& key) {
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const auto c = static_cast<unsigned char>(key[i]);
+    if (c < 0x20 || c == 0x7F) {
+      char b[8];
+      std::snprintf(b, sizeof b, "0x%02X", c);
+      throw std::invalid_argument("the API key holds a control byte (" + std::string(b) + " at offset " +
+                                  std::to_string(i) + " of " + std::to_string(key.size()) +
+                                  "; a pasted newline?): fix the variable that holds it");
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfig& cfg_in) {
@@ -207,6 +225,7 @@ std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfi
     const bool public_endpoint = cfg.base_url.empty();
     if (public_endpoint) cfg.base_url = openai ? "https://api.openai.com/v1" : "https://api.anthropic.com";
     cfg.api_key = env_or(cfg.api_key, key_var);
+    check_api_key(cfg.api_key);
     if (public_endpoint && cfg.api_key.empty()) {
       throw std::invalid_argument(provider + ": no API key for " + cfg.base_url + ": set " + key_var +
                                   " or pass a key (a local server needs a base URL instead)");

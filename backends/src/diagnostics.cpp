@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "kforge/common/utf8.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge::backends {
@@ -106,7 +107,7 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
   // The error or warning that notes attach to (index into out; npos: none yet).
   std::size_t owner = std::string::npos;
   for (auto raw : split_lines(log)) {
-    if (raw.size() > kMaxLine) raw.resize(kMaxLine);
+    if (raw.size() > kMaxLine) raw = std::string(utf8_prefix(raw, kMaxLine));  // whole characters
     const std::string line = ascii_quotes(raw);
     // nvcc (EDG) context of the previous error: "          detected during instantiation of ..."
     if (owner != std::string::npos && !line.empty() && std::isspace(static_cast<unsigned char>(line[0]))) {

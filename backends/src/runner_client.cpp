@@ -1,8 +1,10 @@
 #include "kforge/backends/runner_client.hpp"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -10,6 +12,8 @@
 
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/common/hash.hpp"
+#include "kforge/common/json_text.hpp"
+#include "kforge/common/utf8.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
 namespace kforge::backends {
@@ -42,6 +46,7 @@ struct RunnerClient::Reply {
   json body;
   std::string message;   ///< for died / failed_to_start / timed_out
   std::string sub_kind;  ///< for died: segfault, signal, exit
+  int term_signal = 0;   ///< for died by a signal: its number
 };
 
 RunnerClient::RunnerClient(RunnerConfig cfg) : cfg_(std::move(cfg)) {
@@ -116,7 +121,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   const std::string cmd = req.value("cmd", std::string());
   if (cmd != "hello" && cmd != "peaks") last_request_fresh_ = task_requests_on_worker_++ == 0;
   auto t0 = Clock::now();
-  if (child_->write_line(req.dump())) {
+  if (child_->write_line(dump_json(req))) {  // a suite file may hold any bytes
     if (auto out = child_->read_line(timeout)) {
       try {
         r.body = json::parse(*out);
@@ -143,6 +148,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   r.kind = Reply::died;
   if (res.status == sandbox::Status::signalled) {
     r.sub_kind = res.term_signal == SIGSEGV || res.term_signal == SIGBUS ? "segfault" : "signal";
+    r.term_signal = res.term_signal;
     r.message = std::string("the worker was killed by signal ") + std::to_string(res.term_signal) + " (" +
                 strsignal(res.term_signal) + ")";
   } else {
@@ -151,8 +157,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
         "the worker exited with status " + std::to_string(res.exit_code) + " in the middle of the call";
   }
   std::string tail = child_->stderr_tail();
-  if (!tail.empty())
-    r.message += "\nworker stderr (tail):\n" + tail.substr(tail.size() > 6000 ? tail.size() - 6000 : 0);
+  if (!tail.empty()) r.message += "\nworker stderr (tail):\n" + std::string(utf8_suffix(tail, 6000));
   child_.reset();
   loaded_key_.clear();
   task_requests_on_worker_ = 0;
@@ -323,6 +328,7 @@ std::optional<std::string> RunnerClient::load_once(const TaskRef& task, LoadResu
   LoadResult lr;
   if (r.kind != Reply::ok) {
     lr.error = r.message;
+    if (r.kind == Reply::died && r.term_signal == SIGKILL) lr.error += "\n" + load_killed_hint(task);
   } else if (!r.body.value("ok", false)) {
     lr.error = r.body.value("error", std::string("error")) + ": " + r.body.value("message", std::string());
   } else {
@@ -349,6 +355,26 @@ LoadResult RunnerClient::load(const TaskRef& task) {
   LoadResult lr;
   ensure_loaded(task, &lr);
   return lr;
+}
+
+std::string load_killed_hint(const TaskRef& task) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  char b[512];
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  const double ram = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+  std::string need = "how much it needs is unknown (its get_inputs() shapes were not understood)";
+  if (task.input_bytes_estimate > 0) {
+    // The judge holds the inputs several times over (pristine copy, the reference's outputs, the
+    // exchange arena), so the estimate is a floor.
+    std::snprintf(b, sizeof b, "one set of the task's inputs needs about %.2f GiB by its shapes",
+                  task.input_bytes_estimate / gib);
+    need = b;
+  }
+  std::snprintf(b, sizeof b, " (this machine has %.1f GiB of memory)", ram / gib);
+  return "killed while loading the task (SIGKILL): it likely ran out of memory; " + need +
+         (ram > 0 ? std::string(b) : std::string()) +
+         ". Smaller shapes: --profile small or --profile ci (`kforge suites --suite SUITE --profile ci` "
+         "lists them)";
 }
 
 namespace {

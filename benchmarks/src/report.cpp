@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kforge/common/json_text.hpp"
+#include "kforge/common/utf8.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 
@@ -153,7 +155,7 @@ std::string render_report_md(const Summary& s, const std::string& title) {
           "random in the suite's module mode); no LLM call was made for them and they are not scored.\n\n";
     Table t(os, {"task", "reason"});
     for (const auto& [task, why] : s.unusable) {
-      std::string w = why.size() > 300 ? why.substr(0, 300) + "..." : why;
+      std::string w = why.size() > 300 ? std::string(utf8_prefix(why, 300)) + "..." : why;
       for (auto& c : w)
         if (c == '\n' || c == '|') c = ' ';
       t.row({task, w});
@@ -407,7 +409,7 @@ Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config) {
 
 Summary write_report(const fs::path& run_dir, const MetricsConfig& config) {
   Summary s = summarize_run(run_dir, config);
-  write_file(run_dir / "summary.json", to_json(s).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_file(run_dir / "summary.json", dump_json(to_json(s), 2) + "\n");
   std::string title = "kforge run report: " + fs::absolute(run_dir).filename().string();
   write_file(run_dir / "report.md", render_report_md(s, title));
   return s;
@@ -460,7 +462,7 @@ LibraryExport export_library(const fs::path& run_dir) {
     fs::copy_file(src, out / src.filename(), fs::copy_options::overwrite_existing);
     if (fs::is_regular_file(adir / "result.json", ec))
       fs::copy_file(adir / "result.json", out / "result.json", fs::copy_options::overwrite_existing);
-    write_file(out / "attempt.json", to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    write_file(out / "attempt.json", dump_json(to_json(r), 2) + "\n");
     index.push_back({{"task", task},
                      {"category", r.category},
                      {"difficulty", r.difficulty},
@@ -472,7 +474,7 @@ LibraryExport export_library(const fs::path& run_dir) {
                      {"attempt_dir", r.attempt_dir}});
     ++ex.exported;
   }
-  write_file(ex.dir / "index.json", index.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_file(ex.dir / "index.json", dump_json(index, 2) + "\n");
   return ex;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/util.hpp"
 #include "tritonbench.hpp"
 
@@ -169,7 +170,12 @@ TaskFileResult parse_task_file(const fs::path& file, const std::string& id) {
 std::optional<std::string> apply_profile(const Task& task, const std::string& profile) {
   if (profile.empty() || profile == "default") return task.source;
   auto it = task.profiles.find(profile);
-  if (it == task.profiles.end()) return std::nullopt;
+  if (it == task.profiles.end()) {
+    // A profile the task does not define: the derived one (shapes.hpp), where there is a rule for it.
+    auto sp = scale_profile(task.source, profile);
+    if (!sp) return std::nullopt;
+    return std::move(sp->source);
+  }
   auto lines = split_lines(task.source);
   std::set<std::string> done;
   int last_const_line = 0;

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kforge/common/utf8.hpp"
+
 namespace kforge {
 
 std::filesystem::path kforge_home() {
@@ -69,10 +71,12 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 
 std::string truncate_middle(std::string_view s, std::size_t max_bytes) {
   if (s.size() <= max_bytes) return std::string(s);
-  std::size_t head = max_bytes / 2, tail = max_bytes - head;
-  std::string out(s.substr(0, head));
-  out += "\n... [" + std::to_string(s.size() - head - tail) + " bytes truncated] ...\n";
-  out += s.substr(s.size() - tail);
+  // Cut on character boundaries: a multi-byte UTF-8 sequence is kept whole or dropped whole.
+  std::string_view head = utf8_prefix(s, max_bytes / 2);
+  std::string_view tail = utf8_suffix(s, max_bytes - max_bytes / 2);
+  std::string out(head);
+  out += "\n... [" + std::to_string(s.size() - head.size() - tail.size()) + " bytes truncated] ...\n";
+  out += tail;
   return out;
 }
 

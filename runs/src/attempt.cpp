@@ -5,6 +5,8 @@
 #include <ctime>
 #include <limits>
 
+#include "kforge/common/json_text.hpp"
+
 namespace kforge {
 
 bool AttemptRecord::compiled() const {
@@ -262,9 +264,9 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
 }
 
 std::string to_jsonl(const AttemptRecord& r) {
-  // error_handler::replace: a message with invalid UTF-8 (compiler output can contain any
-  // bytes) is written with U+FFFD instead of throwing.
-  std::string s = to_json(r).dump(-1, ' ', false, json::error_handler_t::replace);
+  // dump_json: a message with invalid UTF-8 (compiler output can contain any bytes) is written
+  // with each invalid byte as \xNN (utf8.hpp) instead of throwing.
+  std::string s = dump_json(to_json(r));
   s.push_back('\n');
   return s;
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "kforge/common/json_text.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge {
@@ -187,7 +188,7 @@ void require_object(const json& manifest) {
                                 std::string(manifest.type_name()));
 }
 void write_manifest(const fs::path& dir, const json& manifest) {
-  write_file(dir / kManifestFile, manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_file(dir / kManifestFile, dump_json(manifest, 2) + "\n");
 }
 }  // namespace
 
@@ -319,6 +320,11 @@ fs::path RunDir::write_attempt_file(const std::string& task, int sample, int tur
   fs::path p = attempt_path(task, sample, turn) / std::string(name);
   write_file(p, content);
   return p;
+}
+
+fs::path RunDir::write_attempt_json(const std::string& task, int sample, int turn, std::string_view name,
+                                    const json& value) const {
+  return write_attempt_file(task, sample, turn, name, dump_json(value, 2) + "\n");
 }
 
 std::vector<AttemptRecord> RunDir::load_attempts() const {

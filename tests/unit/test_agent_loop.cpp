@@ -164,7 +164,8 @@ TEST_CASE("kforge run: LLM faults are named outcomes, nothing is lost, --resume 
                                 "--stop-on", "never", "--llm-retries", "1", "--llm-timeout-ms", "400",
                                 "--llm-concurrency", "2", "--max-llm-failures", "0"}),
                       -1);
-    REQUIRE(wait_exit(pid) == 0);
+    // Episodes of b, c and d end paused at an llm_error: exit 75 (README), --resume asks again.
+    REQUIRE(wait_exit(pid) == 75);
   }
   auto recs = kforge::load_attempts(out).records;
   // a: 3 turns per sample (429 retried, then empty, then no code); b, c, d: each sample pauses

@@ -1,4 +1,5 @@
-/* kforge/kernel_abi.h — the only header a kforge cpu/cuda candidate includes (DESIGN.md §5).
+/* kforge/kernel_abi.h — the only header a kforge cpu/cuda candidate includes (README.md, "The
+ * kernel contract (cpu, cuda)"; `kforge task SUITE ID` prints a task's tensors in this order).
  *
  * The runner calls the candidate's one entry point, kf_forward, with views of tensors it
  * owns. Inputs are the task's get_inputs() in order, followed by the model's parameters

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -127,6 +128,17 @@ struct EvalCommand {
 /// missing, runner or reference failed), and of `kforge run` when it stopped after
 /// --max-infra-failures consecutive infra_errors.
 inline constexpr int kExitInfraError = 76;
+
+/// Exit status of `kforge run` when the endpoint failed: stopped after --max-llm-failures
+/// consecutive llm_errors, or ended with episodes paused at an llm_error (--resume asks again).
+inline constexpr int kExitLlmError = 75;
+
+/// The exit status of a run that finished without being stopped, from its records
+/// (runs/run_status.hpp): kExitLlmError when an episode is paused at an llm_error (the count and
+/// the last LLM error are written to `err`), else kExitInfraError when nothing was scored (no
+/// record has a model outcome: every attempt failed in kforge, or every task is unusable; said
+/// on `err`), else 0.
+int finished_run_exit_status(const std::filesystem::path& run_dir, std::ostream& err);
 
 /// Runs the command, prints a table to stdout. Failing kernels are results (exit 0); bad
 /// arguments, a missing suite or kernels dir return 2, a runner that does not start 3, and

@@ -116,9 +116,18 @@ struct TaskRef {
   /// (the `testblock` request), and the candidate must define `entries`. No model is loaded.
   std::string test_source, test_function;
   std::vector<std::string> entries;
+  /// Bytes of one set of get_inputs() tensors, estimated from the source's shapes by the task
+  /// model (benchmarks: estimate_input_bytes); 0 = unknown. Only for messages (a worker killed
+  /// while loading: likely out of memory, and how much the task needs).
+  double input_bytes_estimate = 0;
   bool test_block() const { return !test_source.empty(); }
   std::string cache_key() const;  ///< identifies (id, source, mode): a reload is skipped when equal
 };
+
+/// The explanation appended to a load that failed because the worker was killed by SIGKILL
+/// (the kernel's OOM killer, usually): likely out of memory, the task's input bytes
+/// (input_bytes_estimate, when known), the machine's memory, and the profiles to try.
+std::string load_killed_hint(const TaskRef& task);
 
 struct LoadResult {
   bool ok = false;

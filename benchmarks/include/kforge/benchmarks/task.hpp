@@ -162,7 +162,9 @@ TaskFileResult parse_tritonbench_file(const std::filesystem::path& file, const s
 /// The source with a profile's overrides applied: each overridden top-level assignment
 /// `NAME = ...` is replaced by `NAME = <override>` on the same line, so constants derived
 /// from it later in the file follow. An empty profile name or "default" returns the source
-/// unchanged. Unknown profile: std::nullopt. An override naming a constant the file does
+/// unchanged. A profile the task does not define is the scaled one of shapes.hpp (small, ci:
+/// integer constants of get_inputs() divided until the inputs fit a byte target) where its
+/// shapes are understood; otherwise std::nullopt. An override naming a constant the file does
 /// not define is appended after the last constant.
 std::optional<std::string> apply_profile(const Task& task, const std::string& profile);
 

@@ -27,7 +27,8 @@ std::string trim(std::string_view s);
 std::vector<std::string> split_lines(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
 
-/// Truncates text to at most max_bytes, keeping head and tail around a marker line.
+/// Truncates text to at most max_bytes (plus the marker line), keeping head and tail around a
+/// marker line "... [N bytes truncated] ..."; the cuts never split a UTF-8 sequence (utf8.hpp).
 std::string truncate_middle(std::string_view s, std::size_t max_bytes);
 
 /// Logging: level "info" by default, "debug" with verbose, "warn" with quiet. Logs go to stderr.

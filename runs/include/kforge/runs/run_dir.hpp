@@ -94,6 +94,12 @@ class RunDir {
   std::filesystem::path write_attempt_file(const std::string& task, int sample, int turn,
                                            std::string_view name, std::string_view content) const;
 
+  /// write_attempt_file of `value` as indented JSON, every string made JSON-safe first (invalid
+  /// UTF-8 bytes written as \xNN: common/json_text.hpp), so a result holding compiler output or
+  /// a kernel's bytes never fails to serialise. Throws as write_attempt_file.
+  std::filesystem::path write_attempt_json(const std::string& task, int sample, int turn,
+                                           std::string_view name, const nlohmann::json& value) const;
+
   /// Every record of the run, in file order (what was there at open plus what was appended).
   std::vector<AttemptRecord> load_attempts() const;
 

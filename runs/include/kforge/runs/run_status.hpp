@@ -1,0 +1,28 @@
+// kforge/runs/run_status.hpp — how a run ended, read from its records (for the exit code).
+//
+// A run "scored" something when at least one record has a model outcome (is_model_outcome:
+// the candidate was judged). An episode (task, sample) is "paused" when its last record in file
+// order is an llm_error: the endpoint failed after the client's retries and --resume asks that
+// turn again (a later record of the episode supersedes it). Values only; pure, thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kforge/runs/attempt.hpp"
+
+namespace kforge {
+
+struct RunStatus {
+  int records = 0;          ///< every record read
+  int scored = 0;           ///< records with a model outcome
+  int paused_episodes = 0;  ///< episodes whose last record is an llm_error
+  /// The message of the last llm_error record in file order ("" when none).
+  std::string last_llm_error;
+  std::string last_llm_error_task;  ///< its task id
+};
+
+/// Summarises records in file order (as attempts.jsonl holds them).
+RunStatus run_status(const std::vector<AttemptRecord>& records);
+
+}  // namespace kforge
