@@ -15,8 +15,9 @@
 //
 // Stopping (stop(), SIGINT/SIGTERM when handle_signals, max_llm_failures consecutive llm_errors,
 // max_infra_failures consecutive infra_errors): intake stops at once (no new turn starts, queued
-// LLM requests are dropped, in-flight LLM requests are abandoned: those turns are not recorded
-// and --resume asks them again); builds and judges in flight finish and are recorded. An
+// LLM requests and task loads are dropped, in-flight LLM requests and loads are abandoned: those
+// turns are not recorded and --resume asks them again); builds and judges in flight finish and
+// are recorded. A second SIGINT/SIGTERM exits at once (records are whole lines). An
 // exception while an episode is handled becomes that episode's recorded infra_error (sub-kind
 // "exception") and the run goes on.
 //
