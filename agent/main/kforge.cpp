@@ -230,8 +230,8 @@ int main(int argc, char** argv) {
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
   add_profiler_option(eval, ev.profiler, ev.profile_failing);
   eval->add_option("--allow-ops", ev.allow_ops,
-                    "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
-                    "(comma-separated)")
+                   "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
+                   "(comma-separated)")
       ->delimiter(',');
   eval->add_option(
           "--allow-precision", ev.allow_precision,
@@ -289,8 +289,9 @@ int main(int argc, char** argv) {
   run->add_option("--max-infra-failures", rn.max_infra_failures,
                   "consecutive infrastructure failures (toolchain, runner, reference) that stop the "
                   "run, exit 76 (0: never)");
-  run->add_option("--llm-concurrency", rn.llm_concurrency, "in-flight LLM requests")
-      ->check(CLI::Range(1, 256));
+  run->add_option("--llm-concurrency", rn.llm_concurrency,
+                  "in-flight LLM requests (no thread is held per request)")
+      ->check(CLI::Range(1, 4096));
   run->add_option("--compile-jobs", rn.compile_jobs, "concurrent compiles (default: cores)");
   run->add_option("--llm-timeout-ms", rn.llm_timeout_ms, "per-request LLM timeout");
   run->add_option("--llm-retries", rn.llm_retries, "retries after 429/5xx/timeouts");
@@ -298,10 +299,14 @@ int main(int argc, char** argv) {
   run->add_option("--reps", rn.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
   run->add_flag("!--no-bench", rn.bench, "skip timing");
   run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
+  run->add_option("--devices", rn.devices,
+                  "judge runners, one slot each: all (every GPU; the host for cpu) or a list such as "
+                  "cuda:0,cuda:2 or cpu,cpu (comma-separated)")
+      ->delimiter(',');
   add_profiler_option(run, rn.profiler, rn.profile_failing);
   run->add_option("--allow-ops", rn.allow_ops,
-                   "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
-                   "(comma-separated)")
+                  "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
+                  "(comma-separated)")
       ->delimiter(',');
   run->add_option(
          "--allow-precision", rn.allow_precision,

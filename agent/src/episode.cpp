@@ -1,38 +1,30 @@
+// agent/src/episode.cpp — `kforge run`: set-up, the episode list, the scheduler, the report.
 #include "kforge/agent/episode.hpp"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <csignal>
+#include <boost/asio/io_context.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <semaphore>
-#include <set>
 #include <thread>
 
+#include "kforge/agent/attempt.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/llm.hpp"
+#include "kforge/agent/ports.hpp"
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/backend.hpp"
-#include "kforge/backends/compile.hpp"
-#include "kforge/backends/diagnostics.hpp"
-#include "kforge/backends/evaluate.hpp"
-#include "kforge/backends/resource_usage.hpp"
 #include "kforge/benchmarks/report.hpp"
-#include "kforge/benchmarks/roofline.hpp"
 #include "kforge/benchmarks/task.hpp"
-#include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
-#include "kforge/prompts/prompts.hpp"
 #include "kforge/retrieval/retrieval.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
@@ -43,300 +35,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) {
-  g_stop.store(true);
-}
-
-struct Shared {
-  const RunCommand* cmd = nullptr;
-  const backends::Backend* backend = nullptr;
-  RunDir* run = nullptr;
-  LlmClient* llm = nullptr;
-  backends::RunnerPool* runners = nullptr;
-  std::counting_semaphore<1024>* compile_slots = nullptr;
-  retrieval::ExemplarStore* store = nullptr;
-  retrieval::Strategy strategy = retrieval::Strategy::none;
-  std::string device_name;
-  prompts::HardwareFacts hardware;
-  std::optional<DevicePeaks> peaks;  // measured once per device (cache file), when known
-  std::unique_ptr<ProfileStep> profile_step;
-  backends::EvalOptions opt;
-  std::mutex mu;  // library, load cache
-  std::vector<retrieval::Exemplar> library;
-  std::map<std::string, backends::LoadResult> loads;
-  std::atomic<int> attempts{0}, passes{0}, episodes_done{0};
-  std::atomic<int> llm_errors{0}, consecutive_llm_errors{0},
-      budget_stops{0};                                            // an llm_error pauses its episode
-  std::atomic<bool> llm_down{false};                              // max_llm_failures reached: no new turns
-  std::atomic<int> infra_errors{0}, consecutive_infra_errors{0};  // an infra_error pauses its episode
-  std::atomic<bool> infra_down{false};                            // max_infra_failures reached: no new turns
-  std::map<std::string, std::string> unusable;  // task -> why it cannot be judged (under mu)
-  std::map<std::string, std::int64_t> tokens;   // task -> LLM tokens spent (under mu)
-};
-
-bool stopping(const Shared& sh) {
-  return g_stop.load() || sh.llm_down.load() || sh.infra_down.load();
-}
-
-/// The pass feedback's figures (issue 11 §2) from the record's timings and profile.
-void add_profile(prompts::PastAttempt& p, const AttemptRecord& r) {
-  p.achieved_tflops = r.achieved_tflops;
-  p.t_candidate_ms = r.t_candidate_ms;
-  p.t_candidate_p10_ms = r.t_candidate_p10_ms;
-  p.t_candidate_p90_ms = r.t_candidate_p90_ms;
-  p.t_reference_ms = r.t_reference_ms;
-  p.t_reference_p10_ms = r.profile.t_reference_p10_ms;
-  p.t_reference_p90_ms = r.profile.t_reference_p90_ms;
-  p.peak_gbps = r.profile.peak_gbps;
-  p.peak_tflops = r.profile.peak_tflops;
-  p.bottleneck = r.profile.bottleneck;
-  p.bottleneck_reason = r.profile.bottleneck_reason;
-  p.findings = r.profile.findings;
-  p.profiler_note = r.profile.profiler_note;
-  p.candidate_kernels = r.profile.candidate_kernels;
-  p.reference_kernels = r.profile.reference_kernels;
-  if (r.passed()) p.resources = backends::describe_resources(r.profile.resources);
-}
-
-prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string& source,
-                                      const std::string& detail) {
-  prompts::PastAttempt p;
-  p.turn = r.turn;
-  p.source = source;
-  p.outcome = r.outcome;
-  p.sub_kind = r.sub_kind;
-  p.detail = detail;
-  p.speedup = r.speedup;
-  p.achieved_gbps = r.achieved_gbps;
-  add_profile(p, r);
-  return p;
-}
-
-backends::LoadResult load_for(Shared& sh, const backends::TaskRef& ref) {
-  {
-    std::lock_guard lk(sh.mu);
-    auto it = sh.loads.find(ref.id);
-    if (it != sh.loads.end()) return it->second;
-  }
-  backends::LoadResult lr;
-  {
-    auto lease = sh.runners->acquire();
-    lr = lease->load(ref);
-  }
-  std::lock_guard lk(sh.mu);
-  sh.loads[ref.id] = lr;
-  return lr;
-}
-
-/// One episode: turns first_turn..T of one (task, sample); history holds the recorded ones.
-void run_episode(Shared& sh, const Task& task, const backends::TaskRef& ref, int sample, int first_turn,
-                 std::vector<prompts::PastAttempt> history) {
-  const RunCommand& cmd = *sh.cmd;
-  const std::string src_name = sh.backend->source_file_name();
-  backends::LoadResult lr = load_for(sh, ref);
-  if (!lr.ok) {
-    // The task cannot be judged (its reference does not load or run, or its output is random):
-    // listed once as unusable, and no LLM call is spent on it.
-    std::lock_guard lk(sh.mu);
-    if (sh.unusable.emplace(task.id, unusable_reason(lr.error)).second)
-      std::cerr << "kforge run: task " << task.id
-                << " is unusable: " << truncate_middle(sh.unusable[task.id], 600)
-                << " (no LLM call is made for it)\n";
-    return;
-  }
-  std::vector<prompts::TensorInfo> tensors;
-  for (const auto& t : lr.inputs) tensors.push_back({"input", t.name, t.kind, t.dtype, t.shape});
-  for (const auto& t : lr.outputs) tensors.push_back({"output", t.name, t.kind, t.dtype, t.shape});
-
-  for (int turn = first_turn; turn <= cmd.turns; ++turn) {
-    if (stopping(sh)) return;
-    if (cmd.task_token_budget > 0) {
-      std::lock_guard lk(sh.mu);
-      if (sh.tokens[task.id] >= cmd.task_token_budget) {
-        sh.budget_stops++;
-        return;
-      }
-    }
-    AttemptRecord rec;
-    rec.task = task.id;
-    rec.category = task.category;
-    rec.difficulty = task.difficulty;
-    rec.sample = sample;
-    rec.turn = turn;
-    rec.backend = cmd.backend;
-    rec.model = sh.llm->model();
-    rec.exemplar = cmd.exemplar;
-    rec.temperature = sample_temperature(cmd, sample);
-    rec.started_at = utc_now();
-    rec.attempt_dir = attempt_rel_path(task.id, sample, turn).string();
-    const auto t0 = std::chrono::steady_clock::now();
-
-    prompts::PromptInput in;
-    in.backend = cmd.backend;
-    in.language = sh.backend->prompt_language();
-    in.device_type = sh.backend->device_type();
-    in.task_id = task.id;
-    in.category = task.category;
-    in.reference = ref.source;
-    in.module_mode = ref.module_mode;
-    {
-      auto allowed = cmd.allow_precision;
-      allowed.insert(allowed.end(), task.allow_precision.begin(), task.allow_precision.end());
-      in.checks = judged_checks(task, lr.outputs, cmd.trials, allowed);
-    }
-    in.device = sh.device_name;
-    in.hardware = sh.hardware;
-    in.tensors = tensors;
-    in.tolerances = output_tolerances(task, tensors);
-    {
-      std::lock_guard lk(sh.mu);
-      in.exemplars = sh.store->select(sh.strategy, task.id, task.category, ref.source, sh.library);
-    }
-    in.history = history;
-    in.policy = cmd.history == "all" ? prompts::HistoryPolicy::all : prompts::HistoryPolicy::last;
-    in.token_budget = cmd.token_budget;
-    prompts::Prompt prompt = prompts::render_prompt(in);
-    const std::string prompt_md = prompt.markdown();
-    rec.prompt_sha = sha256_hex(prompt_md);
-    sh.run->write_attempt_file(task.id, sample, turn, "prompt.md", prompt_md);
-
-    ChatRequest req;
-    req.messages = {{"system", prompt.system}, {"user", prompt.user}};
-    req.temperature = rec.temperature;
-    req.top_p = cmd.top_p;
-    req.max_tokens = cmd.max_tokens;
-    if (!cmd.reasoning_effort.empty()) req.reasoning_effort = cmd.reasoning_effort;
-    req.seed = cmd.seed + sample;
-    req.task = task.id;
-    req.sample = sample;
-    req.turn = turn;
-    ChatResult cr = sh.llm->chat(req);
-    rec.llm_status = std::string(to_string(cr.status));
-    rec.llm_ms = cr.latency_ms;
-    rec.prompt_tokens = cr.prompt_tokens;
-    rec.completion_tokens = cr.completion_tokens;
-    rec.cost_usd = cr.cost_usd.value_or(0.0);
-    sh.run->write_attempt_file(task.id, sample, turn, "response.txt", cr.text);
-    {
-      std::lock_guard lk(sh.mu);
-      sh.tokens[task.id] += cr.prompt_tokens + cr.completion_tokens;
-    }
-
-    json result;
-    std::string source, detail;
-    bool counts_in_history = true;
-    const bool llm_failed = !cr.ok() && cr.status != ChatStatus::empty_reply;
-    if (llm_failed) {
-      // The endpoint failed: no model output to judge. Recorded, not scored; the episode pauses
-      // here and --resume asks this turn again.
-      rec.outcome = Outcome::llm_error;
-      rec.sub_kind = rec.llm_status;
-      rec.message = truncate_middle("LLM call failed: " + cr.message, 400);
-      detail = rec.message;
-      counts_in_history = false;
-    } else if (!cr.ok()) {
-      rec.outcome = Outcome::format_error;  // the model answered with nothing
-      rec.sub_kind = rec.llm_status;        // empty_reply
-      rec.message =
-          "The reply had no text content" +
-          (cr.finish_reason.empty() ? std::string(".") : " (finish reason: " + cr.finish_reason + ").");
-      detail = rec.message;
-    } else if (auto ex = sh.backend->extract(cr.text); !ex.ok) {
-      rec.outcome = Outcome::format_error;
-      rec.sub_kind = std::string(backends::to_string(ex.error));
-      rec.message = truncate_middle(ex.message, 400);
-      detail = ex.message;
-    } else {
-      source = ex.source;
-      rec.source_sha = sha256_hex(source);
-      sh.run->write_attempt_file(task.id, sample, turn, src_name, source);
-      const fs::path workdir = sh.run->attempt_path(task.id, sample, turn);
-      backends::Evaluation ev;
-      sh.compile_slots->acquire();  // compile bound; a failed compile never waits for the GPU slot
-      try {
-        ev = backends::compile_candidate(*sh.backend, source, workdir / "build", sh.opt);
-      } catch (...) {
-        sh.compile_slots->release();
-        throw;
-      }
-      sh.compile_slots->release();
-      if (ev.compile.ok()) {
-        auto lease = sh.runners->acquire();  // check, bench and profile of this attempt hold the slot
-        backends::check_and_bench(ev, *lease, ref, sh.opt);
-        fill_record(rec, ev, lr.flops, task_bytes(lr));
-        record_profiler(rec, *sh.profile_step, *lease, ref, ev, workdir / "profile");
-      } else {
-        fill_record(rec, ev, lr.flops, task_bytes(lr));
-      }
-      record_roofline(rec, sh.peaks, lr.flops, task_bytes(lr));
-      rec.module_mode = ref.module_mode;
-      auto allowed = cmd.allow_precision;
-      allowed.insert(allowed.end(), task.allow_precision.begin(), task.allow_precision.end());
-      record_precision(rec, ev, cmd.backend, lr, allowed);
-      detail = ev.message;
-      if (rec.passed()) {
-        // The real error figures, so the model sees how close to the line it is.
-        char b[256];
-        std::snprintf(b, sizeof b,
-                      "max abs error %.3g, max rel error %.3g (|out - ref| / (|ref| + atol)), tolerance "
-                      "ratio %.3g (1 = at the tolerance)",
-                      rec.max_abs_err, rec.max_rel_err, rec.tolerance_ratio);
-        detail = b;
-        if (rec.precision_disallowed)
-          detail += "\nLower-precision math was found in your binary (" + rec.precision +
-                    " tensor-core instructions) on a task of higher precision: this pass is recorded but "
-                    "its speedup is not credited. Compute at the task's precision.";
-      }
-      // kforge's own failure (toolchain, judge, reference): not the model's; its text never
-      // reaches the model, and the turn is asked again on --resume.
-      if (rec.outcome == Outcome::infra_error) counts_in_history = false;
-      // First errors with file:line, the offending source line and the notes attached to
-      // each (backends::summarise), deduplicated.
-      if (ev.outcome == Outcome::compile_error && !ev.compile.summary.empty()) detail = ev.compile.summary;
-      if (!ev.compile.log.empty())
-        sh.run->write_attempt_file(task.id, sample, turn, "build.log", ev.compile.log);
-      result["compile_log"] = ev.compile.log;
-    }
-    rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    rec.finished_at = utc_now();
-    result["outcome"] = std::string(to_string(rec.outcome));
-    result["sub_kind"] = rec.sub_kind;
-    result["message"] = detail;
-    result["llm_status"] = rec.llm_status;
-    result["llm_message"] = cr.message;
-    result["in_history"] = counts_in_history;
-    sh.run->write_attempt_json(task.id, sample, turn, "result.json", result);
-    sh.run->append(rec);
-    sh.attempts++;
-    if (llm_failed) {
-      sh.llm_errors++;
-      const int n = ++sh.consecutive_llm_errors;
-      if (cmd.max_llm_failures > 0 && n >= cmd.max_llm_failures && !sh.llm_down.exchange(true))
-        spdlog::error("{} consecutive LLM failures (last: {}); stopping the run", n, rec.message);
-      return;
-    }
-    sh.consecutive_llm_errors = 0;
-    if (rec.outcome == Outcome::infra_error) {
-      sh.infra_errors++;
-      const int n = ++sh.consecutive_infra_errors;
-      spdlog::warn("{} sample {} turn {}: infra_error/{}: {}", task.id, sample, turn, rec.sub_kind,
-                   rec.message);
-      if (cmd.max_infra_failures > 0 && n >= cmd.max_infra_failures && !sh.infra_down.exchange(true))
-        spdlog::error("{} consecutive infrastructure failures (last: {}); stopping the run", n, rec.message);
-      return;
-    }
-    sh.consecutive_infra_errors = 0;
-    if (counts_in_history) history.push_back(past_from_record(rec, source, detail));
-    if (rec.passed()) {
-      sh.passes++;
-      std::lock_guard lk(sh.mu);
-      sh.library.push_back({task.id, task.category, ref.source, source});
-      if (cmd.stop_on == "pass") return;
-    }
-  }
-}
 
 /// Rebuilds an episode's history from its recorded attempts (resume).
 std::vector<prompts::PastAttempt> history_from_run(const RunDir& run, const std::vector<AttemptRecord>& recs,
@@ -398,6 +96,7 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
          {"bench", cmd.bench},
          {"reps", cmd.reps},
          {"device", cmd.device},
+         {"devices", cmd.devices},
          {"profiler", cmd.profiler},
          {"profile_failing", cmd.profile_failing}};
   c["price_input_per_mtok"] = cmd.price_input_per_mtok ? json(*cmd.price_input_per_mtok) : json(nullptr);
@@ -469,6 +168,7 @@ void restore_config(const json& c, RunCommand& cmd) {
   take("bench", cmd.bench);
   take("reps", cmd.reps);
   take("device", cmd.device);
+  take("devices", cmd.devices);
   take("profiler", cmd.profiler);
   take("profile_failing", cmd.profile_failing);
   if (!cmd.given.count("price_in") && c.contains("price_input_per_mtok") &&
@@ -479,33 +179,51 @@ void restore_config(const json& c, RunCommand& cmd) {
     cmd.price_output_per_mtok = c["price_output_per_mtok"].get<double>();
 }
 
-}  // namespace
+/// Everything `kforge run` sets up before its episodes start. One owner: run_agent's frame.
+struct RunSetup {
+  RunCommand cmd;
+  bool resuming = false;
+  const backends::Backend* backend = nullptr;
+  retrieval::Strategy strategy = retrieval::Strategy::none;
+  Suite suite;
+  std::vector<const Task*> tasks;
+  std::unique_ptr<LlmClient> llm;
+  std::vector<std::unique_ptr<backends::RunnerClient>> runners;  ///< one per device, each a judge slot
+  json devices = json::array();                                  ///< [{device, runner hello}]
+  std::string device_name;
+  prompts::HardwareFacts hardware;
+  std::optional<RunDir> run;
+  std::unique_ptr<ProfileStep> profile;
+  AttemptSetup attempt;
+  std::map<std::string, std::string> refs_by_id;
+  std::deque<TaskJudging> judging;  ///< stable addresses: the episodes point here
+};
 
-double sample_temperature(const RunCommand& cmd, int sample) {
-  if (cmd.temperatures.empty()) return 0.0;
-  return cmd
-      .temperatures[std::min(static_cast<std::size_t>(std::max(sample, 0)), cmd.temperatures.size() - 1)];
-}
-
-int run_agent(const RunCommand& cmd_in) {
-  RunCommand cmd = cmd_in;
-  const bool resuming = !cmd.resume.empty();
-  if (resuming) cmd.out = cmd.resume;
+/// --resume: the run directory and its recorded configuration. 0 or an exit status.
+int restore_command(RunSetup& rs) {
+  RunCommand& cmd = rs.cmd;
+  rs.resuming = !cmd.resume.empty();
+  if (rs.resuming) cmd.out = cmd.resume;
   if (cmd.out.empty()) {
     std::cerr << "kforge run: --out RUN_DIR (or --resume RUN_DIR) is required\n";
     return 2;
   }
-  if (resuming) {
-    try {
-      auto m = json::parse(read_file(cmd.out / "manifest.json"));
-      restore_config(m.at("config"), cmd);
-    } catch (const std::exception& e) {
-      std::cerr << "kforge run: --resume " << cmd.out.string() << ": manifest.json: " << e.what() << "\n";
-      return 2;
-    }
+  if (!rs.resuming) return 0;
+  try {
+    auto m = json::parse(read_file(cmd.out / "manifest.json"));
+    restore_config(m.at("config"), cmd);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge run: --resume " << cmd.out.string() << ": manifest.json: " << e.what() << "\n";
+    return 2;
   }
-  const backends::Backend* backend = backends::find_backend(cmd.backend);
-  if (!backend) {
+  return 0;
+}
+
+/// The backend, exemplar strategy, suite and the tasks the filters select. 0 or 2.
+int select_tasks(RunSetup& rs) {
+  const RunCommand& cmd = rs.cmd;
+  rs.backend = backends::find_backend(cmd.backend);
+  if (!rs.backend) {
     std::cerr << "kforge run: --backend " << cmd.backend << ": unknown backend\n";
     return 2;
   }
@@ -515,25 +233,30 @@ int run_agent(const RunCommand& cmd_in) {
               << ": expected none, add, category, bm25 or library\n";
     return 2;
   }
-  Suite suite;
+  rs.strategy = *strategy;
   try {
-    suite = load_suite(resolve_suite(cmd.suite));
+    rs.suite = load_suite(resolve_suite(cmd.suite));
   } catch (const std::exception& e) {
     std::cerr << "kforge run: " << e.what() << "\n";
     return 2;
   }
-  std::vector<const Task*> tasks;
-  for (const auto& t : suite.tasks) {
+  for (const auto& t : rs.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
     if (!cmd.tasks.empty() && std::find(cmd.tasks.begin(), cmd.tasks.end(), t.id) == cmd.tasks.end())
       continue;
-    if (cmd.max_tasks > 0 && static_cast<int>(tasks.size()) >= cmd.max_tasks) break;
-    tasks.push_back(&t);
+    if (cmd.max_tasks > 0 && static_cast<int>(rs.tasks.size()) >= cmd.max_tasks) break;
+    rs.tasks.push_back(&t);
   }
-  if (tasks.empty()) {
-    std::cerr << "kforge run: no task of suite " << suite.name << " matches\n";
+  if (rs.tasks.empty()) {
+    std::cerr << "kforge run: no task of suite " << rs.suite.name << " matches\n";
     return 2;
   }
+  return 0;
+}
+
+/// The LLM client. 0 or 2.
+int make_llm(RunSetup& rs) {
+  const RunCommand& cmd = rs.cmd;
   LlmConfig lc;
   lc.base_url = cmd.base_url;
   if (!cmd.api_key_env.empty()) {
@@ -549,139 +272,158 @@ int run_agent(const RunCommand& cmd_in) {
   lc.max_retries = cmd.llm_retries;
   lc.price_input_per_mtok = cmd.price_input_per_mtok;
   lc.price_output_per_mtok = cmd.price_output_per_mtok;
-  std::unique_ptr<LlmClient> llm;
   try {
-    llm = make_llm_client(cmd.llm, lc);
+    rs.llm = make_llm_client(cmd.llm, lc);
   } catch (const std::exception& e) {
     std::cerr << "kforge run: --llm " << cmd.llm << ": " << e.what() << "\n";
     return 2;
   }
+  return 0;
+}
 
-  const std::string device = cmd.device.empty() ? backend->default_device() : cmd.device;
+/// The devices --devices names: "all" is every GPU the judge sees (cuda) or the host (cpu);
+/// a list names each runner (a device may repeat: several runners on it). Empty: --device.
+std::vector<std::string> resolve_devices(const RunCommand& cmd, const backends::Backend& backend,
+                                         const json& first_hello) {
+  const std::string one = cmd.device.empty() ? backend.default_device() : cmd.device;
+  if (cmd.devices.empty()) return {one};
+  if (cmd.devices != std::vector<std::string>{"all"}) return cmd.devices;
+  if (!backend.on_gpu()) return {"cpu"};
+  std::vector<std::string> v;
+  if (first_hello.is_object() && first_hello.contains("devices") && first_hello["devices"].is_array())
+    for (const auto& d : first_hello["devices"])
+      if (d.is_object() && d.contains("index")) v.push_back("cuda:" + std::to_string(d["index"].get<int>()));
+  return v.empty() ? std::vector<std::string>{one} : v;
+}
+
+/// Starts one warm runner per device (each its own judge slot). 0, 2 or 3.
+int start_runners(RunSetup& rs) {
+  const std::string first = rs.cmd.devices.empty() || rs.cmd.devices[0] == "all"
+                                ? (rs.cmd.device.empty() ? rs.backend->default_device() : rs.cmd.device)
+                                : rs.cmd.devices[0];
   backends::RunnerConfig rc;
-  rc.device = device;
-  backends::RunnerPool runners({rc});
-  std::string hello;
-  {
-    auto lease = runners.acquire();
-    hello = lease->hello();
-  }
+  rc.device = first;
+  auto probe = std::make_unique<backends::RunnerClient>(rc);
+  const std::string hello = probe->hello();
   if (hello.empty()) {
     std::cerr << "kforge run: kforge-runner did not start; build it or set KFORGE_RUNNER\n";
     return 3;
   }
-  json hello_j = json::parse(hello, nullptr, false);
-  std::string device_name = device == "cpu" ? "the host CPU" : device;
+  const json hello_j = json::parse(hello, nullptr, false);
+  for (const auto& d : resolve_devices(rs.cmd, *rs.backend, hello_j)) {
+    if (d != "cpu" && d.rfind("cuda:", 0) != 0) {
+      std::cerr << "kforge run: --devices " << d << ": expected all, cpu or cuda:N\n";
+      return 2;
+    }
+    std::unique_ptr<backends::RunnerClient> r;
+    if (rs.runners.empty() && d == first) {
+      r = std::move(probe);
+    } else {
+      rc.device = d;
+      r = std::make_unique<backends::RunnerClient>(rc);
+    }
+    const std::string h = r->hello();
+    if (h.empty()) {
+      std::cerr << "kforge run: the runner for " << d << " did not start\n";
+      return 3;
+    }
+    const json hj = json::parse(h, nullptr, false);
+    rs.devices.push_back({{"device", d}, {"runner", hj.is_discarded() ? json(h) : hj}});
+    rs.runners.push_back(std::move(r));
+  }
+  const std::string device = rs.runners[0]->config().device;
+  rs.device_name = device == "cpu" ? "the host CPU" : device;
   if (hello_j.is_object())
     for (const char* k : {"device_name", "gpu", "cpu"})
       if (hello_j.contains(k) && hello_j[k].is_string()) {
-        device_name = hello_j[k].get<std::string>();
+        rs.device_name = hello_j[k].get<std::string>();
         break;
       }
+  rs.hardware = device_facts(hello_j, device);
+  if (rs.hardware.name.empty()) rs.hardware.name = rs.device_name;
+  return 0;
+}
 
+/// Creates the run directory, or opens it for resume with the configuration now in effect.
+int open_run(RunSetup& rs) {
   backends::CompileOptions co;
   co.cache_dir = sandbox::CompileCache::default_dir();
-  auto compiler = backend->find_compiler(co);
+  auto compiler = rs.backend->find_compiler(co);
   json manifest{
       {"command", "run"},
-      {"config", config_json(cmd, suite)},
-      {"runner", hello_j.is_discarded() ? json(hello) : hello_j},
+      {"config", config_json(rs.cmd, rs.suite)},
+      {"runner", rs.devices[0]["runner"]},
+      {"devices", rs.devices},
       {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
       {"seeds", {{"llm_seed", "sample index"}, {"check_seed", "random per attempt, in attempts.jsonl"}}},
       {"started_at", utc_now()}};
-  std::optional<RunDir> run;
   try {
-    if (resuming) {  // --out on an existing run: RunDir::create refuses, pointing to --resume
-      run.emplace(RunDir::open_for_resume(cmd.out));
+    if (rs.resuming) {  // --out on an existing run: RunDir::create refuses, pointing to --resume
+      rs.run.emplace(RunDir::open_for_resume(rs.cmd.out));
       // The manifest keeps the configuration in effect (a resume may change options) and a
       // log of the resumes with the options each gave.
-      json m = run->manifest();
-      m["config"] = manifest["config"];
-      m["runner"] = manifest["runner"];
+      json m = rs.run->manifest();
+      for (const char* k : {"config", "runner", "devices"}) m[k] = manifest[k];
       if (!m.contains("resumes") || !m["resumes"].is_array()) m["resumes"] = json::array();
-      m["resumes"].push_back({{"at", utc_now()}, {"given", cmd.given}});
-      run->update_manifest(m);
+      m["resumes"].push_back({{"at", utc_now()}, {"given", rs.cmd.given}});
+      rs.run->update_manifest(m);
     } else {
-      run.emplace(RunDir::create(cmd.out, manifest));
+      rs.run.emplace(RunDir::create(rs.cmd.out, manifest));
     }
   } catch (const std::exception& e) {
-    std::cerr << "kforge run: " << cmd.out.string() << ": " << e.what() << "\n";
+    std::cerr << "kforge run: " << rs.cmd.out.string() << ": " << e.what() << "\n";
     return 2;
   }
+  return 0;
+}
 
-  std::map<std::string, std::string> refs_by_id;
-  for (const auto& t : suite.tasks) {
+/// The judging setup shared by every attempt: options, profile step, the device's peaks.
+void make_attempt_setup(RunSetup& rs) {
+  const RunCommand& cmd = rs.cmd;
+  rs.profile = make_profile_step(cmd.profiler, cmd.backend);
+  rs.profile->failing = cmd.profile_failing;
+  AttemptSetup& a = rs.attempt;
+  a.backend = rs.backend;
+  a.backend_name = cmd.backend;
+  a.profile = rs.profile.get();
+  a.allow_precision = cmd.allow_precision;
+  if (rs.profile->profiler != "none") a.peaks = device_peaks(*rs.runners[0], rs.hardware.name);
+  if (a.peaks) {
+    rs.hardware.measured_dram_gbps = a.peaks->dram_bytes_per_s / 1e9;
+    rs.hardware.measured_fp32_tflops = a.peaks->flops_per_s / 1e12;
+  }
+  a.opt.trials = cmd.trials;
+  a.opt.bench = cmd.bench;
+  a.opt.bench_options.reps = cmd.reps;
+  a.opt.bench_options.min_reps = std::min(cmd.reps, 10);
+  a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
+  for (const auto& t : rs.suite.tasks) {
     try {
-      refs_by_id[t.id] = task_ref(t, cmd.profile).source;
+      rs.refs_by_id[t.id] = task_ref(t, cmd.profile).source;
     } catch (...) {
     }
   }
-  retrieval::ExemplarStore store(kforge_home() / "prompts" / "exemplars" / cmd.backend,
-                                 exemplar_reference_source(refs_by_id));
+}
 
-  const int jobs = cmd.compile_jobs > 0 ? cmd.compile_jobs
-                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  std::counting_semaphore<1024> compile_slots(std::min(jobs, 1024));
-  Shared sh;
-  sh.cmd = &cmd;
-  sh.backend = backend;
-  sh.run = &*run;
-  sh.llm = llm.get();
-  sh.runners = &runners;
-  sh.compile_slots = &compile_slots;
-  sh.store = &store;
-  sh.strategy = *strategy;
-  sh.device_name = device_name;
-  sh.hardware = device_facts(hello_j, device);
-  if (sh.hardware.name.empty()) sh.hardware.name = device_name;
-  sh.profile_step = make_profile_step(cmd.profiler, cmd.backend);
-  sh.profile_step->failing = cmd.profile_failing;
-  if (sh.profile_step->profiler != "none") {
-    auto lease = runners.acquire();
-    sh.peaks = device_peaks(*lease, sh.hardware.name);
-  }
-  if (sh.peaks) {
-    sh.hardware.measured_dram_gbps = sh.peaks->dram_bytes_per_s / 1e9;
-    sh.hardware.measured_fp32_tflops = sh.peaks->flops_per_s / 1e12;
-  }
-  sh.opt.trials = cmd.trials;
-  sh.opt.bench = cmd.bench;
-  sh.opt.bench_options.reps = cmd.reps;
-  sh.opt.bench_options.min_reps = std::min(cmd.reps, 10);
-  sh.opt.compile = co;
+/// Recorded attempts (resume), grouped by episode and sorted by turn.
+using RecordedAttempts = std::map<std::pair<std::string, int>, std::vector<AttemptRecord>>;
 
-  // Recorded attempts (resume): grouped by episode, tokens per task, passing kernels for the
-  // library strategy.
-  std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> recorded;
-  for (auto& r : run->load_attempts()) {
-    sh.tokens[r.task] += r.prompt_tokens + r.completion_tokens;
-    if (r.passed()) {
-      fs::path f = run->path() / r.attempt_dir / backend->source_file_name();
-      if (fs::exists(f)) sh.library.push_back({r.task, r.category, refs_by_id[r.task], read_file(f)});
-    }
-    recorded[{r.task, r.sample}].push_back(std::move(r));
-  }
-  for (auto& [k, v] : recorded)
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
-
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
-  const int threads = std::max(2, std::min(64, cmd.llm_concurrency + jobs + 1));
-  boost::asio::thread_pool pool(static_cast<std::size_t>(threads));
-  int episodes = 0;
-  for (const Task* t : tasks) {
-    backends::TaskRef ref;
+/// The one place the run's list of episodes is built: every (task, sample) of the selected
+/// tasks that is not finished, from its first unrecorded turn with its recorded history. A
+/// filter over (task, sample) (e.g. a shard) belongs here.
+std::vector<EpisodeSpec> episode_list(RunSetup& rs, RecordedAttempts& recorded) {
+  const RunCommand& cmd = rs.cmd;
+  std::vector<EpisodeSpec> out;
+  for (const Task* t : rs.tasks) {
+    TaskJudging tj;
+    tj.task = t;
     try {
-      ref = task_ref(*t, cmd.profile);
-      ref.allow_ops.insert(ref.allow_ops.end(), cmd.allow_ops.begin(), cmd.allow_ops.end());
+      tj.ref = task_ref_for(*t, cmd.profile, cmd.allow_ops);
     } catch (const std::exception& e) {
       spdlog::warn("{}: {}", t->id, e.what());
       continue;
     }
+    TaskJudging* task = &rs.judging.emplace_back(std::move(tj));
     for (int s = 0; s < cmd.samples; ++s) {
       if (!in_shard(cmd.shard, t->id, s)) continue;  // another shard's episode
       const auto& recs = recorded[{t->id, s}];
@@ -693,78 +435,160 @@ int run_agent(const RunCommand& cmd_in) {
         passed = passed || r.passed();
       }
       if ((passed && cmd.stop_on == "pass") || next > cmd.turns) continue;
-      auto hist = history_from_run(*run, recs, backend->source_file_name());
-      ++episodes;
-      boost::asio::post(pool, [&sh, t, ref, s, next, hist]() mutable {
-        try {
-          run_episode(sh, *t, ref, s, next, std::move(hist));
-        } catch (const std::exception& e) {
-          spdlog::error("{} sample {}: {}", t->id, s, e.what());
-        }
-        sh.episodes_done++;
-      });
+      out.push_back({task, s, next, sample_temperature(cmd, s),
+                     history_from_run(*rs.run, recs, rs.backend->source_file_name())});
     }
   }
+  return out;
+}
 
-  // One-line progress display on stderr.
-  std::atomic<bool> done{false};
-  const auto t_start = std::chrono::steady_clock::now();
-  std::thread progress([&] {
-    const bool tty = isatty(STDERR_FILENO);
-    while (!done.load()) {
-      for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const double min =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() / 60.0;
-      std::fprintf(
-          stderr,
-          "%s[kforge run] episodes %d/%d  attempts %d  passes %d  llm errors %d  infra errors %d  %.1f "
-          "attempts/min%s",
-          tty ? "\r" : "", sh.episodes_done.load(), episodes, sh.attempts.load(), sh.passes.load(),
-          sh.llm_errors.load(), sh.infra_errors.load(), min > 0 ? sh.attempts.load() / min : 0.0,
-          tty ? "   " : "\n");
-      if (!tty) std::this_thread::sleep_for(std::chrono::seconds(5));
-    }
-    std::fprintf(stderr, "\n");
-  });
-  pool.join();
-  done = true;
-  progress.join();
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
+MachineConfig machine_config(const RunSetup& rs) {
+  const RunCommand& cmd = rs.cmd;
+  MachineConfig m;
+  m.turns = cmd.turns;
+  m.stop_on_pass = cmd.stop_on == "pass";
+  m.task_token_budget = cmd.task_token_budget;
+  m.backend = cmd.backend;
+  m.model = rs.llm->model();
+  m.exemplar = cmd.exemplar;
+  m.source_file = rs.backend->source_file_name();
+  m.top_p = cmd.top_p;
+  m.max_tokens = cmd.max_tokens;
+  m.reasoning_effort = cmd.reasoning_effort;
+  m.seed = cmd.seed;
+  const backends::Backend* b = rs.backend;
+  m.extract = [b](const std::string& reply, const std::string& entry) {
+    return extract_candidate(*b, reply, entry);
+  };
+  return m;
+}
 
-  write_unusable(cmd.out, sh.unusable);
+/// The one-line progress display on stderr.
+void show_progress(const RunTally& t, int active, std::chrono::steady_clock::time_point t0) {
+  static const bool tty = isatty(STDERR_FILENO);
+  const double min = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
+  std::fprintf(stderr,
+               "%s[kforge run] episodes %d/%d  attempts %d  passes %d  llm errors %d  infra errors %d  %.1f "
+               "attempts/min%s",
+               tty ? "\r" : "", t.episodes - active, t.episodes, t.attempts, t.passes, t.llm_errors,
+               t.infra_errors, min > 0 ? t.attempts / min : 0.0, tty ? "   " : "\n");
+}
+
+/// Runs the episodes on one scheduler with the real adapters.
+RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const RecordedAttempts& recorded) {
+  const RunCommand& cmd = rs.cmd;
+  retrieval::ExemplarStore store(kforge_home() / "prompts" / "exemplars" / cmd.backend,
+                                 exemplar_reference_source(rs.refs_by_id));
+  RenderSetup render{&rs.attempt,
+                     cmd.trials,
+                     rs.device_name,
+                     rs.hardware,
+                     &store,
+                     rs.strategy,
+                     cmd.history == "all" ? prompts::HistoryPolicy::all : prompts::HistoryPolicy::last,
+                     cmd.token_budget,
+                     {}};
+  for (const auto& [k, recs] : recorded)
+    for (const auto& r : recs)
+      if (r.passed()) {
+        fs::path f = rs.run->path() / r.attempt_dir / rs.backend->source_file_name();
+        if (fs::exists(f))
+          render.library.push_back({r.task, r.category, rs.refs_by_id[r.task], read_file(f)});
+      }
+  const int jobs = cmd.compile_jobs > 0 ? cmd.compile_jobs
+                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<backends::RunnerClient*> runners;
+  for (auto& r : rs.runners) runners.push_back(r.get());
+  auto chat = make_chat_port(*rs.llm);
+  auto build = make_build_port(rs.attempt, jobs);
+  auto judge = make_judge_port(rs.attempt, runners);
+  auto renderer = make_render_port(std::move(render));
+  auto storer = make_store_port(*rs.run);
+  auto clock = make_clock_port();
+  SchedulerConfig sc;
+  sc.llm_concurrency = std::max(1, cmd.llm_concurrency);
+  sc.compile_jobs = jobs;
+  sc.max_llm_failures = cmd.max_llm_failures;
+  sc.max_infra_failures = cmd.max_infra_failures;
+  sc.handle_signals = true;
+  sc.progress_interval_s = isatty(STDERR_FILENO) ? 0.5 : 5.0;
+  boost::asio::io_context io;
+  Scheduler sched(io, {chat.get(), build.get(), judge.get(), renderer.get(), storer.get(), clock.get()},
+                  machine_config(rs), sc);
+  for (const auto& [k, recs] : recorded)
+    for (const auto& r : recs) sched.spent(r.task, r.prompt_tokens + r.completion_tokens);
+  for (auto& e : episodes) sched.add(std::move(e));
+  const auto t0 = std::chrono::steady_clock::now();
+  sched.on_progress = [t0](const RunTally& t, int active) { show_progress(t, active, t0); };
+  RunTally tally = sched.run();
+  show_progress(tally, 0, t0);
+  std::fprintf(stderr, "\n");
+  return tally;
+}
+
+/// The report, the closing lines and the exit status.
+int finish_run(const RunSetup& rs, const RunTally& t) {
+  const RunCommand& cmd = rs.cmd;
+  write_unusable(cmd.out, t.unusable);
   write_report(cmd.out);
   (void)export_library(cmd.out);
   if (cmd.print_report && fs::exists(cmd.out / "report.md")) std::cout << read_file(cmd.out / "report.md");
-  if (sh.budget_stops > 0)
-    std::cerr << "kforge run: " << sh.budget_stops.load() << " episode(s) ended at the task token budget ("
+  if (const std::string tb = t.tritonbench.line(); !tb.empty()) std::cerr << "kforge run: " << tb << "\n";
+  for (const auto& s : t.retired_slots)
+    std::cerr << "kforge run: judge slot " << s << " left the pool (kept failing)\n";
+  if (t.budget_stops > 0)
+    std::cerr << "kforge run: " << t.budget_stops << " episode(s) ended at the task token budget ("
               << cmd.task_token_budget << " tokens per task)\n";
-  if (sh.infra_errors > 0 || !sh.unusable.empty())
-    std::cerr << "kforge run: " << sh.infra_errors.load()
+  if (t.infra_errors > 0 || !t.unusable.empty())
+    std::cerr << "kforge run: " << t.infra_errors
               << " attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "
                  "failed; not scored, --resume asks them again); "
-              << sh.unusable.size() << " task(s) unusable (listed in " << (cmd.out / "unusable.json").string()
+              << t.unusable.size() << " task(s) unusable (listed in " << (cmd.out / "unusable.json").string()
               << ")\n";
-  if (sh.infra_down.load()) {
-    std::cerr << "kforge run: stopped after " << cmd.max_infra_failures
-              << " consecutive infrastructure failures (see infra_error in attempts.jsonl); fix the "
-                 "toolchain or runner and continue with --resume "
-              << cmd.out.string() << "\n";
+  const std::string resume = " --resume " + cmd.out.string();
+  if (t.infra_down) {
+    std::cerr
+        << "kforge run: stopped after " << cmd.max_infra_failures
+        << " consecutive infrastructure failures (see infra_error in attempts.jsonl); fix the toolchain or "
+           "runner and continue with"
+        << resume << "\n";
     return kExitInfraError;
   }
-  if (sh.llm_down.load()) {
-    std::cerr << "kforge run: stopped after " << cmd.max_llm_failures
-              << " consecutive LLM failures (see llm_error in attempts.jsonl); fix the endpoint and "
-                 "continue with --resume "
-              << cmd.out.string() << "\n";
+  if (t.llm_down) {
+    std::cerr
+        << "kforge run: stopped after " << cmd.max_llm_failures
+        << " consecutive LLM failures (see llm_error in attempts.jsonl); fix the endpoint and continue with"
+        << resume << "\n";
     return kExitLlmError;
   }
-  if (g_stop.load()) {
-    std::cerr << "kforge run: interrupted; in-flight attempts recorded. Continue with --resume "
-              << cmd.out.string() << "\n";
+  if (t.interrupted) {
+    std::cerr << "kforge run: interrupted; finished attempts recorded. Continue with" << resume << "\n";
     return 130;
   }
   return finished_run_exit_status(cmd.out, std::cerr);
+}
+
+}  // namespace
+
+double sample_temperature(const RunCommand& cmd, int sample) {
+  if (cmd.temperatures.empty()) return 0.0;
+  return cmd
+      .temperatures[std::min(static_cast<std::size_t>(std::max(sample, 0)), cmd.temperatures.size() - 1)];
+}
+
+int run_agent(const RunCommand& cmd_in) {
+  RunSetup rs;
+  rs.cmd = cmd_in;
+  for (int (*stage)(RunSetup&) : {restore_command, select_tasks, make_llm, start_runners, open_run})
+    if (int rc = stage(rs)) return rc;
+  make_attempt_setup(rs);
+  RecordedAttempts recorded;
+  for (auto& r : rs.run->load_attempts()) recorded[{r.task, r.sample}].push_back(std::move(r));
+  for (auto& [k, v] : recorded)
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
+  auto episodes = episode_list(rs, recorded);
+  const RunTally tally = run_episodes(rs, std::move(episodes), recorded);
+  return finish_run(rs, tally);
 }
 
 int run_report(const fs::path& run_dir) {

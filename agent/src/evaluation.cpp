@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "kforge/agent/attempt.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
@@ -312,64 +313,79 @@ int finished_run_exit_status(const fs::path& run_dir, std::ostream& err) {
   return 0;
 }
 
-int run_eval(const EvalCommand& cmd) {
-  const backends::Backend* backend = backends::find_backend(cmd.backend);
-  if (!backend) {
+namespace {
+
+/// What `kforge eval` sets up before judging: one owner, run_eval's frame.
+struct EvalSetup {
+  const backends::Backend* backend = nullptr;
+  Suite suite;
+  std::vector<const Task*> todo;
+  std::unique_ptr<backends::RunnerClient> runner;
+  std::string hello;
+  std::optional<RunDir> run;
+  std::unique_ptr<ProfileStep> profile;
+  AttemptSetup attempt;
+};
+
+/// The backend, the suite and the kernels to judge. 0 or 2.
+int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
+  es.backend = backends::find_backend(cmd.backend);
+  if (!es.backend) {
     std::cerr << "kforge eval: --backend " << cmd.backend << ": unknown backend (known: ";
     for (const auto& n : backends::backend_names()) std::cerr << n << " ";
     std::cerr << ")\n";
     return 2;
   }
-  Suite suite;
   try {
-    suite = load_suite(resolve_suite(cmd.suite));
+    es.suite = load_suite(resolve_suite(cmd.suite));
   } catch (const std::exception& e) {
     std::cerr << "kforge eval: " << e.what() << "\n";
     return 2;
   }
-  for (const auto& e : suite.skipped) spdlog::warn("skipped: {}", e.to_string());
+  for (const auto& e : es.suite.skipped) spdlog::warn("skipped: {}", e.to_string());
   if (!fs::is_directory(cmd.kernels)) {
     std::cerr << "kforge eval: --kernels " << cmd.kernels.string() << ": not a directory\n";
     return 2;
   }
   if (!cmd.profile.empty() && cmd.profile != "default") {
     bool any = false;
-    for (const auto& t : suite.tasks) any = any || has_profile(t, cmd.profile);
+    for (const auto& t : es.suite.tasks) any = any || has_profile(t, cmd.profile);
     if (!any) {
-      std::cerr << "kforge eval: --profile " << cmd.profile << ": no task of suite " << suite.name
+      std::cerr << "kforge eval: --profile " << cmd.profile << ": no task of suite " << es.suite.name
                 << " defines it (small and ci are derived for tasks whose get_inputs() shapes kforge "
                    "understands)\n";
       return 2;
     }
   }
-  std::string device = cmd.device.empty() ? backend->default_device() : cmd.device;
-  std::string src_name = backend->source_file_name();
-
-  // The kernels to evaluate: DIR/<task-id>/kernel.<ext>, for tasks of the suite.
-  std::vector<const Task*> todo;
-  for (const auto& t : suite.tasks) {
+  const std::string src_name = es.backend->source_file_name();
+  for (const auto& t : es.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
-    if (fs::exists(cmd.kernels / t.id / src_name)) todo.push_back(&t);
+    if (fs::exists(cmd.kernels / t.id / src_name)) es.todo.push_back(&t);
   }
-  if (todo.empty()) {
+  if (es.todo.empty()) {
     std::cerr << "kforge eval: no " << src_name << " under " << cmd.kernels.string()
-              << "/<task-id>/ matches a task of suite " << suite.name << "\n";
+              << "/<task-id>/ matches a task of suite " << es.suite.name << "\n";
     return 2;
   }
+  return 0;
+}
 
+/// The runner and the run directory. 0, 2 or 3.
+int open_eval(const EvalCommand& cmd, EvalSetup& es) {
+  const std::string device = cmd.device.empty() ? es.backend->default_device() : cmd.device;
   backends::RunnerConfig rc;
   rc.device = device;
-  backends::RunnerClient runner(rc);
-  std::string hello = runner.hello();
-  if (hello.empty()) {
-    std::cerr << "kforge eval: kforge-runner (" << runner.config().runner.string()
+  es.runner = std::make_unique<backends::RunnerClient>(rc);
+  es.hello = es.runner->hello();
+  if (es.hello.empty()) {
+    std::cerr << "kforge eval: kforge-runner (" << es.runner->config().runner.string()
               << ") did not start; build it or set KFORGE_RUNNER\n";
     return 3;
   }
   nlohmann::json manifest{{"command", "eval"},
                           {"config",
-                           {{"suite", suite.name},
-                            {"suite_root", suite.root.string()},
+                           {{"suite", es.suite.name},
+                            {"suite_root", es.suite.root.string()},
                             {"backend", cmd.backend},
                             {"kernels", fs::absolute(cmd.kernels).string()},
                             {"profile", cmd.profile.empty() ? "default" : cmd.profile},
@@ -380,55 +396,119 @@ int run_eval(const EvalCommand& cmd) {
                             {"allow_precision", cmd.allow_precision},
                             {"allow_ops", cmd.allow_ops},
                             {"device", device}}},
-                          {"runner", nlohmann::json::parse(hello)}};
-  std::optional<RunDir> run;
+                          {"runner", nlohmann::json::parse(es.hello)},
+                          {"devices", {{{"device", device}, {"runner", nlohmann::json::parse(es.hello)}}}}};
   try {
     if (fs::exists(cmd.out / "manifest.json"))
-      run.emplace(RunDir::open_for_resume(cmd.out));
+      es.run.emplace(RunDir::open_for_resume(cmd.out));
     else
-      run.emplace(RunDir::create(cmd.out, manifest));
+      es.run.emplace(RunDir::create(cmd.out, manifest));
   } catch (const std::exception& e) {
     std::cerr << "kforge eval: --out " << cmd.out.string() << ": " << e.what() << "\n";
     return 2;
   }
+  return 0;
+}
 
-  // The profile step: the device's measured peaks (roofline) and, for cuda where ncu works, ncu.
-  std::unique_ptr<ProfileStep> step;
+/// The judging setup: options, the profile step and the device's peaks. 0 or 2.
+int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   try {
-    step = make_profile_step(cmd.profiler, cmd.backend);
-    step->failing = cmd.profile_failing;
+    es.profile = make_profile_step(cmd.profiler, cmd.backend);
+    es.profile->failing = cmd.profile_failing;
   } catch (const std::exception& e) {
     std::cerr << "kforge eval: " << e.what() << "\n";
     return 2;
   }
-  std::optional<DevicePeaks> peaks;
-  if (step->profiler != "none") {
-    const auto hello_j = nlohmann::json::parse(hello, nullptr, false);
-    peaks = device_peaks(runner, device_facts(hello_j, device).name);
-  }
+  AttemptSetup& a = es.attempt;
+  a.backend = es.backend;
+  a.backend_name = cmd.backend;
+  a.profile = es.profile.get();
+  a.allow_precision = cmd.allow_precision;
+  const std::string device = es.runner->config().device;
+  if (es.profile->profiler != "none")
+    a.peaks =
+        device_peaks(*es.runner, device_facts(nlohmann::json::parse(es.hello, nullptr, false), device).name);
+  a.opt.trials = cmd.trials;
+  a.opt.bench = cmd.bench;
+  a.opt.bench_options.reps = cmd.reps;
+  a.opt.bench_options.compile_baseline = cmd.baseline == "compile";
+  a.opt.compile.arch = cmd.arch;
+  a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
+  return 0;
+}
 
-  backends::EvalOptions opt;
-  opt.trials = cmd.trials;
-  opt.bench = cmd.bench;
-  opt.bench_options.reps = cmd.reps;
-  opt.bench_options.compile_baseline = cmd.baseline == "compile";
-  opt.compile.arch = cmd.arch;
-  opt.compile.cache_dir = sandbox::CompileCache::default_dir();
+/// A task whose reference does not load: recorded once as infra_error, listed as unusable.
+AttemptRecord record_unusable(RunDir& run, AttemptRecord rec, const std::string& error) {
+  const std::string why = unusable_reason(error);
+  rec.outcome = Outcome::infra_error;
+  rec.sub_kind = why.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
+  rec.message = truncate_middle(why, 400);
+  rec.finished_at = utc_now();
+  write_attempt(
+      run, rec,
+      {{},
+       nlohmann::json{
+           {"outcome", "infra_error"}, {"sub_kind", rec.sub_kind}, {"message", why}, {"traceback", error}}});
+  return rec;
+}
 
+/// One kernel through the attempt pipeline: load, build, judge, record.
+AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const Task& t, const backends::TaskRef& ref) {
+  TaskJudging tj{&t, ref, {}};
+  AttemptRecord rec = new_record(t, cmd.backend, 0, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string source = read_file(cmd.kernels / t.id / es.backend->source_file_name());
+  rec.source_sha = sha256_hex(source);
+  // The task first: a reference that does not load is the task's problem, not the kernel's.
+  tj.load = load_task(*es.runner, ref);
+  if (!tj.load.ok) return record_unusable(*es.run, rec, tj.load.error);
+  const fs::path workdir = es.run->attempt_path(t.id, 0, 1);
+  Judged j = judge_candidate(es.attempt, es.runner.get(), tj, build_candidate(es.attempt, source, workdir),
+                             rec, workdir);
+  j.rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  j.rec.finished_at = utc_now();
+  AttemptFiles files;
+  files.result = {{"outcome", to_string(j.rec.outcome)},
+                  {"sub_kind", j.rec.sub_kind},
+                  {"message", j.message},
+                  {"compile_log", j.build_log}};
+  if (!j.build_log.empty()) files.files["build.log"] = j.build_log;
+  write_attempt(*es.run, j.rec, files);
+  if (j.rec.outcome != Outcome::pass) spdlog::info("{}: {}", t.id, truncate_middle(j.message, 600));
+  log_profile(j.rec);
+  return j.rec;
+}
+
+void print_row(const AttemptRecord& rec) {
+  std::printf("%-44s %-16s %-22s %10s %10s %8s\n", rec.task.c_str(),
+              std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
+              rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
+              rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
+              rec.speedup > 0 ? fmt("%.2fx", rec.speedup).c_str() : "-");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_eval(const EvalCommand& cmd) {
+  EvalSetup es;
+  if (int rc = select_kernels(cmd, es)) return rc;
+  if (int rc = open_eval(cmd, es)) return rc;
+  if (int rc = make_eval_setup(cmd, es)) return rc;
   std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
               "speedup");
-  int passed = 0, infra = 0, done = 0, tb_judged = 0, tb_calls = 0, tb_pass = 0, retried = 0;
+  int passed = 0, infra = 0, done = 0;
+  TritonBenchTally tb;
   // Only model outcomes of the same source are final: an infra_error attempt, and a kernel whose
   // file changed since it was judged, are judged again (the later record supersedes the earlier).
   std::map<AttemptKey, std::string> judged;  // key -> source_sha of its last model-outcome record
-  for (const auto& r : run->load_attempts())
+  for (const auto& r : es.run->load_attempts())
     if (is_model_outcome(r.outcome)) judged[key_of(r)] = r.source_sha;
   std::vector<std::string> unchanged;           // tasks skipped: judged before, same source
   std::map<std::string, std::string> unusable;  // task -> why its reference cannot be used
-  for (const Task* t : todo) {
-    const std::string source = read_file(cmd.kernels / t->id / src_name);
+  for (const Task* t : es.todo) {
     if (auto it = judged.find({t->id, 0, 1}); it != judged.end()) {
-      if (it->second == sha256_hex(source)) {
+      if (it->second == sha256_hex(read_file(cmd.kernels / t->id / es.backend->source_file_name()))) {
         unchanged.push_back(t->id);
         continue;
       }
@@ -437,80 +517,22 @@ int run_eval(const EvalCommand& cmd) {
     }
     backends::TaskRef ref;
     try {
-      ref = task_ref(*t, cmd.profile);
-      ref.allow_ops.insert(ref.allow_ops.end(), cmd.allow_ops.begin(), cmd.allow_ops.end());
+      ref = task_ref_for(*t, cmd.profile, cmd.allow_ops);
     } catch (const std::exception& e) {
       spdlog::warn("{}: {}", t->id, e.what());
       continue;
     }
-    AttemptRecord rec;
-    rec.task = t->id;
-    rec.category = t->category;
-    rec.difficulty = t->difficulty;
-    rec.backend = cmd.backend;
-    rec.started_at = utc_now();
-    auto t0 = std::chrono::steady_clock::now();
-    rec.source_sha = sha256_hex(source);
-    rec.attempt_dir = attempt_rel_path(t->id, 0, 1).string();
     ++done;
-    // The task first: a reference that does not load is the task's problem, not the kernel's.
-    backends::LoadResult lr;
-    lr.ok = ref.test_block();  // a TritonBench task has no model to load: its test block is the check
-    if (!lr.ok) lr = runner.load(ref);
-    if (!lr.ok) {
-      const std::string why = unusable_reason(lr.error);
-      unusable[t->id] = why;
-      rec.outcome = Outcome::infra_error;
-      rec.sub_kind = why.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
-      rec.message = truncate_middle(why, 400);
-      rec.finished_at = utc_now();
-      run->write_attempt_json(t->id, 0, 1, "result.json",
-                              {{"outcome", "infra_error"}, {"sub_kind", rec.sub_kind}, {"message", why}, {"traceback", lr.error}});
-      run->append(rec);
-      ++infra;
-      std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(), "infra_error", rec.sub_kind.c_str(),
-                  "-", "-", "-");
-      std::fflush(stdout);
-      continue;
-    }
-    fs::path workdir = run->attempt_path(t->id, 0, 1);
-    backends::Evaluation ev = backends::evaluate(*backend, source, workdir, runner, ref, opt);
-    fill_record(rec, ev, lr.flops, task_bytes(lr));
-    record_roofline(rec, peaks, lr.flops, task_bytes(lr));
-    record_profiler(rec, *step, runner, ref, ev, workdir / "profile");
-    rec.module_mode = ref.module_mode;
-    auto allowed = cmd.allow_precision;
-    allowed.insert(allowed.end(), t->allow_precision.begin(), t->allow_precision.end());
-    record_precision(rec, ev, cmd.backend, lr, allowed);
-    rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    rec.finished_at = utc_now();
-    nlohmann::json result{{"outcome", to_string(rec.outcome)},
-                          {"sub_kind", rec.sub_kind},
-                          {"message", ev.message},
-                          {"compile_log", ev.compile.log}};
-    run->write_attempt_json(t->id, 0, 1, "result.json", result);
-    if (!ev.compile.log.empty()) run->write_attempt_file(t->id, 0, 1, "build.log", ev.compile.log);
-    run->append(rec);
+    const AttemptRecord rec = eval_one(cmd, es, *t, ref);
+    if (rec.sub_kind == "unjudgeable" || rec.sub_kind == "reference_failed") unusable[t->id] = rec.message;
     passed += rec.outcome == Outcome::pass;
     infra += rec.outcome == Outcome::infra_error;
-    retried += (ev.check && ev.check->retried) || (ev.bench && ev.bench->retried);
+    tb.add(rec, ref.test_block());
     // A test block's reference that failed on a fresh worker: the task is unusable (its
     // traceback is in result.json's message).
-    if (auto it = runner.unusable().find(t->id); it != runner.unusable().end())
+    if (auto it = es.runner->unusable().find(t->id); it != es.runner->unusable().end())
       unusable.emplace(t->id, "the reference failed its test block: " + it->second);
-    if (ref.test_block() && rec.outcome != Outcome::infra_error) {
-      ++tb_judged;
-      tb_calls += rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
-      tb_pass += rec.outcome == Outcome::pass;
-    }
-    std::printf("%-44s %-16s %-22s %10s %10s %8s\n", t->id.c_str(),
-                std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
-                rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
-                rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
-                rec.speedup > 0 ? fmt("%.2fx", rec.speedup).c_str() : "-");
-    if (ev.outcome != Outcome::pass) spdlog::info("{}: {}", t->id, truncate_middle(ev.message, 600));
-    log_profile(rec);
-    std::fflush(stdout);
+    print_row(rec);
   }
   write_unusable(cmd.out, unusable);
   if (!unchanged.empty()) {
@@ -521,20 +543,13 @@ int run_eval(const EvalCommand& cmd) {
                 cmd.out.string().c_str(), list.c_str());
   }
   std::printf("\n%d/%d passed (%d evaluated now, %zu recorded in %s)\n", passed, done - infra, done,
-              run->attempt_count(), (cmd.out / "attempts.jsonl").string().c_str());
-  // TritonBench's names (its paper, section 4): Call accuracy, the share whose test block ran to
-  // its results; Execution accuracy, the share whose results matched the reference's.
-  if (tb_judged > 0)
-    std::printf("TritonBench: Call accuracy %.1f%% (%d/%d), Execution accuracy %.1f%% (%d/%d)\n",
-                100.0 * tb_calls / tb_judged, tb_calls, tb_judged, 100.0 * tb_pass / tb_judged, tb_pass,
-                tb_judged);
+              es.run->attempt_count(), (cmd.out / "attempts.jsonl").string().c_str());
+  if (const std::string line = tb.line(); !line.empty()) std::printf("%s\n", line.c_str());
   for (const auto& [task, why] : unusable)
     std::cerr << "kforge eval: task " << task << " is unusable: " << truncate_middle(why, 600) << "\n";
   if (!unusable.empty())
     std::printf("%zu task(s) unusable: the reference failed on a fresh worker (listed in %s)\n",
                 unusable.size(), (cmd.out / "unusable.json").string().c_str());
-  if (retried > 0)
-    std::printf("%d attempt(s) judged again on a fresh worker after an infra failure\n", retried);
   if (infra > 0) {
     std::printf(
         "%d attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "

@@ -92,73 +92,106 @@ enum class Next { done, retry_transient, retry_bad_reply };
 
 }  // namespace
 
-ChatResult HttpChatClient::chat(const ChatRequest& req) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
+/// One chat call in progress: its wire request, result so far and retry counts.
+struct HttpChatClient::Call {
+  WireRequest wire;
   ChatResult r;
-  const std::string& model = req.model.empty() ? model_ : req.model;
-  const WireRequest wire = build(req, model);
-  const int timeout_ms = req.timeout_ms > 0 ? req.timeout_ms : cfg_.timeout_ms;
-  int transient_retries = 0, bad_retries = 0;
+  int timeout_ms = 0, transient_retries = 0, bad_retries = 0;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  std::function<void(ChatResult)> done;  // chat_async only
+};
 
-  for (;;) {
-    ++r.attempts;
-    HttpResponse resp;
-    slots_.acquire();
-    try {
-      resp = http_post(wire.url, wire.headers, wire.body, timeout_ms, cfg_.connect_timeout_ms);
-    } catch (...) {  // std::bad_alloc only; keep the slot count right
-      slots_.release();
-      throw;
-    }
-    slots_.release();
-    r.http_status = resp.status;
-
-    Next next = Next::done;
-    if (resp.transport == HttpResponse::Transport::timeout) {
-      r.status = ChatStatus::timeout;
-      r.message = resp.error;
-      next = Next::retry_transient;
-    } else if (resp.transport == HttpResponse::Transport::error) {
-      r.status = ChatStatus::transport_error;
-      r.message = resp.error;
-      next = Next::retry_transient;
-    } else if (resp.status >= 200 && resp.status < 300) {
-      ParsedReply p = parse(resp.body);
-      r.prompt_tokens += p.prompt_tokens;  // tokens of every reply are spent, retried or not
-      r.completion_tokens += p.completion_tokens;
-      r.status = p.status;
-      r.text = std::move(p.text);
-      r.model = std::move(p.model);
-      r.finish_reason = std::move(p.finish_reason);
-      r.message = std::move(p.message);
-      if (r.status != ChatStatus::ok) next = Next::retry_bad_reply;
-    } else {
-      r.status = resp.status == 429 ? ChatStatus::rate_limited : ChatStatus::http_error;
-      r.message = "HTTP " + std::to_string(resp.status) + ": " + error_message_from_body(resp.body);
-      const bool transient = resp.status == 429 || resp.status == 408 || resp.status >= 500;
-      next = transient ? Next::retry_transient : Next::done;
-    }
-
-    if (next == Next::retry_transient && transient_retries < cfg_.max_retries) {
-      std::this_thread::sleep_for(retry_delay(transient_retries, resp.retry_after_s, cfg_, uniform01()));
-      ++transient_retries;
-      continue;
-    }
-    if (next == Next::retry_bad_reply && bad_retries < cfg_.max_bad_reply_retries) {
-      ++bad_retries;
-      continue;
-    }
-    break;
+std::optional<std::chrono::milliseconds> HttpChatClient::after_response(Call& c,
+                                                                        const HttpResponse& resp) const {
+  ChatResult& r = c.r;
+  ++r.attempts;
+  r.http_status = resp.status;
+  Next next = Next::done;
+  if (resp.transport == HttpResponse::Transport::timeout) {
+    r.status = ChatStatus::timeout;
+    r.message = resp.error;
+    next = Next::retry_transient;
+  } else if (resp.transport == HttpResponse::Transport::error) {
+    r.status = ChatStatus::transport_error;
+    r.message = resp.error;
+    next = Next::retry_transient;
+  } else if (resp.status >= 200 && resp.status < 300) {
+    ParsedReply p = parse(resp.body);
+    r.prompt_tokens += p.prompt_tokens;  // tokens of every reply are spent, retried or not
+    r.completion_tokens += p.completion_tokens;
+    r.status = p.status;
+    r.text = std::move(p.text);
+    r.model = std::move(p.model);
+    r.finish_reason = std::move(p.finish_reason);
+    r.message = std::move(p.message);
+    if (r.status != ChatStatus::ok) next = Next::retry_bad_reply;
+  } else {
+    r.status = resp.status == 429 ? ChatStatus::rate_limited : ChatStatus::http_error;
+    r.message = "HTTP " + std::to_string(resp.status) + ": " + error_message_from_body(resp.body);
+    const bool transient = resp.status == 429 || resp.status == 408 || resp.status >= 500;
+    next = transient ? Next::retry_transient : Next::done;
   }
+  if (next == Next::retry_transient && c.transient_retries < cfg_.max_retries)
+    return retry_delay(c.transient_retries++, resp.retry_after_s, cfg_, uniform01());
+  if (next == Next::retry_bad_reply && c.bad_retries < cfg_.max_bad_reply_retries) {
+    ++c.bad_retries;
+    return std::chrono::milliseconds(0);
+  }
+  return std::nullopt;
+}
+
+void HttpChatClient::finish_call(Call& c) const {
+  ChatResult& r = c.r;
   if (!r.ok()) r.text.clear();
   if (cfg_.price_input_per_mtok && cfg_.price_output_per_mtok) {
     r.cost_usd = (static_cast<double>(r.prompt_tokens) * *cfg_.price_input_per_mtok +
                   static_cast<double>(r.completion_tokens) * *cfg_.price_output_per_mtok) /
                  1e6;
   }
-  r.latency_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-  return r;
+  r.latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c.t0).count();
+}
+
+ChatResult HttpChatClient::chat(const ChatRequest& req) {
+  Call c;
+  c.wire = build(req, req.model.empty() ? model_ : req.model);
+  c.timeout_ms = req.timeout_ms > 0 ? req.timeout_ms : cfg_.timeout_ms;
+  for (;;) {
+    HttpResponse resp;
+    slots_.acquire();
+    try {
+      resp = http_post(c.wire.url, c.wire.headers, c.wire.body, c.timeout_ms, cfg_.connect_timeout_ms);
+    } catch (...) {  // std::bad_alloc only; keep the slot count right
+      slots_.release();
+      throw;
+    }
+    slots_.release();
+    auto delay = after_response(c, resp);
+    if (!delay) break;
+    std::this_thread::sleep_for(*delay);
+  }
+  finish_call(c);
+  return c.r;
+}
+
+void HttpChatClient::chat_async(const ChatRequest& req, std::function<void(ChatResult)> done) {
+  std::call_once(engine_once_, [this] { engine_ = std::make_unique<CurlMulti>(); });
+  auto c = std::make_shared<Call>();
+  c->wire = build(req, req.model.empty() ? model_ : req.model);
+  c->timeout_ms = req.timeout_ms > 0 ? req.timeout_ms : cfg_.timeout_ms;
+  c->done = std::move(done);
+  send(std::move(c), std::chrono::milliseconds(0));
+}
+
+void HttpChatClient::send(std::shared_ptr<Call> c, std::chrono::milliseconds delay) {
+  HttpJob job{c->wire.url, c->wire.headers, c->wire.body, c->timeout_ms, cfg_.connect_timeout_ms};
+  engine_->post(std::move(job), std::chrono::steady_clock::now() + delay, [this, c](HttpResponse resp) {
+    if (auto next = after_response(*c, resp)) {
+      send(c, *next);
+      return;
+    }
+    finish_call(*c);
+    c->done(std::move(c->r));
+  });
 }
 
 }  // namespace llm_detail

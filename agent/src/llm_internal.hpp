@@ -4,11 +4,15 @@
 // providers only build the wire request and parse the wire reply (JSON stays in these files).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kforge/agent/llm.hpp"
@@ -29,6 +33,35 @@ struct HttpResponse {
 /// allows only http/https, bypasses proxies for loopback hosts. Times in milliseconds.
 HttpResponse http_post(const std::string& url, const std::vector<std::string>& headers,
                        const std::string& body, int timeout_ms, int connect_timeout_ms);
+
+/// One HTTP POST to make (times in milliseconds).
+struct HttpJob {
+  std::string url;
+  std::vector<std::string> headers;
+  std::string body;
+  int timeout_ms = 300000, connect_timeout_ms = 10000;
+};
+
+/// libcurl's multi interface on one thread: every transfer of a client, however many, runs on
+/// that thread (no thread per request). post() is thread-safe; `done` is called on the engine's
+/// thread, once, when the transfer finishes (not at all when the engine is destroyed first), and
+/// must be quick. A transfer starts no earlier than `start_at` (a retry's back-off).
+class CurlMulti {
+ public:
+  CurlMulti();
+  ~CurlMulti();
+  CurlMulti(const CurlMulti&) = delete;
+  CurlMulti& operator=(const CurlMulti&) = delete;
+  void post(HttpJob job, std::chrono::steady_clock::time_point start_at,
+            std::function<void(HttpResponse)> done);
+
+ private:
+  struct State;
+  void loop();
+  std::unique_ptr<State> st_;
+  void* multi_ = nullptr;  // CURLM*
+  std::thread thread_;
+};
 
 /// A provider reply decoded from a 2xx body.
 struct ParsedReply {
@@ -76,6 +109,9 @@ class HttpChatClient : public LlmClient {
  public:
   HttpChatClient(std::string model, LlmConfig cfg);
   ChatResult chat(const ChatRequest& req) final;
+  /// The same retries as chat(), on the client's CurlMulti (created on first use): no thread is
+  /// held while a request is in flight or waits for its back-off.
+  void chat_async(const ChatRequest& req, std::function<void(ChatResult)> done) final;
   const std::string& model() const final { return model_; }
 
  protected:
@@ -88,7 +124,15 @@ class HttpChatClient : public LlmClient {
   LlmConfig cfg_;
 
  private:
+  struct Call;
+  /// What to do after one HTTP response of a call: nullopt when the call is finished (its
+  /// ChatResult is final), else the back-off before the next try.
+  std::optional<std::chrono::milliseconds> after_response(Call& c, const HttpResponse& resp) const;
+  void finish_call(Call& c) const;
+  void send(std::shared_ptr<Call> c, std::chrono::milliseconds delay);
   Semaphore slots_;
+  std::once_flag engine_once_;
+  std::unique_ptr<CurlMulti> engine_;
 };
 
 /// Builds the providers (llm_providers.cpp, llm_replay.cpp). Arguments already validated.

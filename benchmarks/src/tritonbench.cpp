@@ -88,7 +88,8 @@ struct Stats {
   fs::path file;                          // the stats file read, empty when none was found
   std::map<std::string, int> difficulty;  // "<stem>.py" -> 1..5
   std::map<std::string, std::string> description;
-  std::vector<std::string> problems;  // entries that could not be used
+  std::map<std::string, std::string> signature;  // "<stem>.py" -> func_inputs (T)
+  std::vector<std::string> problems;             // entries that could not be used
 };
 
 // Reads a channel's stats: a JSON array or JSON lines of objects with `file` and `difficulty`.
@@ -137,6 +138,8 @@ Stats read_stats(const std::vector<fs::path>& candidates, const char* descriptio
       st.difficulty[f] = *d;
     if (r.contains(description_field) && r[description_field].is_string())
       st.description[f] = r[description_field].get<std::string>();
+    if (r.contains("func_inputs") && r["func_inputs"].is_string())
+      st.signature[f] = r["func_inputs"].get<std::string>();
   }
   return st;
 }
@@ -304,6 +307,7 @@ void load_tritonbench(Suite& s, const std::vector<TritonBenchChannel>& channels)
       else if (!st.file.empty())
         no_difficulty.push_back(fname);
       if (auto it = st.description.find(fname); it != st.description.end()) t.description = it->second;
+      if (auto it = st.signature.find(fname); it != st.signature.end()) t.signature = it->second;
       t.category = kernelbench_category(1, f.stem().string());
       if (!t.category.empty()) ++categorised;
       if (is_t && t.entries[0] != f.stem().string()) odd_entry.push_back(fname + " -> " + t.entries[0]);

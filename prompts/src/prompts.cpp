@@ -224,6 +224,40 @@ std::string render_tolerances(const PromptInput& in) {
   return s;
 }
 
+namespace {
+
+/// "`a`", "`a` and `b`", "`a`, `b` and `c`".
+std::string names_words(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + ("`" + names[i] + "`");
+  return out.empty() ? "`kf_forward`" : out;
+}
+
+/// The task section of a TritonBench task (judged on its test block): the instruction, the
+/// function(s) to write with the stated signature, the PyTorch reference for T.
+std::string testblock_task_section(const PromptInput& in, const std::string& hardware,
+                                   const std::string& checks) {
+  const bool one = in.entries.size() == 1;
+  std::string reference;
+  if (!in.reference.empty())
+    reference = "\nReference implementation (PyTorch; your module replaces it):\n\n```python\n" +
+                trim(in.reference) + "\n```\n";
+  return fill(
+      load_template("task_tritonbench.md"),
+      {{"task_id", in.task_id},
+       {"hardware", hardware},
+       {"instruction",
+        in.instruction.empty() ? "(TritonBench gives no instruction for this task.)" : trim(in.instruction)},
+       {"entries_words", (one ? "the function " : "the names ") + names_words(in.entries)},
+       {"signature_words",
+        in.signature.empty() ? "." : " with the signature\n\n```python\n" + trim(in.signature) + "\n```\n"},
+       {"reference_block", reference},
+       {"checks", checks}});
+}
+
+}  // namespace
+
 Prompt render_prompt(const PromptInput& in) {
   Prompt p;
   std::string device = device_line(in.hardware);
@@ -250,17 +284,19 @@ Prompt render_prompt(const PromptInput& in) {
             "the identity, and it runs under `torch.no_grad()`";
   std::string checks;
   for (const auto& c : in.checks) checks += "- " + c + "\n";
-  std::string user = fill(load_template("task.md"),
-                          {{"task_id", in.task_id},
-                           {"category", in.category.empty() ? "-" : in.category},
-                           {"device", device},
-                           {"hardware", hardware},
-                           {"reference", trim(in.reference)},
-                           {"module_mode", in.module_mode},
-                           {"module_mode_words", mode_words},
-                           {"checks", checks.empty() ? "" : "How your kernel is judged:\n\n" + checks},
-                           {"tensor_table", table},
-                           {"tolerances", render_tolerances(in)}});
+  checks = checks.empty() ? "" : "How your kernel is judged:\n\n" + checks;
+  std::string user =
+      in.test_block ? testblock_task_section(in, hardware, checks)
+                    : fill(load_template("task.md"), {{"task_id", in.task_id},
+                                                      {"category", in.category.empty() ? "-" : in.category},
+                                                      {"device", device},
+                                                      {"hardware", hardware},
+                                                      {"reference", trim(in.reference)},
+                                                      {"module_mode", in.module_mode},
+                                                      {"module_mode_words", mode_words},
+                                                      {"checks", checks},
+                                                      {"tensor_table", table},
+                                                      {"tolerances", render_tolerances(in)}});
   for (const auto& e : in.exemplars)
     user += "\n" +
             fill(load_template("exemplar.md"),
@@ -272,7 +308,11 @@ Prompt render_prompt(const PromptInput& in) {
   const std::string abi =
       fill(load_template("abi.md"),
            {{"data_where", on_gpu(in) ? "device pointer (host for device == -1)" : "host pointer"}});
-  user += "\n" + fill(load_template("output_format_" + in.backend + ".md"), {{"abi", abi}});
+  if (in.test_block)
+    user += "\n" + fill(load_template("output_format_" + in.backend + "_tritonbench.md"),
+                        {{"entries", names_words(in.entries)}});
+  else
+    user += "\n" + fill(load_template("output_format_" + in.backend + ".md"), {{"abi", abi}});
   if (!in.history.empty()) {
     // The fastest earlier pass, for the last attempt's "best so far" column.
     const PastAttempt* best = nullptr;

@@ -70,6 +70,7 @@ std::vector<std::string> run_args(const std::string& url, const fs::path& out,
 int wait_exit(pid_t pid) {
   int st = 0;
   waitpid(pid, &st, 0);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);  // as a shell reports it: 139 = SIGSEGV
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -360,5 +361,41 @@ TEST_CASE("kforge run --resume after SIGKILL gives the same attempts as an unint
   REQUIRE(wait_exit(spawn(resume, -1)) == 0);
   CHECK(keys_of(out) == full);
   CHECK(kforge::load_attempts(out).records.size() == full.size());  // no duplicates
+  fs::remove_all(dir);
+}
+
+TEST_CASE("kforge run runs TritonBench-T tasks under Triton's interpreter, judged on their test blocks",
+          "[agent]") {
+  // A two-task checkout in TritonBench's layout; the scripted model answers each task with a
+  // Triton implementation of the task's own function. Two cpu runners: two judge slots.
+  const fs::path fixture = fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_run";
+  fs::path dir = temp_dir("tritonbench");
+  Server srv(fixture / "script.json", dir / "requests.jsonl");
+  const fs::path out = dir / "run";
+  pid_t pid =
+      spawn({std::string(KFORGE_BUILD_DIR) + "/agent/kforge", "run", "--suite", fixture.string(), "--backend",
+             "triton", "--device", "cpu", "--devices", "cpu,cpu", "--llm", "openai:scripted", "--base-url",
+             srv.url(), "--trials", "2", "--no-print-report", "--out", out.string()},
+            -1);
+  REQUIRE(wait_exit(pid) == 0);
+  auto recs = kforge::load_attempts(out).records;
+  REQUIRE(recs.size() == 2);
+  for (const auto& r : recs) {
+    INFO(r.task << ": " << kforge::to_string(r.outcome) << "/" << r.sub_kind << ": " << r.message);
+    CHECK(r.outcome == kforge::Outcome::pass);
+    CHECK(r.backend == "triton");
+    const std::string prompt = slurp(out / r.attempt_dir / "prompt.md");
+    const std::string fn = r.task.substr(2);
+    CHECK(prompt.find("(TritonBench)") != std::string::npos);
+    CHECK(prompt.find(fn + "(input, ") != std::string::npos);  // the signature TritonBench states
+    CHECK(prompt.find("kf_forward") == std::string::npos);     // the task's own function, not the ABI
+    CHECK(fs::exists(out / r.attempt_dir / "kernel.py"));
+  }
+  const auto manifest = json::parse(slurp(out / "manifest.json"));
+  REQUIRE(manifest["devices"].size() == 2);
+  CHECK(manifest["devices"][0]["device"] == "cpu");
+  CHECK(manifest["config"]["devices"] == json({"cpu", "cpu"}));
+  const auto summary = json::parse(slurp(out / "summary.json"));
+  CHECK(summary["overall"]["attempts"]["call_accuracy"] == 1.0);
   fs::remove_all(dir);
 }

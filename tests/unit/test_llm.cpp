@@ -581,3 +581,43 @@ TEST_CASE("the example scripts in tests/data/scripted load and serve", "[llm]") 
     CHECK(r.completion_tokens == 250);
   }
 }
+
+TEST_CASE("chat_async: many requests in flight on one libcurl multi thread, retries included", "[llm]") {
+  // Every reply is delayed 300 ms; 48 requests at once finish in about one delay, not 48, and the
+  // process gains one thread (the client's multi thread), not one per request. The first request
+  // of task b is a 500 first: retried on the multi thread after its back-off.
+  ScriptedServer srv(
+      json{{"replies",
+            {{{"task", "b"}, {"fault", "500"}, {"times", 1}}, {{"content", "ok"}, {"delay_ms", 300}}}}});
+  LlmConfig cfg = fast_config(srv);
+  auto client = make_llm_client("openai:test-model", cfg);
+  auto threads = [] {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    return 0;
+  };
+  const int before = threads();
+  constexpr int kN = 48;
+  std::atomic<int> done{0}, ok{0}, retried{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kN; ++i)
+    client->chat_async(request(i == 0 ? "b" : "a", 1, i), [&](ChatResult r) {
+      ok += r.ok();
+      retried += r.attempts == 2;
+      ++done;
+    });
+  int peak = threads();
+  while (done.load() < kN && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+    peak = std::max(peak, threads());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(done.load() == kN);
+  CHECK(ok.load() == kN);
+  CHECK(retried.load() == 1);
+  CHECK(peak - before <= 1);
+  CHECK(s < 5.0);  // serially: 48 x 0.3 s = 14.4 s
+  CHECK(srv.stats()["max_in_flight"].get<int>() > 8);
+}

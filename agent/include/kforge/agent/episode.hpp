@@ -1,11 +1,13 @@
 #pragma once
 // The agent loop (DESIGN.md §1, §2): `kforge run` drives, for every (task, sample), an
-// episode of turns 1..T: render prompt -> LLM chat -> extract -> compile -> check -> bench ->
-// feedback. Episodes run on one boost::asio::thread_pool; each episode's state advances on a
-// single job at a time (its own strand of work). Concurrency bounds: LLM requests
-// (LlmConfig::max_concurrency), compile jobs (a semaphore), runner slots (backends::RunnerPool,
-// one RunnerClient per device; check+bench of one attempt holds the slot). Every attempt is
-// appended to attempts.jsonl as it finishes (RunDir::append, fsynced).
+// episode of turns 1..T: render prompt -> LLM chat -> extract -> build -> judge (check, bench,
+// profile) -> record -> feedback. Each episode is a pure state machine (episode_machine.hpp);
+// one Scheduler on one Boost.Asio io_context owns every episode's state and drives it through
+// ports (ports.hpp): LLM requests on libcurl's multi interface (one thread for all of them),
+// compile jobs on `compile_jobs` threads, one judge slot per runner (`--devices`), each with its
+// own bound and FIFO queue (scheduler.hpp). Every attempt goes through the one attempt pipeline
+// (attempt.hpp) that `kforge eval` uses, and is appended to attempts.jsonl as it finishes
+// (RunDir::append, fsynced) by its one writer.
 //
 // LLM failures: an empty reply is the model's format_error (sub-kind empty_reply). Any other
 // failure after the client's retries (HTTP error, 429, timeout, malformed body, transport) is
@@ -13,14 +15,16 @@
 // turn is spent on a failing endpoint. After `max_llm_failures` consecutive llm_errors the whole
 // run stops like SIGINT (exit 75). `--resume` asks every llm_error turn again.
 //
-// kforge's own failures (toolchain missing, judge worker failed, reference failed) are
-// infra_error attempts: recorded, not scored, never shown to the model, and they pause the
-// episode; after `max_infra_failures` consecutive ones the run stops (exit 76). `--resume` asks
-// them again.
+// kforge's own failures (toolchain missing, judge worker failed, reference failed, an exception
+// inside an episode) are infra_error attempts: recorded, not scored, never shown to the model,
+// and they pause the episode; after `max_infra_failures` consecutive ones the run stops (exit
+// 76). `--resume` asks them again. A judge slot that keeps failing leaves the pool.
 //
-// SIGINT/SIGTERM stop new turns; in-flight attempts finish and are recorded. `--resume RUN_DIR`
-// restores the recorded configuration (every option not given again on the command line),
-// skips recorded turns and rebuilds the history from the attempt files.
+// SIGINT/SIGTERM stop intake at once: no new turn starts, LLM requests queued or in flight are
+// dropped (their turns were not recorded; --resume asks them), builds and judges in flight
+// finish and are recorded. `--resume RUN_DIR` restores the recorded configuration (every option
+// not given again on the command line), skips recorded turns and rebuilds the history from the
+// attempt files.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -74,8 +78,11 @@ struct RunCommand {
   /// (triton) ATen ops a candidate may run besides allocation, views and copies (--allow-ops).
   std::vector<std::string> allow_ops;
   bool bench = true;
-  int reps = 100;                 ///< timed repetitions at most (DESIGN.md §4: >= 100)
-  std::string device;             ///< "" = cpu for cpu, cuda:0 for cuda
+  int reps = 100;      ///< timed repetitions at most (DESIGN.md §4: >= 100)
+  std::string device;  ///< "" = cpu for cpu, cuda:0 for cuda
+  /// Judge runners, one slot each (--devices): {"all"} = every GPU the judge sees (the host for
+  /// cpu), or a list such as {"cuda:0", "cuda:2"} or {"cpu", "cpu"}; empty: `device` alone.
+  std::vector<std::string> devices;
   std::string profiler = "auto";  ///< none | basic | ncu | auto (ncu where it works, else basic)
   bool profile_failing = false;   ///< ncu also for output_mismatch attempts (recorded only)
   bool print_report = true;

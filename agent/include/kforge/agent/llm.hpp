@@ -1,4 +1,4 @@
-// kforge/agent/llm.hpp — the LLM client layer: one blocking chat() call per prompt.
+// kforge/agent/llm.hpp — the LLM client layer: one chat() (blocking) or chat_async() call per prompt.
 //
 // An LlmClient sends a chat request to one provider and returns a ChatResult *value*: every
 // expected failure (HTTP error, rate limit, timeout, malformed or empty reply, network error)
@@ -22,14 +22,17 @@
 // Traffic goes only to the configured base URL: redirects are not followed and only http/https
 // are allowed. Each HTTP request uses its own libcurl easy handle.
 //
-// Thread-safety and ownership: a client is created once and shared. chat() is blocking (it is
-// meant to run on worker threads, off the event loop) and may be called from many threads at
-// once; at most LlmConfig::max_concurrency HTTP requests of one client are in flight at any time
-// (a counting semaphore owned by the client; a request waiting in back-off does not hold a slot).
+// Thread-safety and ownership: a client is created once and shared. chat() is blocking and may
+// be called from many threads at once; at most LlmConfig::max_concurrency of its HTTP requests
+// are in flight at any time (a counting semaphore owned by the client; a request waiting in
+// back-off does not hold a slot). chat_async() (the agent loop's) never blocks: the HTTP
+// providers run every such request on one libcurl multi thread owned by the client, and the
+// caller bounds how many are in flight.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -121,6 +124,13 @@ class LlmClient {
   virtual ~LlmClient() = default;
   /// Sends one request, retrying as configured. Never throws for expected failures.
   virtual ChatResult chat(const ChatRequest& req) = 0;
+  /// The same request without blocking the caller: `done` is called exactly once with what
+  /// chat() would have returned. HTTP providers run every request of the client on one thread
+  /// (libcurl's multi interface; a retry's back-off is a timer there, holding no thread) and
+  /// call `done` on it; this default (replay) calls chat() and `done` before returning. `done`
+  /// must be quick. The caller bounds how many are in flight (LlmConfig::max_concurrency
+  /// bounds chat() only). Requests still in flight when the client is destroyed are abandoned.
+  virtual void chat_async(const ChatRequest& req, std::function<void(ChatResult)> done) { done(chat(req)); }
   /// "openai", "anthropic" or "replay".
   virtual std::string_view provider() const = 0;
   /// The default model (the part after the colon of the spec; the run directory for replay).

@@ -95,6 +95,9 @@ struct Task {
   std::vector<std::string> entries;
   std::string test_source;    ///< TritonBench: the test block after the separator, unmodified
   std::string test_function;  ///< TritonBench: the test block's top-level `def test_*()`
+  /// TritonBench-T: the entry's signature as its instruction states it (the stats file's
+  /// `func_inputs`, e.g. "relu_scale(input, scale=2.0, out=None) -> Tensor"); "" when not given.
+  std::string signature;
   /// How the reference Model runs: "train" (nn.Module's default training mode: BatchNorm uses
   /// batch statistics, Dropout is live) or "eval" (after .eval()). A property of the suite:
   /// KernelBench and MultiKernelBench run Model(*get_init_inputs()) without .eval() under

@@ -82,6 +82,14 @@ struct PromptInput {
   std::vector<PastAttempt> history;  ///< oldest first
   HistoryPolicy policy = HistoryPolicy::last;
   int token_budget = 6000;  ///< for the history section, ~4 chars per token
+  /// A TritonBench task (judged on its test block): task_tritonbench.md and
+  /// output_format_<backend>_tritonbench.md replace task.md and the kf_forward format; the
+  /// reference (T: the PyTorch implementation; G: none, the gold source is the answer), the
+  /// instruction (TritonBench's description), the signature (its func_inputs) and the names the
+  /// module must define are stated instead of a tensor table.
+  bool test_block = false;
+  std::string instruction, signature;
+  std::vector<std::string> entries;
 };
 
 struct Prompt {

@@ -1,0 +1,119 @@
+// kforge/agent/attempt.hpp — the one attempt pipeline (issue 20 §1): source -> build -> check
+// -> bench -> profile -> record, shared by `kforge eval`, `kforge run` and anything later.
+//
+// Stages are free functions over values; the caller decides where each runs (the scheduler runs
+// build on a compile slot and judge on a judge slot, eval runs them in order). `AttemptSetup` is
+// the run's read-only configuration (shared by every attempt, safe to read from many threads;
+// its ProfileStep is used under a runner's lease only). `TaskJudging` is one task as the judge
+// sees it. A TritonBench task (TaskRef::test_block()) loads no model: its test block is the
+// check, in the judge and in the candidate's confined host. `write_attempt` is the one writer of
+// an attempt's files and its line in attempts.jsonl.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/evaluate.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/failure.hpp"
+#include "kforge/prompts/prompts.hpp"
+#include "kforge/runs/attempt.hpp"
+
+namespace kforge {
+class RunDir;
+}
+
+namespace kforge::agent {
+
+/// The run's judging configuration: read-only once built.
+struct AttemptSetup {
+  const backends::Backend* backend = nullptr;
+  std::string backend_name;
+  backends::EvalOptions opt;
+  ProfileStep* profile = nullptr;  ///< shared by the run; used only under a runner's lease
+  std::optional<DevicePeaks> peaks;
+  std::vector<std::string> allow_precision;  ///< the run's --allow-precision
+};
+
+/// One task as the judge sees it: its reference and what loading it told (shapes, formulas).
+struct TaskJudging {
+  const Task* task = nullptr;
+  backends::TaskRef ref;
+  backends::LoadResult load;  ///< ok for a test-block task without loading anything
+};
+
+/// Loads `ref` in `runner` (kept warm there); a test-block task loads nothing and is ok.
+backends::LoadResult load_task(backends::RunnerClient& runner, const backends::TaskRef& ref);
+
+/// The task's TaskRef for `profile` with the run's extra --allow-ops. Throws
+/// std::invalid_argument when the task has no such profile.
+backends::TaskRef task_ref_for(const Task& task, const std::string& profile,
+                               const std::vector<std::string>& allow_ops);
+
+/// A fresh record for (task, sample, turn): coordinates, backend, attempt directory, start time.
+AttemptRecord new_record(const Task& task, const std::string& backend, int sample, int turn);
+
+/// The build stage: compiles `source` in `workdir` (sandboxed, compile cache). Needs no runner.
+backends::Evaluation build_candidate(const AttemptSetup& setup, const std::string& source,
+                                     const std::filesystem::path& workdir);
+
+/// What the judge decided about one attempt: its record (judge fields filled) and the text the
+/// model sees as feedback (detail) and the build log.
+struct Judged {
+  AttemptRecord rec;
+  std::string detail;     ///< feedback: compile summary, mismatch summary, error figures of a pass
+  std::string message;    ///< the evaluation's full message (result.json)
+  std::string build_log;  ///< the compiler's output ("" when none)
+};
+
+/// The judge stage: for a compiled candidate, check, bench and profile in `runner` (the caller
+/// holds its slot) and fill `rec`; for one that did not compile, settles the record without a
+/// runner (runner may be null then). Roofline and the precision contract are recorded too.
+Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner, const TaskJudging& task,
+                       backends::Evaluation ev, AttemptRecord rec, const std::filesystem::path& workdir);
+
+/// The one failure type for a judged evaluation: a Failure (toolchain, judge, reference) when
+/// the record is an infra_error, nullopt when the verdict is the candidate's.
+std::optional<Failure> failure_of(const AttemptRecord& rec);
+
+/// An attempt's files (name -> text) and its result.json, written by write_attempt.
+struct AttemptFiles {
+  std::map<std::string, std::string> files;
+  nlohmann::json result;
+};
+
+/// The one writer of an attempt: its files (atomically), result.json, then its record appended
+/// to attempts.jsonl (fsynced). Thread-safe as RunDir is.
+void write_attempt(RunDir& run, const AttemptRecord& rec, const AttemptFiles& files);
+
+/// The prompt's view of a task: reference (or, for TritonBench, its instruction and the
+/// function(s) to define), tensors, judged checks, tolerances. History and exemplars are left
+/// for the caller.
+prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& task, int trials,
+                                  const std::string& device, const prompts::HardwareFacts& hardware);
+
+/// The entry point an LLM reply's code block must define: kf_forward, or for a TritonBench task
+/// its function (the first entry the implementation defines as a function).
+std::string entry_point(const TaskJudging& task);
+
+/// The candidate in an LLM reply: Backend::extract for kf_forward; for a TritonBench task's
+/// function (Python), the last fenced block of the backend's languages that defines it at its
+/// top level. Never throws.
+backends::Extracted extract_candidate(const backends::Backend& backend, const std::string& reply,
+                                      const std::string& entry);
+
+/// TritonBench's names (its paper, section 4) over judged attempts of test-block tasks: Call
+/// accuracy (the test block ran to its results: pass or output_mismatch) and Execution accuracy
+/// (pass). Attempts that are not model outcomes are not counted.
+struct TritonBenchTally {
+  int judged = 0, calls = 0, passes = 0;
+  void add(const AttemptRecord& rec, bool test_block);
+  std::string line() const;  ///< "TritonBench: Call accuracy ..., Execution accuracy ..." or ""
+};
+
+}  // namespace kforge::agent

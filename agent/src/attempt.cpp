@@ -1,0 +1,232 @@
+// agent/src/attempt.cpp — the one attempt pipeline (attempt.hpp).
+#include "kforge/agent/attempt.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "kforge/agent/prompt_context.hpp"
+#include "kforge/common/util.hpp"
+#include "kforge/runs/run_dir.hpp"
+
+namespace kforge::agent {
+
+namespace fs = std::filesystem;
+
+backends::LoadResult load_task(backends::RunnerClient& runner, const backends::TaskRef& ref) {
+  if (ref.test_block()) {  // no model to load: the test block is the check
+    backends::LoadResult lr;
+    lr.ok = true;
+    return lr;
+  }
+  return runner.load(ref);
+}
+
+backends::TaskRef task_ref_for(const Task& task, const std::string& profile,
+                               const std::vector<std::string>& allow_ops) {
+  backends::TaskRef ref = task_ref(task, profile);
+  ref.allow_ops.insert(ref.allow_ops.end(), allow_ops.begin(), allow_ops.end());
+  return ref;
+}
+
+AttemptRecord new_record(const Task& task, const std::string& backend, int sample, int turn) {
+  AttemptRecord rec;
+  rec.task = task.id;
+  rec.category = task.category;
+  rec.difficulty = task.difficulty;
+  rec.sample = sample;
+  rec.turn = turn;
+  rec.backend = backend;
+  rec.started_at = utc_now();
+  rec.attempt_dir = attempt_rel_path(task.id, sample, turn).string();
+  return rec;
+}
+
+backends::Evaluation build_candidate(const AttemptSetup& setup, const std::string& source,
+                                     const fs::path& workdir) {
+  return backends::compile_candidate(*setup.backend, source, workdir / "build", setup.opt);
+}
+
+namespace {
+
+/// The feedback text of a judged attempt: the compile summary, the judge's message, or for a
+/// pass its error figures (so the model sees how close to the line it is).
+std::string feedback_detail(const AttemptRecord& rec, const backends::Evaluation& ev) {
+  if (ev.outcome == Outcome::compile_error && !ev.compile.summary.empty()) return ev.compile.summary;
+  if (!rec.passed()) return ev.message;
+  char b[256];
+  std::snprintf(b, sizeof b,
+                "max abs error %.3g, max rel error %.3g (|out - ref| / (|ref| + atol)), tolerance "
+                "ratio %.3g (1 = at the tolerance)",
+                rec.max_abs_err, rec.max_rel_err, rec.tolerance_ratio);
+  std::string detail = b;
+  if (rec.precision_disallowed)
+    detail += "\nLower-precision math was found in your binary (" + rec.precision +
+              " tensor-core instructions) on a task of higher precision: this pass is recorded but "
+              "its speedup is not credited. Compute at the task's precision.";
+  return detail;
+}
+
+std::vector<std::string> allowed_precision(const AttemptSetup& setup, const Task& task) {
+  auto allowed = setup.allow_precision;
+  allowed.insert(allowed.end(), task.allow_precision.begin(), task.allow_precision.end());
+  return allowed;
+}
+
+}  // namespace
+
+Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner, const TaskJudging& task,
+                       backends::Evaluation ev, AttemptRecord rec, const fs::path& workdir) {
+  const double flops = task.load.flops, bytes = task_bytes(task.load);
+  if (ev.compile.ok()) {
+    if (!runner) throw std::logic_error("judge_candidate: a compiled candidate needs a runner");
+    backends::check_and_bench(ev, *runner, task.ref, setup.opt);
+    fill_record(rec, ev, flops, bytes);
+    record_profiler(rec, *setup.profile, *runner, task.ref, ev, workdir / "profile");
+  } else {
+    fill_record(rec, ev, flops, bytes);
+    rec.profile.profiler = setup.profile ? setup.profile->profiler : "";
+  }
+  record_roofline(rec, setup.peaks, flops, bytes);
+  rec.module_mode = task.ref.module_mode;
+  record_precision(rec, ev, setup.backend_name, task.load, allowed_precision(setup, *task.task));
+  Judged j;
+  j.detail = feedback_detail(rec, ev);
+  j.message = ev.message;
+  j.build_log = ev.compile.log;
+  j.rec = std::move(rec);
+  return j;
+}
+
+std::optional<Failure> failure_of(const AttemptRecord& rec) {
+  if (rec.outcome != Outcome::infra_error) return std::nullopt;
+  FailureKind k = FailureKind::judge;
+  if (rec.sub_kind == "toolchain_missing") k = FailureKind::toolchain;
+  if (rec.sub_kind == "reference_failed" || rec.sub_kind == "unjudgeable") k = FailureKind::reference;
+  return Failure{k, rec.sub_kind, rec.message};
+}
+
+void write_attempt(RunDir& run, const AttemptRecord& rec, const AttemptFiles& files) {
+  for (const auto& [name, text] : files.files)
+    run.write_attempt_file(rec.task, rec.sample, rec.turn, name, text);
+  run.write_attempt_json(rec.task, rec.sample, rec.turn, "result.json", files.result);
+  run.append(rec);
+}
+
+namespace {
+
+/// What the prompt says about how a TritonBench task is judged.
+std::vector<std::string> testblock_checks(const Task& task, int trials) {
+  std::string names;
+  for (const auto& e : task.entries) names += (names.empty() ? "`" : ", `") + e + "`";
+  return {"the task's own test block (its `" + task.test_function + "()`) calls " + names +
+              " on its inputs, " + std::to_string(trials) +
+              " times under different seeds, in a confined process; every result it returns is "
+              "compared with the reference implementation's, leaf by leaf (tensors within the dtype's "
+              "tolerance, other values equal)",
+          "the module is imported on its own: it must define " + names +
+              " at its top level with the reference's parameters (names, order and defaults), and "
+              "compute with Triton kernels: allocation, views and copies are the only PyTorch operations "
+              "allowed" +
+              std::string(task.format == TaskFormat::tritonbench_g
+                              ? " besides the ones the gold implementation runs"
+                              : "")};
+}
+
+}  // namespace
+
+prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& task, int trials,
+                                  const std::string& device, const prompts::HardwareFacts& hardware) {
+  const Task& t = *task.task;
+  prompts::PromptInput in;
+  in.backend = setup.backend_name;
+  in.language = setup.backend->prompt_language();
+  in.device_type = setup.backend->device_type();
+  in.task_id = t.id;
+  in.category = t.category;
+  in.device = device;
+  in.hardware = hardware;
+  in.module_mode = task.ref.module_mode;
+  if (task.ref.test_block()) {
+    in.test_block = true;
+    in.instruction = t.description;
+    in.signature = t.signature;
+    in.entries = t.entries;
+    // T: the PyTorch reference is the specification; G: the gold source is the answer, not shown.
+    if (t.format == TaskFormat::tritonbench_t) in.reference = task.ref.source;
+    in.checks = testblock_checks(t, trials);
+    return in;
+  }
+  in.reference = task.ref.source;
+  for (const auto& x : task.load.inputs) in.tensors.push_back({"input", x.name, x.kind, x.dtype, x.shape});
+  for (const auto& x : task.load.outputs) in.tensors.push_back({"output", x.name, x.kind, x.dtype, x.shape});
+  in.checks = judged_checks(t, task.load.outputs, trials, allowed_precision(setup, t));
+  in.tolerances = output_tolerances(t, in.tensors);
+  return in;
+}
+
+namespace {
+
+/// True when a Python `source` defines `name` at its top level (a `def` at column 0).
+bool defines_python_function(const std::string& source, const std::string& name) {
+  const std::regex def("^(async\\s+)?def\\s+" + name + "\\s*\\(");
+  for (const auto& line : split_lines(source))
+    if (std::regex_search(line, def)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string entry_point(const TaskJudging& task) {
+  if (!task.ref.test_block()) return "kf_forward";
+  for (const auto& e : task.task->entries)
+    if (defines_python_function(task.ref.source, e)) return e;
+  return task.task->entries.empty() ? "kf_forward" : task.task->entries.front();
+}
+
+backends::Extracted extract_candidate(const backends::Backend& backend, const std::string& reply,
+                                      const std::string& entry) {
+  if (entry == "kf_forward") return backend.extract(reply);
+  backends::Extracted r;
+  const auto langs = backend.fence_languages();
+  const backends::FencedBlock* chosen = nullptr;
+  const auto blocks = backends::fenced_blocks(reply);
+  for (const auto& b : blocks) {
+    if (std::find(langs.begin(), langs.end(), b.language) == langs.end()) continue;
+    ++r.blocks_seen;
+    if (defines_python_function(b.body, entry)) chosen = &b;  // the last one wins
+  }
+  if (chosen) {
+    r.ok = true;
+    r.source = chosen->body;
+    r.language = chosen->language;
+    return r;
+  }
+  r.error =
+      r.blocks_seen == 0 ? backends::ExtractError::no_code_block : backends::ExtractError::no_entry_point;
+  r.message = r.blocks_seen == 0
+                  ? "The reply contains no fenced code block (```" + backend.prompt_language() + ")."
+                  : "None of the " + std::to_string(r.blocks_seen) +
+                        " code block(s) in the reply defines the task's function `def " + entry +
+                        "(...)` at the top level of the module.";
+  return r;
+}
+
+void TritonBenchTally::add(const AttemptRecord& rec, bool test_block) {
+  if (!test_block || !is_model_outcome(rec.outcome)) return;
+  ++judged;
+  calls += rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
+  passes += rec.outcome == Outcome::pass;
+}
+
+std::string TritonBenchTally::line() const {
+  if (judged == 0) return "";
+  char b[200];
+  std::snprintf(b, sizeof b, "TritonBench: Call accuracy %.1f%% (%d/%d), Execution accuracy %.1f%% (%d/%d)",
+                100.0 * calls / judged, calls, judged, 100.0 * passes / judged, passes, judged);
+  return b;
+}
+
+}  // namespace kforge::agent
