@@ -199,12 +199,17 @@ int main(int argc, char** argv) {
   run->add_flag("!--no-print-report", rn.print_report, "do not print report.md at the end");
 
   std::string report_dir;
-  auto* report = app.add_subcommand("report", "regenerate summary.json and report.md of a run, and print it");
+  auto* report = app.add_subcommand(
+      "report", "regenerate summary.json, report.md and report.html of a run, and print report.md");
   report->add_option("run_dir", report_dir, "run directory")->required();
   std::string cmp_a, cmp_b;
-  auto* compare = app.add_subcommand("compare", "compare two runs");
+  auto* compare = app.add_subcommand(
+      "compare", "compare two runs on the tasks both attempted; prints the tables and writes compare.html");
   compare->add_option("run_a", cmp_a, "first run directory")->required();
   compare->add_option("run_b", cmp_b, "second run directory")->required();
+  std::string cmp_html = "compare.html";
+  compare->add_option("--html", cmp_html,
+                      "where to write the page (default: compare.html here; \"\" for none)");
 
   CLI11_PARSE(app, argc, argv);
   setup_logging(verbose, quiet);
@@ -231,7 +236,7 @@ int main(int argc, char** argv) {
       return agent::run_agent(rn);
     }
     if (report->parsed()) return agent::run_report(report_dir);
-    if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b);
+    if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";
     return 1;
