@@ -270,7 +270,8 @@ int main(int argc, char** argv) {
   long clock_ms = 0;  // 16 episodes in flight: the run's clock advances by 1/16 of each attempt
   int records = 0;
   for (int ti = 0; ti < o.tasks; ++ti) {
-    const std::string cat = kCategories[static_cast<std::size_t>(ti % static_cast<int>(kCategories.size()))];
+    const std::string cat =
+        kCategories[static_cast<std::size_t>((ti + o.task_offset) % static_cast<int>(kCategories.size()))];
     char id[96];
     std::snprintf(id, sizeof id, "%s/%03d_synth_%s", cat.c_str(), ti + o.task_offset, cat.c_str());
     const std::string task = id;
