@@ -323,12 +323,17 @@ int main(int argc, char** argv) {
   merge->add_option("runs", merge_in, "the shards' run directories")->required();
 
   std::string report_dir;
-  auto* report = app.add_subcommand("report", "regenerate summary.json and report.md of a run, and print it");
+  auto* report = app.add_subcommand(
+      "report", "regenerate summary.json, report.md and report.html of a run, and print report.md");
   report->add_option("run_dir", report_dir, "run directory")->required();
   std::string cmp_a, cmp_b;
-  auto* compare = app.add_subcommand("compare", "compare two runs");
+  auto* compare = app.add_subcommand(
+      "compare", "compare two runs on the tasks both attempted; prints the tables and writes compare.html");
   compare->add_option("run_a", cmp_a, "first run directory")->required();
   compare->add_option("run_b", cmp_b, "second run directory")->required();
+  std::string cmp_html = "compare.html";
+  compare->add_option("--html", cmp_html,
+                      "where to write the page (default: compare.html here; \"\" for none)");
 
   if (auto bad = unknown_subcommand(argc, argv, subcommand_names(app))) {
     std::string known;
@@ -372,7 +377,7 @@ int main(int argc, char** argv) {
     }
     if (merge->parsed()) return cmd_merge(merge_out, merge_in);
     if (report->parsed()) return agent::run_report(report_dir);
-    if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b);
+    if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";
     return 1;

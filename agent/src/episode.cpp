@@ -23,6 +23,8 @@
 #include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/report.hpp"
+#include "kforge/benchmarks/report_html.hpp"
+#include "kforge/benchmarks/roofline.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/retrieval/retrieval.hpp"
@@ -598,17 +600,25 @@ int run_report(const fs::path& run_dir) {
   }
   write_report(run_dir);
   std::cout << read_file(run_dir / "report.md");
+  std::cerr << "kforge report: wrote " << (run_dir / "report.md").string() << " and "
+            << (run_dir / "report.html").string() << "\n";
   return 0;
 }
 
-int run_compare(const fs::path& a, const fs::path& b) {
+int run_compare(const fs::path& a, const fs::path& b, const fs::path& html) {
   for (const auto& d : {a, b})
     if (!fs::exists(d / "attempts.jsonl")) {
       std::cerr << "kforge compare: " << d.string() << ": no attempts.jsonl\n";
       return 2;
     }
-  std::cout << render_compare(summarize_run(a), summarize_run(b), a.filename().string(),
-                              b.filename().string());
+  ComparedRuns c = compare_runs(a, b);
+  for (const auto& n : compare_drop_notes(c)) std::cerr << "kforge compare: warning: " << n << "\n";
+  std::cout << render_compare_md(c);
+  if (!html.empty()) {
+    HtmlPage page = write_compare_html(c, html);
+    std::cerr << "kforge compare: wrote " << page.path.string() << (page.plots ? "" : " (" + page.note + ")")
+              << "\n";
+  }
   return 0;
 }
 

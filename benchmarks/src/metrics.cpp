@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -68,7 +69,13 @@ struct EpisodeView {
   bool passed = false;
   double speedup = 0;      // best measured speedup of a passing attempt; 0 = none
   double speedup_low = 0;  // best low end of a credited speedup's 95% interval; 0 = none
+  bool timed = false;      // a passing attempt was benchmarked (its speedup measured, credited or not)
 };
+
+/// A pass whose time was measured (a --no-bench pass has neither time nor speedup).
+bool timed_pass(const AttemptRecord& r) {
+  return r.passed() && (r.speedup > 0 || r.t_candidate_ms > 0);
+}
 
 EpisodeView view_upto(const Episode& e, int turn) {
   EpisodeView v;
@@ -76,6 +83,7 @@ EpisodeView view_upto(const Episode& e, int turn) {
     if (r->turn > turn) break;
     v.compiled |= r->compiled();
     v.passed |= r->passed();
+    v.timed |= timed_pass(*r);
     if (r->has_speedup()) {
       v.speedup = std::max(v.speedup, r->speedup);
       v.speedup_low = std::max(v.speedup_low, r->speedup_ci_low);
@@ -90,6 +98,7 @@ EpisodeView view_final(const Episode& e) {
   const AttemptRecord* r = e.turns.back();
   v.compiled = r->compiled();
   v.passed = r->passed();
+  v.timed = timed_pass(*r);
   if (r->has_speedup()) {
     v.speedup = r->speedup;
     v.speedup_low = r->speedup_ci_low;
@@ -106,6 +115,7 @@ Scores score(const std::vector<std::vector<EpisodeView>>& problems, const Metric
   std::map<double, int> fast_count, confident_count;
   for (double p : cfg.fast_ps) fast_count[p] = confident_count[p] = 0;
   double log_sum = 0;
+  bool any_timed = false;
   for (const auto& eps : problems) {
     int n = static_cast<int>(eps.size());
     if (n == 0) continue;
@@ -118,6 +128,7 @@ Scores score(const std::vector<std::vector<EpisodeView>>& problems, const Metric
       c_pass += v.passed;
       best = std::max(best, v.speedup);
       best_low = std::max(best_low, v.speedup_low);
+      any_timed |= v.timed;
       for (double a : cfg.alphas)
         if (v.passed && v.speedup > 0 && v.speedup >= a) ++c_alpha[a];
     }
@@ -149,6 +160,13 @@ Scores score(const std::vector<std::vector<EpisodeView>>& problems, const Metric
   for (const auto& [p, cnt] : confident_count)
     s.fast_p_confident[p] = s.tasks ? static_cast<double>(cnt) / s.tasks : 0;
   if (s.speedup_tasks) s.geomean_speedup = std::exp(log_sum / s.speedup_tasks);
+  if (s.correct_tasks > 0 && !any_timed) {
+    // Correct kernels, none timed: how fast they are is unknown, not zero.
+    s.untimed = true;
+    for (auto* m : {&s.fast_p, &s.fast_p_confident})
+      for (auto it = m->begin(); it != m->end();) it = it->first > 0 ? m->erase(it) : std::next(it);
+    s.speedup_at_k.clear();
+  }
   return s;
 }
 
@@ -306,6 +324,45 @@ json stats_json(const AttemptStats& s) {
             {"total", phase_json(s.total)}}}};
 }
 
+/// The equal-budget points (BudgetPoint) of a run: `all` every record (calls and tokens spent),
+/// `overall` its scores.
+std::vector<BudgetPoint> budget_points(const std::vector<AttemptRecord>& all, const Slice& overall,
+                                       const std::vector<int>& ks) {
+  // Calls and tokens per (problem, sample) at each turn, then the mean over episodes of the
+  // cumulative sums.
+  std::map<std::tuple<std::string, std::string, std::string, int>, std::vector<std::pair<double, double>>> ep;
+  const int T = overall.max_turn;
+  if (T < 1) return {};
+  for (const auto& r : all) {
+    if (r.turn < 1 || r.turn > T) continue;
+    auto& v = ep[{r.backend, r.model, r.task, r.sample}];
+    v.resize(static_cast<std::size_t>(T));
+    v[static_cast<std::size_t>(r.turn - 1)].first += 1;
+    v[static_cast<std::size_t>(r.turn - 1)].second += double(r.prompt_tokens + r.completion_tokens);
+  }
+  if (ep.empty()) return {};
+  std::vector<double> calls(static_cast<std::size_t>(T)), tokens(static_cast<std::size_t>(T));
+  for (const auto& [key, v] : ep) {
+    double c = 0, tk = 0;
+    for (std::size_t t = 0; t < v.size(); ++t) {
+      c += v[t].first;
+      tk += v[t].second;
+      calls[t] += c / double(ep.size());
+      tokens[t] += tk / double(ep.size());
+    }
+  }
+  std::vector<BudgetPoint> out;
+  for (int k : ks)
+    for (int t = 1; t <= T && t <= static_cast<int>(overall.by_turn.size()); ++t) {
+      const auto& pk = overall.by_turn[static_cast<std::size_t>(t - 1)].pass_at_k;
+      auto it = pk.find(k);
+      if (it == pk.end()) continue;
+      out.push_back({k, t, k * calls[static_cast<std::size_t>(t - 1)],
+                     k * tokens[static_cast<std::size_t>(t - 1)], it->second});
+    }
+  return out;
+}
+
 }  // namespace
 
 Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig& config) {
@@ -314,6 +371,16 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   Summary s;
   s.config = config;
   s.attempts = records.size();
+  if (s.config.ks.empty()) {
+    // Every k up to the most samples any problem has.
+    std::map<ProblemKey, std::set<int>> samples;
+    for (const auto& r : records)
+      if (is_model_outcome(r.outcome)) samples[problem_of(r)].insert(r.sample);
+    std::size_t n = 0;
+    for (const auto& [key, ss] : samples) n = std::max(n, ss.size());
+    for (int k = 1; k <= static_cast<int>(n); ++k) s.config.ks.push_back(k);
+  }
+  const MetricsConfig& cfg = s.config;
 
   // Deduplicate: the last record of a (problem, sample, turn) wins.
   std::map<std::tuple<std::string, std::string, std::string, int, int>, std::size_t> last;
@@ -334,7 +401,7 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   rs.reserve(last.size());
   for (const auto& [key, i] : last) rs.push_back(&records[i]);
 
-  s.overall = make_slice("all", rs, config);
+  s.overall = make_slice("all", rs, cfg);
   {
     std::vector<AttemptRecord> credited;
     for (const AttemptRecord* r : rs) {
@@ -344,7 +411,7 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
     }
     std::vector<const AttemptRecord*> cp;
     for (const auto& r : credited) cp.push_back(&r);
-    s.credit_all_precision = make_slice("all", cp, config).best;
+    s.credit_all_precision = make_slice("all", cp, cfg).best;
   }
   std::vector<double> halfwidths;
   for (const AttemptRecord* r : rs) {
@@ -373,11 +440,12 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
         " attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "
         "failed; not scored): `kforge run --resume RUN_DIR` asks them again");
   s.max_turn = s.overall.max_turn;
+  s.budget = budget_points(records, s.overall, cfg.ks);
   for (const auto& dim : cut_dimensions()) {
     std::map<std::string, std::vector<const AttemptRecord*>> parts;
     for (const AttemptRecord* r : rs) parts[cut_label(*r, dim)].push_back(r);
     auto& slices = s.cuts[dim];
-    for (const auto& [value, part] : parts) slices.push_back(make_slice(value, part, config));
+    for (const auto& [value, part] : parts) slices.push_back(make_slice(value, part, cfg));
     // Difficulty sorts numerically ("unknown" last), others by name.
     if (dim == "difficulty")
       std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
@@ -408,7 +476,8 @@ json to_json(const Scores& s) {
           {"fast_p_confident", confident},
           {"speedup_alpha_at_k", sp},
           {"geomean_speedup", s.geomean_speedup},
-          {"speedup_tasks", s.speedup_tasks}};
+          {"speedup_tasks", s.speedup_tasks},
+          {"untimed", s.untimed}};
 }
 
 json to_json(const Slice& s) {
@@ -462,6 +531,13 @@ json to_json(const Summary& s) {
   }
   json tasks = json::array();
   for (const auto& t : s.tasks) tasks.push_back(to_json(t));
+  json budget = json::array();
+  for (const auto& b : s.budget)
+    budget.push_back({{"samples", b.samples},
+                      {"turn", b.turn},
+                      {"calls", b.calls},
+                      {"tokens", b.tokens},
+                      {"pass", b.pass}});
   return {{"schema_version", s.schema_version},
           {"config", cfg},
           {"attempts", s.attempts},
@@ -476,6 +552,7 @@ json to_json(const Summary& s) {
           {"credit_all_precision", to_json(s.credit_all_precision)},
           {"timing_anomalies", s.timing_anomalies},
           {"speedup_ci_rel_halfwidth", s.speedup_ci_rel_halfwidth},
+          {"budget", budget},
           {"warnings", s.warnings}};
 }
 

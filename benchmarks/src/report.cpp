@@ -1,14 +1,20 @@
 #include "kforge/benchmarks/report.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/utf8.hpp"
+#include "kforge/benchmarks/report_html.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 
@@ -72,11 +78,59 @@ struct Table {
 };
 
 /// The ks that appear in a Scores (a k larger than every n is absent).
-std::vector<int> present_ks(const Summary& s, const Scores& sc) {
+std::vector<int> all_ks(const Summary& s, const Scores& sc) {
   std::vector<int> out;
   for (int k : s.config.ks)
     if (sc.pass_at_k.count(k)) out.push_back(k);
   return out;
+}
+
+/// The ks of the wide tables: k <= 10 and the largest (the pass@k table lists every k).
+std::vector<int> present_ks(const Summary& s, const Scores& sc) {
+  std::vector<int> out, all = all_ks(s, sc);
+  for (int k : all)
+    if (k <= 10 || k == all.back()) out.push_back(k);
+  return out;
+}
+
+std::string duration(double sec) {
+  if (!(sec > 0)) return kNone;
+  if (sec < 60) return fmt("%.1f s", sec);
+  const long t = std::lround(sec);
+  char buf[64];
+  if (t < 3600)
+    std::snprintf(buf, sizeof buf, "%ld min %02ld s", t / 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld h %02ld min", t / 3600, (t % 3600) / 60);
+  return buf;
+}
+
+void settings_section(std::ostringstream& os, const RunInfo& info) {
+  os << "\n## Run\n\n";
+  if (!info.started_at.empty())
+    os << "Wall time " << duration(info.wall_s) << " (" << info.started_at << " to " << info.finished_at
+       << (info.resumes ? ", resumed " + std::to_string(info.resumes) + " time(s): pauses included" : "")
+       << "); attempts' own time " << duration(info.attempts_s) << " summed.\n";
+  for (const auto& w : info.warnings) os << "\n" << w << "\n";
+  if (info.settings.empty()) return;
+  os << "\n";
+  Table t(os, {"setting", "value"});
+  for (const auto& [k, v] : info.settings) {
+    std::string cell = v.empty() ? std::string(kNone) : v;
+    for (auto& c : cell)
+      if (c == '|' || c == '\n') c = ' ';
+    t.row({k, cell});
+  }
+}
+
+void pass_at_k_section(std::ostringstream& os, const Summary& s) {
+  const auto ks = all_ks(s, s.overall.best);
+  if (ks.size() == present_ks(s, s.overall.best).size()) return;  // the wide tables have them all
+  os << "\n## pass@k\n\nEvery k up to the samples (unbiased estimator).\n\n";
+  Table t(os, {"k", "pass@k (best attempt)", "pass@k (final attempt)", "compile@k"});
+  for (int k : ks)
+    t.row({std::to_string(k), at(s.overall.best.pass_at_k, k), at(s.overall.final_attempt.pass_at_k, k),
+           at(s.overall.best.compile_at_k, k)});
 }
 
 std::string join_values(const Summary& s, const std::string& dim) {
@@ -130,7 +184,7 @@ void cut_section(std::ostringstream& os, const Summary& s, const std::string& di
 
 }  // namespace
 
-std::string render_report_md(const Summary& s, const std::string& title) {
+std::string render_report_md(const Summary& s, const std::string& title, const RunInfo* info) {
   std::ostringstream os;
   const Slice& all = s.overall;
   auto ks = present_ks(s, all.best);
@@ -149,6 +203,7 @@ std::string render_report_md(const Summary& s, const std::string& title) {
     os << "\n**Warnings:**\n\n";
     for (const auto& w : s.warnings) os << "- " << w << "\n";
   }
+  if (info) settings_section(os, *info);
   if (!s.unusable.empty()) {
     os << "\n## Unusable tasks\n\n"
        << "These tasks could not be judged (their reference does not load or run, or its output is "
@@ -182,6 +237,9 @@ std::string render_report_md(const Summary& s, const std::string& title) {
     scores_row(t, "best attempt", s, all.best, ks);
     scores_row(t, "final attempt", s, all.final_attempt, ks);
   }
+  if (all.best.untimed)
+    os << "\nNo correct kernel was timed (`--no-bench`): fast_p above 0 and SpeedUp_α@k are unknown (–).\n";
+  pass_at_k_section(os, s);
   if (s.speedup_ci_rel_halfwidth > 0) {
     os << "\nTiming noise: the median speedup's 95% interval is +-"
        << fmt("%.1f%%", 100 * s.speedup_ci_rel_halfwidth)
@@ -391,9 +449,11 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
   return os.str();
 }
 
-Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config) {
+Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config,
+                      std::vector<AttemptRecord>* records) {
   LoadedAttempts loaded = load_attempts(run_dir);
   Summary s = summarize(loaded.records, config);
+  if (records) *records = std::move(loaded.records);
   s.warnings.insert(s.warnings.begin(), loaded.warnings.begin(), loaded.warnings.end());
   if (fs::exists(run_dir / "unusable.json")) {
     try {
@@ -408,11 +468,225 @@ Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config) {
 }
 
 Summary write_report(const fs::path& run_dir, const MetricsConfig& config) {
-  Summary s = summarize_run(run_dir, config);
+  std::vector<AttemptRecord> records;
+  Summary s = summarize_run(run_dir, config, &records);
+  RunInfo info = read_run_info(run_dir, records);
   write_file(run_dir / "summary.json", dump_json(to_json(s), 2) + "\n");
-  std::string title = "kforge run report: " + fs::absolute(run_dir).filename().string();
-  write_file(run_dir / "report.md", render_report_md(s, title));
+  std::string title = "kforge run report: " + info.name;
+  write_file(run_dir / "report.md", render_report_md(s, title, &info));
+  try {
+    HtmlPage page = write_report_html(run_dir, s, info, records);
+    if (!page.plots) spdlog::warn("{}: {}", page.path.string(), page.note);
+  } catch (const std::exception& e) {
+    // report.md and summary.json stand; a broken installation must not lose a finished run.
+    spdlog::error("report.html not written: {}", e.what());
+  }
   return s;
+}
+
+std::optional<double> parse_iso8601_utc(const std::string& text) {
+  int y, mo, d, h, mi;
+  double sec;
+  char z = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%c", &y, &mo, &d, &h, &mi, &sec, &z) != 7 || z != 'Z')
+    return std::nullopt;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || !(sec >= 0 && sec < 61))
+    return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  return double(timegm(&tm)) + sec;
+}
+
+namespace {
+
+std::string setting_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  if (v.is_array()) {
+    std::string out;
+    for (const auto& e : v) out += (out.empty() ? "" : ",") + setting_text(e);
+    return out;
+  }
+  return v.dump();
+}
+
+}  // namespace
+
+RunInfo read_run_info(const fs::path& run_dir, const std::vector<AttemptRecord>& records) {
+  RunInfo info;
+  info.name = fs::absolute(run_dir).lexically_normal().filename().string();
+  if (info.name.empty())
+    info.name = fs::absolute(run_dir).lexically_normal().parent_path().filename().string();
+  if (fs::exists(run_dir / "manifest.json")) {
+    try {
+      json m = json::parse(read_file(run_dir / "manifest.json"));
+      info.command = m.value("command", "");
+      if (m.contains("config") && m["config"].is_object())
+        for (const auto& [k, v] : m["config"].items()) info.settings.emplace_back(k, setting_text(v));
+      if (m.contains("runner") && m["runner"].is_object())
+        for (const char* k : {"device_name", "gpu", "cpu"})
+          if (m["runner"].contains(k) && m["runner"][k].is_string()) {
+            info.settings.emplace_back("device name", m["runner"][k].get<std::string>());
+            break;
+          }
+      if (m.contains("resumes") && m["resumes"].is_array())
+        info.resumes = static_cast<int>(m["resumes"].size());
+    } catch (const std::exception& e) {
+      info.warnings.push_back("manifest.json: " + std::string(e.what()));
+    }
+  }
+  std::optional<double> t0, t1;
+  for (const auto& r : records) {
+    if (r.total_ms > 0 && std::isfinite(r.total_ms)) info.attempts_s += r.total_ms / 1000;
+    auto a = parse_iso8601_utc(r.started_at), b = parse_iso8601_utc(r.finished_at);
+    if (a && (!t0 || *a < *t0)) {
+      t0 = a;
+      info.started_at = r.started_at;
+    }
+    if (b && (!t1 || *b > *t1)) {
+      t1 = b;
+      info.finished_at = r.finished_at;
+    }
+  }
+  if (t0 && t1 && *t1 >= *t0) info.wall_s = *t1 - *t0;
+  return info;
+}
+
+ComparedRuns compare_runs(const fs::path& a, const fs::path& b) {
+  ComparedRuns c;
+  c.dir_a = a;
+  c.dir_b = b;
+  auto la = load_attempts(a), lb = load_attempts(b);
+  c.info_a = read_run_info(a, la.records);
+  c.info_b = read_run_info(b, lb.records);
+  c.name_a = c.info_a.name;
+  c.name_b = c.info_b.name;
+  if (c.name_a == c.name_b) {
+    c.name_a = "A:" + c.name_a;
+    c.name_b = "B:" + c.name_b;
+  }
+  std::set<std::string> ta, tb;
+  for (const auto& r : la.records) ta.insert(r.task);
+  for (const auto& r : lb.records) tb.insert(r.task);
+  for (const auto& t : ta) {
+    if (tb.count(t))
+      ++c.common;
+    else
+      c.only_a.push_back(t);
+  }
+  for (const auto& t : tb)
+    if (!ta.count(t)) c.only_b.push_back(t);
+  for (auto& r : la.records)
+    if (tb.count(r.task)) c.records_a.push_back(std::move(r));
+  for (auto& r : lb.records)
+    if (ta.count(r.task)) c.records_b.push_back(std::move(r));
+  c.a = summarize(c.records_a);
+  c.b = summarize(c.records_b);
+  c.a.warnings.insert(c.a.warnings.begin(), la.warnings.begin(), la.warnings.end());
+  c.b.warnings.insert(c.b.warnings.begin(), lb.warnings.begin(), lb.warnings.end());
+  return c;
+}
+
+namespace {
+
+std::string task_list(const std::vector<std::string>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size() && i < 8; ++i) out += (i ? ", " : "") + ids[i];
+  if (ids.size() > 8) out += ", ... (" + std::to_string(ids.size() - 8) + " more)";
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> compare_drop_notes(const ComparedRuns& c) {
+  std::vector<std::string> out;
+  if (c.common == 0) {
+    out.push_back("The runs have no task in common (" + c.name_a + ": " + std::to_string(c.only_a.size()) +
+                  " tasks, " + c.name_b + ": " + std::to_string(c.only_b.size()) + "): nothing to compare.");
+    return out;
+  }
+  if (!c.only_a.empty())
+    out.push_back("Dropped " + std::to_string(c.only_a.size()) + " task(s) only " + c.name_a +
+                  " attempted: " + task_list(c.only_a) + ".");
+  if (!c.only_b.empty())
+    out.push_back("Dropped " + std::to_string(c.only_b.size()) + " task(s) only " + c.name_b +
+                  " attempted: " + task_list(c.only_b) + ".");
+  return out;
+}
+
+std::vector<TaskDiff> task_diffs(const ComparedRuns& c) {
+  std::map<std::string, TaskDiff> m;
+  auto take = [&](const Summary& s, bool is_a) {
+    for (const auto& t : s.tasks) {
+      TaskDiff& d = m[t.task];
+      d.task = t.task;
+      if (d.category.empty()) d.category = t.category;
+      TaskDiff::Side& side = is_a ? d.a : d.b;
+      side.present = true;
+      side.samples += t.samples;
+      side.passed_samples += t.passed_samples;
+      side.best_speedup = std::max(side.best_speedup, t.best_speedup());
+      if (t.first_pass_turn && (!side.first_pass_turn || t.first_pass_turn < side.first_pass_turn))
+        side.first_pass_turn = t.first_pass_turn;
+    }
+  };
+  take(c.a, true);
+  take(c.b, false);
+  std::vector<TaskDiff> out;
+  for (auto& [id, d] : m) {
+    const bool pa = d.a.passed_samples > 0, pb = d.b.passed_samples > 0;
+    d.change = pa && pb ? "both" : pa ? "lost" : pb ? "gained" : "neither";
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::string render_compare_md(const ComparedRuns& c) {
+  std::ostringstream os;
+  auto notes = compare_drop_notes(c);
+  std::string body = render_compare(c.a, c.b, c.name_a, c.name_b);
+  // The notes go right after the title line.
+  auto nl = body.find("\n\n");
+  os << body.substr(0, nl + 2);
+  os << "Compared: the " << c.common << " task(s) both runs attempted.";
+  if (!notes.empty()) {
+    os << "\n\n**Warning: the task sets differ.**\n\n";
+    for (const auto& n : notes) os << "- " << n << "\n";
+  } else {
+    os << "\n";
+  }
+  os << "\n" << body.substr(nl + 2);
+
+  auto diffs = task_diffs(c);
+  int changed = 0;
+  for (const auto& d : diffs) changed += d.change == "gained" || d.change == "lost";
+  os << "\n## Per task\n\n"
+     << "Tasks where one run passed and the other did not (" << changed << " of " << diffs.size()
+     << "); passed = samples with a passing attempt / samples.\n\n";
+  if (changed) {
+    Table t(os, {"task", "change", c.name_a + " passed", c.name_b + " passed", c.name_a + " best",
+                 c.name_b + " best"});
+    for (const auto& d : diffs) {
+      if (d.change != "gained" && d.change != "lost") continue;
+      t.row({d.task, d.change, std::to_string(d.a.passed_samples) + "/" + std::to_string(d.a.samples),
+             std::to_string(d.b.passed_samples) + "/" + std::to_string(d.b.samples), speed(d.a.best_speedup),
+             speed(d.b.best_speedup)});
+    }
+  }
+
+  os << "\n## Equal budget\n\n"
+     << "k samples of each task run to turn t cost on average `calls` LLM calls and `tokens` tokens per "
+        "task and reach pass@k at t (best attempt): compare the runs at equal calls or tokens.\n\n";
+  Table t(os, {"run", "k", "turn", "calls/task", "tokens/task", "pass@k"});
+  for (const auto* side : {&c.a, &c.b})
+    for (const auto& p : side->budget)
+      t.row({side == &c.a ? c.name_a : c.name_b, std::to_string(p.samples), std::to_string(p.turn),
+             fmt("%.2f", p.calls), fmt("%.0f", p.tokens), frac(p.pass)});
+  return os.str();
 }
 
 LibraryExport export_library(const fs::path& run_dir) {

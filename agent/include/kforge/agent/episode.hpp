@@ -102,10 +102,13 @@ double sample_temperature(const RunCommand& cmd, int sample);
 /// report) and costs no LLM call.
 int run_agent(const RunCommand& cmd);
 
-/// `kforge report RUN_DIR`: regenerates summary.json and report.md and prints report.md.
+/// `kforge report RUN_DIR`: regenerates summary.json, report.md and report.html and prints
+/// report.md.
 int run_report(const std::filesystem::path& run_dir);
 
-/// `kforge compare RUN_A RUN_B`: prints the comparison table.
-int run_compare(const std::filesystem::path& a, const std::filesystem::path& b);
+/// `kforge compare RUN_A RUN_B`: compares the tasks both runs attempted (warning on stderr
+/// about the ones dropped), prints the comparison and writes it as `html` too ("" = no page).
+int run_compare(const std::filesystem::path& a, const std::filesystem::path& b,
+                const std::filesystem::path& html);
 
 }  // namespace kforge::agent

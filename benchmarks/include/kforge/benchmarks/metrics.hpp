@@ -21,6 +21,9 @@
 // pass@k for a k is the mean of pass_at_k(n, c, k) over problems with n >= k; a k that no
 // problem reaches is left out of the map. Speedups count only for passing attempts with a
 // measured, finite, positive speedup; "best" means the passing attempt of highest speedup.
+// Where some problem is correct but no passing attempt of the scored set was timed (a
+// `--no-bench` run), fast_p for p > 0 and SpeedUp_α@k are unknown, and left out of their maps
+// (reports print "–"), rather than read as 0.
 //
 // Values only; functions are pure and thread-safe.
 #pragma once
@@ -42,7 +45,9 @@ double pass_at_k(int n, int c, int k);
 
 /// Which k, p and α the tables use.
 struct MetricsConfig {
-  std::vector<int> ks{1, 5, 10};              ///< pass@k, compile@k, SpeedUp_α@k
+  /// pass@k, compile@k, SpeedUp_α@k; empty (the default) = every k from 1 to the largest
+  /// number of samples of a problem (Summary::config then lists them).
+  std::vector<int> ks{};
   std::vector<double> fast_ps{0, 1, 1.5, 2};  ///< fast_p thresholds (speedup > p; fast_0 = correct)
   std::vector<double> alphas{1, 1.5, 2};      ///< SpeedUp_α@k thresholds (speedup >= α)
 };
@@ -56,6 +61,9 @@ struct Scores {
   std::map<int, double> compile_at_k;  ///< k -> compile@k (a sample compiled)
   std::map<int, double> pass_at_k;     ///< k -> pass@k
   std::map<double, double> fast_p;     ///< p -> fraction of problems correct with speedup > p
+  /// A problem is correct but no passing attempt was timed: fast_p (p > 0), fast_p_confident
+  /// (p > 0) and speedup_at_k are unknown and left empty.
+  bool untimed = false;
   /// p -> fraction of problems correct with a speedup whose 95% interval lies above p (its low
   /// end > p; attempts without a recorded interval never count): fast_p that noise cannot make.
   std::map<double, double> fast_p_confident;
@@ -119,6 +127,19 @@ struct TaskResult {
   double best_speedup() const { return best && best->has_speedup() ? best->speedup : 0; }
 };
 
+/// One point of the equal-budget view: k samples of every task, each run up to turn t (or its
+/// end), cost on average `calls` LLM calls and `tokens` tokens per task and reach pass@k at
+/// turn t. calls and tokens are k times the mean over episodes of the calls (every record, an
+/// llm_error's included) and tokens spent at turns <= t, so early stopping (--stop-on pass)
+/// shows as a lower cost.
+struct BudgetPoint {
+  int samples = 0;  ///< k
+  int turn = 0;     ///< t
+  double calls = 0;
+  double tokens = 0;
+  double pass = 0;  ///< pass@k counting turns <= t (best attempt)
+};
+
 struct Summary {
   int schema_version = 1;
   MetricsConfig config;
@@ -143,6 +164,9 @@ struct Summary {
   /// The timing noise: median over credited passes with an interval of its half-width relative
   /// to the speedup ((high - low) / 2 / speedup); 0 = no intervals recorded.
   double speedup_ci_rel_halfwidth = 0;
+  /// Every (k, t) of the whole run, k = each of config.ks, t = 1..max_turn: the one-shot versus
+  /// iterative question at equal LLM calls or tokens.
+  std::vector<BudgetPoint> budget;
   std::vector<std::string> warnings;
 };
 

@@ -1,5 +1,6 @@
 // kforge/benchmarks/report.hpp — a scored run as files and text: summary.json, report.md,
-// `kforge compare` and the exported kernel library (DESIGN.md §1, §9, §10).
+// report.html (report_html.hpp), `kforge compare` and the exported kernel library (DESIGN.md
+// §1, §9, §10).
 //
 // render_* are pure functions of a Summary (Markdown out). write_report and export_library read
 // a run directory (its attempts.jsonl and attempt files, without taking the run's lock, so they
@@ -11,28 +12,100 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kforge/benchmarks/metrics.hpp"
 
 namespace kforge {
 
+/// What a run directory says about how it ran: its settings (manifest.json) and its wall time
+/// (from its records). Plain data.
+struct RunInfo {
+  std::string name;     ///< the run directory's name
+  std::string command;  ///< "run" or "eval" (manifest), "" unknown
+  /// The manifest's "config", flattened to (option, value) sorted by option; arrays joined by
+  /// ","; the runner's device name last ("device name"). Empty when there is no manifest.
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::string started_at;             ///< the earliest started_at of a record (ISO-8601 UTC), "" none
+  std::string finished_at;            ///< the latest finished_at of a record
+  double wall_s = 0;                  ///< finished_at - started_at, seconds (0 = unknown); spans pauses
+  double attempts_s = 0;              ///< the sum of the records' total_ms, seconds
+  int resumes = 0;                    ///< times the run was continued with --resume
+  std::vector<std::string> warnings;  ///< an unreadable manifest
+};
+
+/// Reads <run_dir>/manifest.json (a missing or bad one gives a warning) and the records' times.
+RunInfo read_run_info(const std::filesystem::path& run_dir, const std::vector<AttemptRecord>& records);
+
+/// Seconds since the epoch of an ISO-8601 UTC time "YYYY-MM-DDTHH:MM:SS[.fff]Z"; nullopt when it
+/// does not parse.
+std::optional<double> parse_iso8601_utc(const std::string& s);
+
 /// The report.md text: headline table (best- and final-attempt scoring), repair curve per turn,
 /// SpeedUp_α@k, per-category / difficulty / backend / model tables, outcome histogram, attempt
-/// rates, usage and phase times, and a per-task table. `title` heads the page ("" = default).
-std::string render_report_md(const Summary& s, const std::string& title = "");
+/// rates, usage and phase times, and a per-task table. `title` heads the page ("" = default);
+/// `info`, when given, adds the run's settings and wall time. pass@k appears for every k of
+/// the summary's config: in the wide tables for k <= 10 and the largest k, in a pass@k table for
+/// all of them when there are more.
+std::string render_report_md(const Summary& s, const std::string& title = "", const RunInfo* info = nullptr);
 
 /// Side by side: headline (pass@k, compile@k, fast_p, geomean speedup, usage, with B − A),
 /// repair curve per turn, and per-category pass@1 / fast_1 / speedup, for `kforge compare`.
 std::string render_compare(const Summary& a, const Summary& b, const std::string& name_a,
                            const std::string& name_b);
 
-/// Loads <run_dir>/attempts.jsonl (load warnings go into Summary::warnings) and scores it.
-/// Throws as load_attempts (RecordError for a bad line).
-Summary summarize_run(const std::filesystem::path& run_dir, const MetricsConfig& config = {});
+/// Two runs restricted to the tasks both attempted (by task id: two backends or models of one
+/// task compare), each scored alone. Plain data.
+struct ComparedRuns {
+  std::filesystem::path dir_a, dir_b;
+  std::string name_a, name_b;
+  std::vector<AttemptRecord> records_a, records_b;  ///< only the common tasks
+  Summary a, b;                                     ///< scores of those records
+  RunInfo info_a, info_b;
+  std::vector<std::string> only_a, only_b;  ///< task ids dropped: attempted by one run only
+  std::size_t common = 0;                   ///< task ids both runs attempted
+};
 
-/// summarize_run, then writes <run_dir>/summary.json and <run_dir>/report.md. Returns the summary.
+/// Loads both runs and keeps the common tasks. Throws as load_attempts.
+ComparedRuns compare_runs(const std::filesystem::path& a, const std::filesystem::path& b);
+
+/// The lines saying which tasks compare_runs dropped (none when the task sets are equal).
+std::vector<std::string> compare_drop_notes(const ComparedRuns& c);
+
+/// One common task in both runs (over their backends and models).
+struct TaskDiff {
+  std::string task, category;
+  struct Side {
+    bool present = false;
+    int samples = 0, passed_samples = 0;
+    int first_pass_turn = 0;  ///< 0 = never
+    double best_speedup = 0;  ///< 0 = none credited
+  } a, b;
+  std::string change;  ///< "gained" (B passes, A not), "lost", "both", "neither"
+};
+
+/// Every common task, sorted by id.
+std::vector<TaskDiff> task_diffs(const ComparedRuns& c);
+
+/// render_compare of the common tasks, preceded by what was dropped (a warning line when the
+/// task sets differ; "no task in common" when they are disjoint), and followed by the per-task
+/// diff (pass and best speedup in each run, for tasks whose result differs) and the
+/// equal-budget table (pass@k against LLM calls and tokens per task).
+std::string render_compare_md(const ComparedRuns& c);
+
+/// Loads <run_dir>/attempts.jsonl (load warnings go into Summary::warnings) and scores it.
+/// `records`, when given, receives the loaded records.
+/// Throws as load_attempts (RecordError for a bad line).
+Summary summarize_run(const std::filesystem::path& run_dir, const MetricsConfig& config = {},
+                      std::vector<AttemptRecord>* records = nullptr);
+
+/// summarize_run, then writes <run_dir>/summary.json, <run_dir>/report.md (with the run's
+/// settings and wall time) and <run_dir>/report.html (report_html.hpp; without plots, saying so,
+/// where the charting library is missing). Returns the summary.
 Summary write_report(const std::filesystem::path& run_dir, const MetricsConfig& config = {});
 
 struct LibraryExport {
