@@ -22,7 +22,8 @@
 //   load                                              -> ok | err load|entry_point|confine <text>
 //   run <seq> [<set> ...]         calls kf_forward on each set back to back, then waits for the
 //                                 device        -> done <seq> <rc> <cuda error name or ->
-//                                 (no sets: the fixed work of a run, for the judge's calibration)
+//                                 (no sets: the fixed work of a run, a 4-byte memset on the
+//                                 device included, for the judge's calibration)
 // The judge freezes this process (SIGSTOP) the moment it reads "done": nothing runs after the
 // reply until the judge resumes it, inside its next timed or checked window.
 //   quit                                              -> (exits 0)
@@ -228,6 +229,11 @@ class Host {
     in >> seq;
     int rc = 0, k = 0;
     const char* cuda_error = "-";
+#ifdef KFORGE_HOST_CUDA
+    // A run of no sets (the judge's calibration) still puts work on the device, so that the GPU
+    // switches to this context and back as in a run of kernels.
+    if (in.peek() == EOF && device_ >= 0) cudaMemsetAsync(touch_buf_, 0, 4, stream_);
+#endif
     while (rc == 0 && in >> k) {
       auto it = sets_.find(k);
       if (it == sets_.end() || !fn_) return "err protocol no such set or nothing loaded";

@@ -568,10 +568,11 @@ class Host:
 
     def run(self, a):
         seq, ks = a[0], [int(k) for k in a[1:]]
-        if not ks:  # the fixed work of a run (calibration): the mode entered and left, a sync
-            with self.Recorder():
+        if not ks:  # the fixed work of a run (calibration): the mode entered and left, work on
+            with self.Recorder():  # the device (so the GPU switches to this context and back), a sync
                 pass
             if self.device >= 0:
+                self.touch_buf.zero_()
                 self.torch.cuda.synchronize()
             return "done %s 0 - {}" % seq
         if self.entry is None or any(k not in self.sets for k in ks):
