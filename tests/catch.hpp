@@ -10,6 +10,7 @@ inline auto Contains(const std::string& s) {
   return Matchers::ContainsSubstring(s);
 }
 }  // namespace Catch
+using Catch::Approx;  // Catch2 2.x has it at global scope
 #else
 #include <catch2/catch.hpp>
 #endif

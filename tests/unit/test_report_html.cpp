@@ -115,7 +115,7 @@ TEST_CASE("pass@k for every k up to the samples; fast_p unknown when no pass was
   Summary sm = summarize(rs);
   CHECK(sm.config.ks == std::vector<int>{1, 2, 3, 4});
   REQUIRE(sm.overall.best.pass_at_k.size() == 4);
-  CHECK(sm.overall.best.pass_at_k.at(2) == Catch::Approx(0.5));  // 1 - C(3,2)/C(4,2)
+  CHECK(sm.overall.best.pass_at_k.at(2) == Approx(0.5));  // 1 - C(3,2)/C(4,2)
   // The pass was not timed (--no-bench): how fast it is is unknown, not 0.
   CHECK(sm.overall.best.untimed);
   CHECK(sm.overall.best.fast_p.count(0.0) == 1);
@@ -166,19 +166,19 @@ TEST_CASE("budget points: calls and tokens per task at each (k, turn)", "[report
   };
   REQUIRE(sm.budget.size() == 4);
   // Turn 1: sample 0 made 1 call, sample 1 made 2 (the llm_error and its retry): mean 1.5.
-  CHECK(find(1, 1).calls == Catch::Approx(1.5));
-  CHECK(find(1, 1).tokens == Catch::Approx(225));
-  CHECK(find(1, 1).pass == Catch::Approx(0.5));
-  CHECK(find(1, 2).calls == Catch::Approx(2.0));  // (2 + 2) / 2
-  CHECK(find(1, 2).pass == Catch::Approx(1.0));
-  CHECK(find(2, 1).calls == Catch::Approx(3.0));
-  CHECK(find(2, 1).pass == Catch::Approx(1.0));
+  CHECK(find(1, 1).calls == Approx(1.5));
+  CHECK(find(1, 1).tokens == Approx(225));
+  CHECK(find(1, 1).pass == Approx(0.5));
+  CHECK(find(1, 2).calls == Approx(2.0));  // (2 + 2) / 2
+  CHECK(find(1, 2).pass == Approx(1.0));
+  CHECK(find(2, 1).calls == Approx(3.0));
+  CHECK(find(2, 1).pass == Approx(1.0));
   CHECK(to_json(sm)["budget"].size() == 4);
 }
 
 TEST_CASE("run info: settings from the manifest and wall time from the records", "[report_html]") {
   // date -u -d 2026-11-22T13:50:28Z +%s = 1795355428
-  CHECK(parse_iso8601_utc("2026-11-22T13:50:28.123Z").value() == Catch::Approx(1795355428.123));
+  CHECK(parse_iso8601_utc("2026-11-22T13:50:28.123Z").value() == Approx(1795355428.123));
   CHECK_FALSE(parse_iso8601_utc("yesterday").has_value());
   CHECK_FALSE(parse_iso8601_utc("2026-11-22T13:50:28").has_value());
   const fs::path tmp = scratch("kforge_rinfo");
@@ -193,8 +193,8 @@ TEST_CASE("run info: settings from the manifest and wall time from the records",
   b.finished_at = "2026-11-22T11:00:00.500Z";
   b.total_ms = 60500;
   RunInfo info = read_run_info(tmp, {b, a});
-  CHECK(info.wall_s == Catch::Approx(3600.5));
-  CHECK(info.attempts_s == Catch::Approx(90.5));
+  CHECK(info.wall_s == Approx(3600.5));
+  CHECK(info.attempts_s == Approx(90.5));
   CHECK(info.resumes == 1);
   CHECK(info.started_at == a.started_at);
   using KV = std::pair<std::string, std::string>;
@@ -304,7 +304,7 @@ TEST_CASE("report.html of a run directory: trajectories with their files, and a 
   CHECK(decode_text(d["lines"], d["texts"][a1["F"].get<std::size_t>()]) == "error: b undeclared </script>");
   CHECK(decode_text(d["lines"], d["texts"][a1["L"].get<std::size_t>()]) == "nvcc: error\n");
   const json& a2 = d["attempts"][1];
-  CHECK(a2["sp"] == Catch::Approx(1.7));
+  CHECK(a2["sp"] == Approx(1.7));
   CHECK(a2["kn"] == "kernel.cu");
   CHECK(a2["pf"]["f"][0][0] == "DRAM throughput");
   CHECK(decode_text(d["lines"], d["texts"][a2["R"].get<std::size_t>()]) ==
