@@ -17,6 +17,7 @@
 #include "kforge/common/utf8.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "scratch_dir.hpp"
+#include "run_cmd.hpp"
 #include "scripted_server.hpp"
 
 namespace fs = std::filesystem;
@@ -24,42 +25,14 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
+using kforge::test::Ran;
+using kforge::test::slurp;
 
 /// Runs the kforge binary with `args`; stdout and stderr captured through files in `dir`.
 Ran run_kforge(const std::vector<std::string>& args, const fs::path& dir) {
-  const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-  std::vector<std::string> argv_s{std::string(KFORGE_BUILD_DIR) + "/agent/kforge"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fo = open(o.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644),
-        fe = open(e.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fo, STDOUT_FILENO);
-    dup2(fe, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  Ran r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(o);
-  r.err = slurp(e);
-  return r;
+  std::vector<std::string> argv{std::string(KFORGE_BUILD_DIR) + "/agent/kforge"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return kforge::test::run_cmd(argv, {}, dir);
 }
 
 void write(const fs::path& p, const std::string& content) {

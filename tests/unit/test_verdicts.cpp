@@ -29,6 +29,7 @@
 #include "kforge/common/util.hpp"
 #include "kforge/prompts/prompts.hpp"
 #include "kforge/runs/run_dir.hpp"
+#include "run_cmd.hpp"
 #include "scripted_server.hpp"
 
 namespace fs = std::filesystem;
@@ -44,12 +45,6 @@ fs::path vtemp(const std::string& tag) {
   return d;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 fs::path fixture_suite() {
   return fs::path(KFORGE_TESTS_DIR) / "fixtures/verdicts";
@@ -61,42 +56,9 @@ std::string kforge_bin() {
   return std::string(KFORGE_BUILD_DIR) + "/agent/kforge";
 }
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-/// Runs argv with `env_over` set (a value of "" removes the variable); stdout/stderr captured.
-Ran run_cmd(const std::vector<std::string>& args, const std::map<std::string, std::string>& env_over,
-            const fs::path& dir) {
-  const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fo = open(o.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644),
-        fe = open(e.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fo, STDOUT_FILENO);
-    dup2(fe, STDERR_FILENO);
-    for (const auto& [k, v] : env_over) {
-      if (v.empty())
-        unsetenv(k.c_str());
-      else
-        setenv(k.c_str(), v.c_str(), 1);
-    }
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  Ran r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(o);
-  r.err = slurp(e);
-  return r;
-}
-
+using kforge::test::Ran;
+using kforge::test::run_cmd;
+using kforge::test::slurp;
 using ScriptedLlm = kforge::test::ScriptedServer;
 
 std::string reply_with(const fs::path& kernel) {
