@@ -99,14 +99,9 @@ std::string confine_host(int device, const std::string& scratch, bool allow_sock
   // profile decides nothing.)
   if (!allow_sockets) policy.readable_paths = kforge::sandbox::system_read_paths();
   if (!artifact.empty() && !allow_sockets) policy.readable_paths.push_back(artifact);  // that file alone
-  if (const char* extra = std::getenv("KFORGE_HOST_READABLE"); extra && !allow_sockets) {
-    std::string all = extra;
-    for (std::size_t a = 0, b; a <= all.size(); a = b + 1) {
-      b = all.find(':', a);
-      if (b == std::string::npos) b = all.size();
-      if (b > a && all[a] == '/') policy.readable_paths.push_back(all.substr(a, b - a));
-    }
-  }
+  if (!allow_sockets)
+    for (auto& p : kforge::sandbox::absolute_paths_in(std::getenv("KFORGE_HOST_READABLE")))
+      policy.readable_paths.push_back(std::move(p));
   return kforge::sandbox::confine_self(policy);
 }
 

@@ -17,7 +17,6 @@
 //   arena <i> <bytes> host <fd> ro|rw                 -> ok | err ...
 //   tensor <id> <arena> <offset bytes> <kf_dtype> <ndim> <size>...   (contiguous)  -> ok
 //   set <k> <n_in> <tensor id>... <n_out> <tensor id>...                          -> ok
-//   ping                                              -> pong
 //   touch   a 4-byte memset on the device, waited for -> touched
 //   load                                              -> ok | err load|entry_point|confine <text>
 //   run <seq> [<set> ...]         calls kf_forward on each set back to back, then waits for the
@@ -129,7 +128,6 @@ class Host {
     if (cmd == "arena") return arena(in);
     if (cmd == "tensor") return tensor(in);
     if (cmd == "set") return set(in);
-    if (cmd == "ping") return "pong";
     if (cmd == "touch") return touch();
     if (cmd == "load") return load();
     if (cmd == "run") return run(in);

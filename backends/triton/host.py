@@ -5,7 +5,7 @@ Usage (started by kforge-runner, never by hand):
   python3 -I -B host.py <kernel.py> <device: -1 cpu, N cuda ordinal> <first fd to close> <libkforge_pyconfine.so>
 
 One process per candidate, like kforge-host: it speaks the same line protocol on descriptor 3
-(arena, tensor, set, ping, touch, load, run, quit; see backends/host/host_main.cpp), plus
+(arena, tensor, set, touch, load, run, quit; see backends/host/host_main.cpp), plus
   allow <op>[,<op>...]         ATen ops the task or the run allows besides allocation,
                                views and copies                                -> ok
 and its `run` reply carries Python's view of a failure:
@@ -285,7 +285,7 @@ class Host:
             args = [line.split(None, 1)[1] if len(parts) > 1 else ""]
         handler = {
             "arena": self.arena, "tensor": self.tensor, "set": self.set_, "allow": self.allow,
-            "ping": self.ping, "touch": self.touch, "load": self.load, "run": self.run,
+            "touch": self.touch, "load": self.load, "run": self.run,
             "testsrc": self.testsrc, "testblock": self.testblock, "model": self.model,
         }.get(cmd)
         if handler is None:
@@ -392,16 +392,6 @@ class Host:
             if op:
                 self.allowed.add(op.split(".")[-1] if op.startswith("aten.") else op)
         return "ok"
-
-    def ping(self, a):
-        """The judge subtracts the median round trip of `ping` (measured before the candidate is
-        loaded) from every timed `run`: so a ping does the fixed work of a run with no calls (the
-        recording mode entered and left, the device synchronised)."""
-        with self.Recorder():
-            pass
-        if self.device >= 0:
-            self.torch.cuda.synchronize()
-        return "pong"
 
     def touch(self, a):
         if self.device >= 0:

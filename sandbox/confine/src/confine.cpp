@@ -372,13 +372,17 @@ std::vector<std::string> system_read_paths() {
     if (std::find(paths.begin(), paths.end(), dir) == paths.end()) paths.push_back(dir);
   }
   // Where the dynamic loader looks for an artifact's libraries.
-  if (const char* v = std::getenv("LD_LIBRARY_PATH")) {
-    std::string all = v;
-    for (std::size_t a = 0, b; a <= all.size(); a = b + 1) {
-      b = all.find(':', a);
-      if (b == std::string::npos) b = all.size();
-      if (b > a && all[a] == '/') paths.push_back(all.substr(a, b - a));
-    }
+  for (auto& p : absolute_paths_in(std::getenv("LD_LIBRARY_PATH"))) paths.push_back(std::move(p));
+  return paths;
+}
+
+std::vector<std::string> absolute_paths_in(const char* list) {
+  std::vector<std::string> paths;
+  const std::string all = list ? list : "";
+  for (std::size_t a = 0, b; a < all.size(); a = b + 1) {
+    b = all.find(':', a);
+    if (b == std::string::npos) b = all.size();
+    if (b > a && all[a] == '/') paths.push_back(all.substr(a, b - a));
   }
   return paths;
 }

@@ -197,11 +197,9 @@ struct BenchResult {
   double speedup = 0;                              ///< reference_ms / candidate_ms
   double speedup_ci_low = 0, speedup_ci_high = 0;  ///< 95% percentile-bootstrap interval over batches
   int sets = 0;                                    ///< input/output sets the timed calls rotated through
-  /// The host's round trip (ms) that the judge subtracts from each timed batch (measured before
-  /// the candidate was loaded), and the median of the same ping just before each timed batch
-  /// (recorded, never used: the candidate could inflate it). Their gap is the part of the host's
-  /// per-request cost that the subtraction misses.
-  double round_trip_ms = 0, bench_round_trip_ms = 0;
+  /// What the judge subtracts from each timed batch without a lead-in (ms): a timed window around
+  /// a run of no sets, measured before the candidate was loaded.
+  double round_trip_ms = 0;
   /// The Triton host's own account of a timed request (median ms: first_call_ms, calls_ms,
   /// sync_ms). The candidate's process's word: diagnostics only, never used.
   std::map<std::string, double> host_reported_ms;

@@ -73,6 +73,9 @@ struct ConfinePolicy {
 /// the run's records stay out of reach.
 std::vector<std::string> system_read_paths();
 
+/// The absolute entries of a colon-separated list ("/a:rel:/b" -> {"/a", "/b"}); none for null.
+std::vector<std::string> absolute_paths_in(const char* list);
+
 /// The host's own executable image as a protected range (ConfinePolicy::protected_ranges): from
 /// the page below its first (where that page is unmapped) to the end of its last, read from
 /// /proc/self/maps; {0, 0} when it cannot be read. An mprotect that starts below the range cannot
