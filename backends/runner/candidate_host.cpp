@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,7 +111,26 @@ std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, cons
     *error = "kforge-host did not start: " + (ready ? *ready : f.message) + "\n" + h->log_tail();
     return nullptr;
   }
+  if (cmd.keyed && !h->send_key(error)) return nullptr;
   return h;
+}
+
+bool CandidateHost::send_key(std::string* error) {
+  unsigned char raw[16];
+  if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw)) {
+    *error = std::string("cannot draw the host's reply key: ") + std::strerror(errno);
+    return false;
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string key;
+  for (unsigned char c : raw) key += {hex[c >> 4], hex[c & 15]};
+  const std::string line = "key " + key + "\n";
+  if (::send(channel_, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+    *error = "the Triton host closed its channel before its key was sent\n" + log_tail();
+    return false;
+  }
+  key_ = key + " ";
+  return true;
 }
 
 CandidateHost::~CandidateHost() {
@@ -187,6 +207,13 @@ std::optional<std::string> CandidateHost::read_line(std::chrono::milliseconds ti
         violation_ = sandbox::syscall_name(static_cast<int>(std::strtol(p, &end, 10)));
         if (end && *end == ' ') violation_ += " of " + std::string(end + 1);
         continue;
+      }
+      if (!key_.empty()) {
+        if (line.compare(0, key_.size(), key_) != 0) {
+          ++dropped_;  // the candidate's own line on the channel: never a reply
+          continue;
+        }
+        line.erase(0, key_.size());
       }
       return line;
     }

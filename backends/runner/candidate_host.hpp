@@ -35,6 +35,11 @@ struct HostCommand {
   std::vector<std::string> suffix;  ///< the Triton host: {libkforge_pyconfine.so}
   std::vector<std::string> env;     ///< "NAME=value"
   std::string cwd;                  ///< the host's working directory ("": the judge's)
+  /// The host signs its replies: after `ready` the judge sends `key <128-bit hex>` and takes
+  /// only lines that start with the key (the Triton host's native loop, libkforge_pyseal.so,
+  /// where the candidate's Python cannot read it); a line the candidate writes on the channel
+  /// itself is dropped. kforge-host's candidate is native code in its process: it is not keyed.
+  bool keyed = false;
 };
 
 class CandidateHost {
@@ -49,7 +54,8 @@ class CandidateHost {
   CandidateHost& operator=(const CandidateHost&) = delete;
 
   /// Sends one line and waits for the reply line (the first that starts with `expect`: lines
-  /// the candidate wrote on the channel itself are skipped). On death or timeout the host is
+  /// the candidate wrote on the channel itself are skipped; on a keyed host, lines without the
+  /// key are dropped before that). On death or timeout the host is
   /// reaped and *failure says how (a timeout kills it first). With `freeze_on_reply` the host
   /// is stopped (every thread, SIGSTOP) the moment its reply is read, before anything else:
   /// the candidate decides nothing after its "done" (work it deferred cannot run until the
@@ -80,6 +86,7 @@ class CandidateHost {
   CandidateHost() = default;
   std::optional<std::string> read_line(std::chrono::milliseconds timeout, HostFailure* failure);
   HostFailure reap(const std::string& context);
+  bool send_key(std::string* error);
 
   pid_t pid_ = -1;
   int channel_ = -1;
@@ -87,7 +94,9 @@ class CandidateHost {
   bool frozen_ = false;
   std::chrono::steady_clock::time_point replied_at_{};
   std::string buf_;
-  std::string violation_;  ///< from a "violation <nr>" line
+  std::string violation_;    ///< from a "violation <nr>" line
+  std::string key_;          ///< a keyed host's reply prefix ("<hex> "); empty: not keyed
+  std::size_t dropped_ = 0;  ///< lines without the key (written by the candidate)
 };
 
 }  // namespace kforge::runner

@@ -123,7 +123,8 @@ bool is_python_module(const std::string& artifact) {
 /// directory (the kernels folder, the run directory) is not the candidate's to look at.
 std::string empty_workdir(ScratchDir* workdir) {
   std::string tmpl = temp_dir() + "/kforge-host-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the candidate host's working directory");
+  if (!::mkdtemp(tmpl.data()))
+    throw std::runtime_error("cannot create the candidate host's working directory");
   ::chmod(tmpl.c_str(), 0555);
   workdir->path = tmpl;
   return tmpl;
@@ -144,7 +145,8 @@ HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, S
                  // getpass.getuser() (torch's inductor config, on import) reads these before it
                  // asks NSS, whose nscd socket the filter stops
                  "USER=kforge-candidate", "LOGNAME=kforge-candidate"},
-                empty_workdir(&s.workdir)};
+                empty_workdir(&s.workdir),
+                /*keyed=*/true};
   if (!ctx.device.is_cuda()) {
     c.env.push_back("TRITON_INTERPRET=1");  // Triton's interpreter runs the kernels on the CPU
     return c;
@@ -268,9 +270,12 @@ void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
       bench_conditions(ctx, s);
       Window w;
       if (auto failed = timed_window(ctx, s, {}, dl, with_lead, &w, nullptr))
-        throw std::runtime_error("kforge-host failed its calibration: " + failed->value("message", std::string()));
-      if (!with_lead) rt.push_back(w.ms);
-      else if (w.led && ran_alone(*s.lead)) led.push_back(w.ms);
+        throw std::runtime_error("kforge-host failed its calibration: " +
+                                 failed->value("message", std::string()));
+      if (!with_lead)
+        rt.push_back(w.ms);
+      else if (w.led && ran_alone(*s.lead))
+        led.push_back(w.ms);
     }
   s.round_trip_ms = stats_of(rt).median;
   if (led.size() >= 5)
@@ -298,10 +303,11 @@ std::optional<json> check_threads(const JudgeContext& ctx, Session& s) {
   if (ctx.device.is_cuda() || is_python_module(s.artifact) || s.threads_allowed < 0) return std::nullopt;
   const int n = s.host->thread_count();
   if (n < 0 || n <= s.threads_allowed) return std::nullopt;
-  return failure("forbidden_api", "threads",
-                 "the candidate left " + std::to_string(n) + " threads in its process after kf_forward returned (" +
-                     std::to_string(s.threads_allowed) +
-                     " allowed: the host's own and OpenMP's pool); kernels may not keep threads of their own");
+  return failure(
+      "forbidden_api", "threads",
+      "the candidate left " + std::to_string(n) + " threads in its process after kf_forward returned (" +
+          std::to_string(s.threads_allowed) +
+          " allowed: the host's own and OpenMP's pool); kernels may not keep threads of their own");
 }
 
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
@@ -1040,8 +1046,8 @@ std::optional<json> test_one_seed(Session& s, const Leaves& ref, int64_t seed, c
                                   const Deadline& dl, const std::string& where, Figures& fig) {
   const std::string seq = std::to_string(++s.seq);
   HostFailure f;
-  auto r =
-      s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f, "tested " + seq + " ", true);
+  auto r = s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f,
+                           "tested " + seq + " ", true);
   s.host->freeze();  // already, at its reply (and when it failed)
   if (!r) return failure(f);
   std::istringstream in(*r);

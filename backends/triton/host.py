@@ -24,11 +24,14 @@ Nothing this process says is trusted by the judge: it reads the outputs itself, 
 bit for bit and times the calls from outside. The candidate's module is imported only after
 the process has confined itself (libkforge_pyconfine.so: no new privileges, no capabilities,
 the same seccomp filter and Landlock rules as kforge-host) and after backends/triton/ast_scan.py
-has refused what a kernel has no use for. Every ATen op that reaches dispatch on the calling
-thread inside kf_forward, and in the copies of what it returned, is recorded by a
-TorchDispatchMode; the scan keeps the candidate from reaching the mode and this module (code
-in this interpreter that reaches them can pop the mode or rewrite the reply: see
-tests/data/adversarial/triton_unscanned).
+has refused what a kernel has no use for. After `ready`, libkforge_pyseal.so (native, out of the
+candidate's Python's reach) serves the protocol: it reads the judge's key (every reply carries
+it, so lines the candidate writes on the channel are dropped), records every ATen op that
+enters dispatch while the candidate runs (armed for a whole `run`; in a `testblock`, for the
+calls of the candidate's functions and the copies), turns a claimed success into a
+torch_fallback when that saw compute outside the allow-list, and seals this interpreter with an
+audit hook once the candidate's code executes (no ctypes, gc walks, trace functions, other
+threads' frames or /proc files of a process). This module leaves sys.modules before that.
 
 Timing: the judge's clock covers the whole `run`, from the moment it resumes this (frozen)
 process to after its reply, when it freezes it again: the calls, the copies of what they
@@ -96,20 +99,6 @@ def send(line):
         data = data[n:]
 
 
-class Channel:
-    def __init__(self):
-        self.buf = b""
-
-    def read_line(self):
-        while b"\n" not in self.buf:
-            chunk = os.read(CHANNEL, 65536)
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line.decode()
-
-
 def one_line(text):
     return json.dumps(text)
 
@@ -134,7 +123,8 @@ class Host:
         self.arenas = {}
         self.tensors = {}
         self.sets = {}
-        self.allowed = set(ALLOWED_OPS)
+        self.format_exc = traceback.format_exc  # until serve: then the sealed one (native)
+        self.recorded = None  # set by serve: recorded(fn) runs fn under the native recorder
         self.entry = None
         self.takes_out = False
         self.results = {}
@@ -144,19 +134,16 @@ class Host:
         host = self
 
         class Recorder(TorchDispatchMode):
-            """Every ATen op that reaches dispatch while the candidate runs."""
+            """Hands allocations the set's outputs (slots). Recording is not done here: the
+            recorder of PyTorch compute is native (libkforge_pyseal.so), out of Python's reach."""
 
             def __init__(self):
                 super().__init__()
-                self.ops = set()
                 self.slots = []  # the current set's outputs, handed to matching allocations in order
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                name = func.overloadpacket.__name__
-                if name not in host.allowed:
-                    self.ops.add(str(func.overloadpacket))
                 out = func(*args, **(kwargs or {}))
-                if self.slots and name in ALLOCATIONS and type(out) is torch.Tensor:
+                if self.slots and func.overloadpacket.__name__ in ALLOCATIONS and type(out) is torch.Tensor:
                     o = self.slots[0]
                     if (out.shape == o.shape and out.dtype == o.dtype and out.device == o.device
                             and out.is_contiguous()):
@@ -388,10 +375,7 @@ class Host:
         return "ok"
 
     def allow(self, a):
-        for op in ",".join(a).split(","):
-            if op:
-                self.allowed.add(op.split(".")[-1] if op.startswith("aten.") else op)
-        return "ok"
+        return "ok"  # the allow-list is the native recorder's (kf_seal_serve reads the line)
 
     def touch(self, a):
         if self.device >= 0:
@@ -466,23 +450,17 @@ class Host:
 
     def testblock(self, a):
         """Runs the test block over the candidate's functions under torch.manual_seed(seed); only
-        the candidate's own calls are recorded (the block's input construction is not). The
-        tensor results go to set 0's outputs as `store` puts them; the others come back as JSON."""
+        the candidate's own calls, and the copies of what the block returned, run under the
+        native recorder (the block's input construction does not). The tensor results go to set
+        0's outputs as `store` puts them; the others come back as JSON. Whether compute ran is
+        the recorder's to say: kf_seal_serve turns a claimed success into a torch_fallback."""
         seq, seed = a[0], int(a[1])
         if self.module is None or self.test is None:
             return "tested %s err protocol nothing loaded" % seq
-        recorder = self.Recorder()
         namespace = dict(self.module.__dict__)
-
-        def recorded(fn):
-            def call(*args, **kwargs):
-                with recorder:
-                    return fn(*args, **kwargs)
-            return call
-
         for name in self.test.get("entries", []):
             if callable(namespace.get(name)):
-                namespace[name] = recorded(namespace[name])
+                namespace[name] = self.recorded(namespace[name])
         torch = self.torch
         try:
             with torch.no_grad():
@@ -491,20 +469,15 @@ class Host:
             if self.device >= 0:
                 torch.cuda.synchronize()
         except BaseException:  # noqa: B902
-            return "tested %s err python %s" % (seq, one_line(traceback.format_exc()))
-        if recorder.ops:
-            return "tested %s err torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
+            return "tested %s err python %s" % (seq, one_line(self.format_exc()))
         tensors, others = TESTBLOCK.split(leaves, torch)
         self.results[0] = tuple(tensors)
         try:
-            with recorder:  # as in `run`: the copies may run allowed ops only
-                err = self.store_set(0)
+            err = self.recorded(self.store_set)(0)  # as in `run`: the copies may run allowed ops only
             if self.device >= 0:
                 torch.cuda.synchronize()
         except BaseException:  # noqa: B902
-            return "tested %s err python %s" % (seq, one_line(traceback.format_exc()))
-        if recorder.ops:
-            return "tested %s err torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
+            return "tested %s err python %s" % (seq, one_line(self.format_exc()))
         if err:
             return "tested %s err %s %s" % (seq, err[0], one_line(err[1]))
         return "tested %s ok %s" % (seq, others)
@@ -529,7 +502,7 @@ class Host:
             sys.modules["kforge_candidate"] = module
             exec(compile(source, self.artifact, "exec"), module.__dict__)
         except BaseException:  # noqa: B902 - SystemExit included: the candidate's failure
-            return "err load " + one_line(traceback.format_exc())
+            return "err load " + one_line(self.format_exc())
         self.module = module
         if self.test is not None:  # a TritonBench task: the names its test block calls
             missing = [n for n in self.test.get("entries", []) if n not in module.__dict__]
@@ -542,7 +515,7 @@ class Host:
                 with self.torch.no_grad():
                     entry, why = self.build_model_new(module.__dict__["ModelNew"])
             except BaseException:  # noqa: B902 - the candidate's constructor
-                return "err load " + one_line(traceback.format_exc())
+                return "err load " + one_line(self.format_exc())
             if entry is None:
                 return "err entry_point " + why
             self.entry, self.takes_out = entry, False
@@ -583,8 +556,8 @@ class Host:
                     if i == 0:
                         t1 = clock()
                 t2 = clock()
-                # The copies run under the recorder too: only allowed ops may happen here, so
-                # compute moved into this step (a patched store_set) is a torch_fallback.
+                # The copies run under the native recorder too (it is armed for the whole
+                # request): compute moved into this step is a torch_fallback.
                 for k in ks:
                     err = self.store_set(k)
                     if err:
@@ -594,9 +567,7 @@ class Host:
                 self.torch.cuda.synchronize()
         except BaseException:  # noqa: B902
             self.results.clear()
-            return "done %s 1 python %s" % (seq, one_line(traceback.format_exc()))
-        if recorder.ops:
-            return "done %s 3 torch_fallback %s" % (seq, one_line(",".join(sorted(recorder.ops))))
+            return "done %s 1 python %s" % (seq, one_line(self.format_exc()))
         # Where the request's time went by this process's own clock: diagnostics the judge
         # reports as the candidate's side's, never used in a verdict or a time.
         ms = lambda a, b: round((b - a) * 1e3, 4)  # noqa: E731
@@ -683,14 +654,41 @@ def main(argv):
     except BaseException:  # noqa: B902
         send("err init " + one_line(traceback.format_exc()))
         return 3
+    try:
+        config = seal_config(host)
+        serve = ctypes.PyDLL(os.path.join(os.path.dirname(argv[4]), "libkforge_pyseal.so")).kf_seal_serve
+        serve.argtypes = [ctypes.py_object, ctypes.py_object, ctypes.c_int]
+        serve.restype = ctypes.c_int
+    except BaseException:  # noqa: B902
+        send("err init " + one_line(traceback.format_exc()))
+        return 3
     send("ready")
-    channel = Channel()
-    while True:
-        line = channel.read_line()
-        if line is None or line == "quit":
-            break
-        send(host.handle(line))
-    return 0
+    # From here the native loop speaks the protocol (each reply with the judge's key), records
+    # PyTorch compute and seals the interpreter once the candidate's code runs. Nothing of the
+    # host stays where the candidate's module could look it up by name.
+    sys.modules.pop("__main__", None)
+    return serve(host, config, CHANNEL)
+
+
+def seal_config(host):
+    """What kf_seal_serve needs, gathered before anything of the candidate runs: the base
+    allow-list, the ops whose parts the recorder sees instead of them (CompositeImplicitAutograd
+    kernels only), the candidate's file. Deletes, wherever gc finds them, the bindings that would
+    switch PyTorch's RecordFunction off or clear its callbacks (the recorder is one)."""
+    import gc
+    torch = host.torch
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    transparent = [n for n in torch._C._dispatch_get_all_op_names()
+                   if has(n, "CompositeImplicitAutograd") and not has(n, "CPU") and not has(n, "CUDA")]
+    for name in ("_clear_callbacks", "_enable_record_function", "_set_empty_test_observer"):
+        fn = getattr(torch._C._autograd, name, None)
+        if fn is None:
+            continue
+        for holder in gc.get_referrers(fn):
+            if isinstance(holder, dict):
+                for key in [k for k, v in holder.items() if v is fn]:
+                    del holder[key]
+    return {"allowed": sorted(ALLOWED_OPS), "transparent": transparent, "artifact": host.artifact}
 
 
 if __name__ == "__main__":

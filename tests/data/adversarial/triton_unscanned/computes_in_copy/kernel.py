@@ -4,7 +4,8 @@
 # module), which before the judge froze the host at its reply was the untimed `store` request
 # (issue 19 measured 1.34x over the reference with no timed work). Besides the compute the
 # step sleeps SLEEP_S per call: a stand-in for hidden work whose charge shows above any noise
-# (a sleep is never shorter than asked; timed, every call reads at least half of it).
+# (a sleep is never shorter than asked; timed, every call reads at least half of it). The host's
+# module is no longer in sys.modules (the reply loop is native): the wrap fails at load.
 import sys
 import time
 
