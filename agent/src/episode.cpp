@@ -438,7 +438,7 @@ std::vector<EpisodeSpec> episode_list(RunSetup& rs, RecordedAttempts& recorded) 
       }
       if ((passed && cmd.stop_on == "pass") || next > cmd.turns) continue;
       out.push_back({task, s, next, sample_temperature(cmd, s),
-                     history_from_run(*rs.run, recs, rs.backend->source_file_name())});
+                     history_from_run(*rs.run, recs, rs.backend->source_file_name()), std::nullopt});
     }
   }
   return out;

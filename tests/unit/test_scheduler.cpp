@@ -34,7 +34,7 @@ struct Rig {
   void add(Scheduler& s, int n, int samples = 1) {
     for (int t = 0; t < n; ++t) {
       TaskJudging* tj = tasks.add("t/" + std::to_string(t));
-      for (int k = 0; k < samples; ++k) s.add({tj, k, 1, 0.0, {}});
+      for (int k = 0; k < samples; ++k) s.add({tj, k, 1, 0.0, {}, {}});
     }
   }
   int count(Outcome o) const {
@@ -223,7 +223,7 @@ TEST_CASE("scheduler: consecutive LLM failures stop the run; a paused episode re
   };
   rig.store.records.clear();
   Scheduler again(rig.io, rig.ports(), rig.mc, rig.sc);
-  again.add({rig.tasks.judging[0].get(), 0, 1, 0.0, {}});
+  again.add({rig.tasks.judging[0].get(), 0, 1, 0.0, {}, {}});
   const RunTally t2 = again.run();
   CHECK(t2.attempts == 2);
   REQUIRE(rig.store.records.size() == 2);
