@@ -308,6 +308,9 @@ int main(int argc, char** argv) {
                   "cuda:0,cuda:2 or cpu,cpu (comma-separated)")
       ->delimiter(',');
   add_profiler_option(run, rn.profiler, rn.profile_failing);
+  run->add_flag("--profile-every-pass", rn.profile_every_pass,
+                "run the ncu profile on every pass (default: only on a pass that improves its episode's "
+                "best speedup; other passes get the basic profile)");
   run->add_option("--allow-ops", rn.allow_ops,
                   "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
                   "(comma-separated)")
