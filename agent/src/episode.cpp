@@ -385,11 +385,12 @@ int open_run(RunSetup& rs) {
 json profile_policy(const ProfileStep& step, bool every_pass) {
   std::string ncu = "never";
   if (step.ncu) ncu = every_pass ? "every_pass" : "improving_pass";
-  return {{"profiler", step.profiler},
-          {"ncu", ncu},
-          {"rule", ncu == "improving_pass" ? "ncu on a pass that improves its episode's best credited speedup; "
-                                             "other passes get the basic profile (--profile-every-pass: all)"
-                                           : ""}};
+  return {
+      {"profiler", step.profiler},
+      {"ncu", ncu},
+      {"rule", ncu == "improving_pass" ? "ncu on a pass that improves its episode's best credited speedup; "
+                                         "other passes get the basic profile (--profile-every-pass: all)"
+                                       : ""}};
 }
 
 /// The judging setup shared by every attempt: options, profile step, the device's peaks.

@@ -76,7 +76,7 @@ struct EpisodeState {
   AttemptRecord rec;
   AttemptFiles files;
   std::string source, detail;
-  std::string message;                        ///< the evaluation's full message (a given candidate's result.json)
+  std::string message;  ///< the evaluation's full message (a given candidate's result.json)
   std::optional<backends::Evaluation> built;  ///< a given candidate's build, waiting for the load
   std::string unusable;                       ///< why the task cannot be judged (a given candidate's episode)
   bool in_history = true;

@@ -146,14 +146,15 @@ inline constexpr int kExitLlmError = 75;
 /// on `err`), else 0.
 int finished_run_exit_status(const std::filesystem::path& run_dir, std::ostream& err);
 
-/// Runs the command on the one scheduler `kforge run` uses (scheduler.hpp: each kernel an episode
-/// with a given candidate; build -> load -> judge -> record, the attempt pipeline of attempt.hpp),
-/// prints a row per kernel as it is judged (in the order judged) and a table's summary.
+/// Runs the command on the one scheduler `kforge run` uses (scheduler.hpp: each kernel an
+/// episode with a given candidate; build -> load -> judge -> record, the attempt pipeline of
+/// attempt.hpp), prints a row per kernel as it is judged (in the order judged) and a summary.
 /// SIGINT/SIGTERM: no new kernel starts, the ones being compiled or judged finish and are
-/// recorded, exit 130 (a second signal exits at once); the same command judges the rest. Failing kernels are results (exit 0); bad
-/// arguments, a missing suite or kernels dir return 2, a runner that does not start 3, and
-/// kernels that could not be judged (infra_error records; a task whose reference does not load
-/// is listed once as unusable) kExitInfraError, after the table and a count on stderr.
+/// recorded, exit 130 (a second signal exits at once); the same command judges the rest.
+/// Failing kernels are results (exit 0); bad arguments, a missing suite or kernels dir return
+/// 2, a runner that does not start 3, and kernels that could not be judged (infra_error
+/// records; a task whose reference does not load is listed once as unusable) kExitInfraError,
+/// after the table and a count on stderr.
 int run_eval(const EvalCommand& cmd);
 
 /// ISO-8601 UTC timestamp with milliseconds, e.g. "2026-11-22T13:50:28.123Z".
