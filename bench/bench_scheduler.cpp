@@ -93,7 +93,7 @@ nlohmann::json run_one(const Config& c, double compress, std::uint64_t seed) {
   const int per_task = 8;  // samples per task, like `--samples 8`
   for (int i = 0; i < c.episodes; i += per_task) {
     agent::TaskJudging* tj = tasks.add("t/" + std::to_string(i / per_task));
-    for (int k = 0; k < per_task && i + k < c.episodes; ++k) s.add({tj, k, 1, 0.0, {}});
+    for (int k = 0; k < per_task && i + k < c.episodes; ++k) s.add({tj, k, 1, 0.0, {}, {}});
   }
   int peak_threads = threads_now();
   s.on_progress = [&](const agent::RunTally&, int) { peak_threads = std::max(peak_threads, threads_now()); };

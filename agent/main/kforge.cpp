@@ -228,6 +228,10 @@ int main(int argc, char** argv) {
   eval->add_option("--arch", ev.arch, "CUDA target such as sm_90a (default: from the device)");
   eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
+  eval->add_option("--jobs", ev.jobs,
+                   "kernels compiled and scanned at once while the judge takes one kernel at a time "
+                   "(default 1: no compile beside a timed run)")
+      ->check(CLI::Range(1, 1024));
   add_profiler_option(eval, ev.profiler, ev.profile_failing);
   eval->add_option("--allow-ops", ev.allow_ops,
                    "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
@@ -304,6 +308,9 @@ int main(int argc, char** argv) {
                   "cuda:0,cuda:2 or cpu,cpu (comma-separated)")
       ->delimiter(',');
   add_profiler_option(run, rn.profiler, rn.profile_failing);
+  run->add_flag("--profile-every-pass", rn.profile_every_pass,
+                "run the ncu profile on every pass (default: only on a pass that improves its episode's "
+                "best speedup; other passes get the basic profile)");
   run->add_option("--allow-ops", rn.allow_ops,
                   "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
                   "(comma-separated)")

@@ -77,21 +77,35 @@ std::vector<std::string> allowed_precision(const AttemptSetup& setup, const Task
 
 }  // namespace
 
+bool wants_deep_profile(const AttemptRecord& rec, const DeepProfile& p) {
+  if (!rec.passed() || p.every_pass || !p.best) return true;
+  return credited_speedup(rec) > *p.best;
+}
+
+double credited_speedup(const AttemptRecord& rec) {
+  if (!rec.passed() || !rec.timing_anomaly.empty() || rec.precision_disallowed) return 0;
+  return rec.speedup;
+}
+
 Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner, const TaskJudging& task,
-                       backends::Evaluation ev, AttemptRecord rec, const fs::path& workdir) {
+                       backends::Evaluation ev, AttemptRecord rec, const fs::path& workdir,
+                       const DeepProfile& deep) {
   const double flops = task.load.flops, bytes = task_bytes(task.load);
   if (ev.compile.ok()) {
     if (!runner) throw std::logic_error("judge_candidate: a compiled candidate needs a runner");
     backends::check_and_bench(ev, *runner, task.ref, setup.opt);
     fill_record(rec, ev, flops, bytes);
-    record_profiler(rec, *setup.profile, *runner, task.ref, ev, workdir / "profile");
+    // The precision contract first: a pass on disallowed math is credited no speedup, so it
+    // cannot be the episode's best (wants_deep_profile).
+    record_precision(rec, ev, setup.backend_name, task.load, allowed_precision(setup, *task.task));
+    record_profiler(rec, *setup.profile, *runner, task.ref, ev, workdir / "profile",
+                    wants_deep_profile(rec, deep) ? std::nullopt : deep.best);
   } else {
     fill_record(rec, ev, flops, bytes);
     rec.profile.profiler = setup.profile ? setup.profile->profiler : "";
   }
   record_roofline(rec, setup.peaks, flops, bytes);
   rec.module_mode = task.ref.module_mode;
-  record_precision(rec, ev, setup.backend_name, task.load, allowed_precision(setup, *task.task));
   Judged j;
   j.detail = feedback_detail(rec, ev);
   j.message = ev.message;

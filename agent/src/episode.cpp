@@ -100,7 +100,8 @@ json config_json(const RunCommand& cmd, const Suite& suite) {
          {"device", cmd.device},
          {"devices", cmd.devices},
          {"profiler", cmd.profiler},
-         {"profile_failing", cmd.profile_failing}};
+         {"profile_failing", cmd.profile_failing},
+         {"profile_every_pass", cmd.profile_every_pass}};
   c["price_input_per_mtok"] = cmd.price_input_per_mtok ? json(*cmd.price_input_per_mtok) : json(nullptr);
   c["price_output_per_mtok"] = cmd.price_output_per_mtok ? json(*cmd.price_output_per_mtok) : json(nullptr);
   return c;
@@ -173,6 +174,7 @@ void restore_config(const json& c, RunCommand& cmd) {
   take("devices", cmd.devices);
   take("profiler", cmd.profiler);
   take("profile_failing", cmd.profile_failing);
+  take("profile_every_pass", cmd.profile_every_pass);
   if (!cmd.given.count("price_in") && c.contains("price_input_per_mtok") &&
       c["price_input_per_mtok"].is_number())
     cmd.price_input_per_mtok = c["price_input_per_mtok"].get<double>();
@@ -379,6 +381,18 @@ int open_run(RunSetup& rs) {
   return 0;
 }
 
+/// The manifest's "profile_policy": the profiler that ran and which passes it profiled.
+json profile_policy(const ProfileStep& step, bool every_pass) {
+  std::string ncu = "never";
+  if (step.ncu) ncu = every_pass ? "every_pass" : "improving_pass";
+  return {
+      {"profiler", step.profiler},
+      {"ncu", ncu},
+      {"rule", ncu == "improving_pass" ? "ncu on a pass that improves its episode's best credited speedup; "
+                                         "other passes get the basic profile (--profile-every-pass: all)"
+                                       : ""}};
+}
+
 /// The judging setup shared by every attempt: options, profile step, the device's peaks.
 void make_attempt_setup(RunSetup& rs) {
   const RunCommand& cmd = rs.cmd;
@@ -390,6 +404,9 @@ void make_attempt_setup(RunSetup& rs) {
   a.profile = rs.profile.get();
   a.allow_precision = cmd.allow_precision;
   if (rs.profile->profiler != "none") a.peaks = device_peaks(*rs.runners[0], rs.hardware.name);
+  json m = rs.run->manifest();
+  m["profile_policy"] = profile_policy(*rs.profile, cmd.profile_every_pass);
+  rs.run->update_manifest(m);
   if (a.peaks) {
     rs.hardware.measured_dram_gbps = a.peaks->dram_bytes_per_s / 1e9;
     rs.hardware.measured_fp32_tflops = a.peaks->flops_per_s / 1e12;
@@ -438,7 +455,7 @@ std::vector<EpisodeSpec> episode_list(RunSetup& rs, RecordedAttempts& recorded) 
       }
       if ((passed && cmd.stop_on == "pass") || next > cmd.turns) continue;
       out.push_back({task, s, next, sample_temperature(cmd, s),
-                     history_from_run(*rs.run, recs, rs.backend->source_file_name())});
+                     history_from_run(*rs.run, recs, rs.backend->source_file_name()), std::nullopt});
     }
   }
   return out;
@@ -458,6 +475,7 @@ MachineConfig machine_config(const RunSetup& rs) {
   m.max_tokens = cmd.max_tokens;
   m.reasoning_effort = cmd.reasoning_effort;
   m.seed = cmd.seed;
+  m.profile_every_pass = cmd.profile_every_pass;
   const backends::Backend* b = rs.backend;
   m.extract = [b](const std::string& reply, const std::string& entry) {
     return extract_candidate(*b, reply, entry);

@@ -1,6 +1,7 @@
 // agent/src/episode_machine.cpp — the episode's transition function (episode_machine.hpp).
 #include "kforge/agent/episode_machine.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "kforge/backends/resource_usage.hpp"
@@ -87,6 +88,11 @@ Action to_record(EpisodeState& s, const Stamp& now, const std::string& llm_messa
   auto& r = s.files.result;
   r["outcome"] = std::string(to_string(s.rec.outcome));
   r["sub_kind"] = s.rec.sub_kind;
+  if (s.given) {  // no LLM: the evaluation's own message
+    r["message"] = s.message.empty() ? s.detail : s.message;
+    s.phase = Phase::record;
+    return Record{};
+  }
   r["message"] = s.detail;
   r["llm_status"] = s.rec.llm_status;
   r["llm_message"] = llm_message;
@@ -127,9 +133,37 @@ void start_attempt(EpisodeState& s, const Stamp& now, const MachineConfig& cfg) 
   s.in_history = true;
 }
 
+/// The judge stage of the attempt in flight, with the run's profile policy.
+Action to_judge(EpisodeState& s, const backends::Evaluation& ev, const MachineConfig& cfg) {
+  s.phase = Phase::judge;
+  return Judge{ev, ev.compile.ok(), DeepProfile{cfg.profile_every_pass, s.best_speedup}};
+}
+
+/// A given candidate (eval): its one attempt starts with the build.
+Action begin_given(EpisodeState& s, const Begin& e, const MachineConfig& cfg) {
+  start_attempt(s, e.now, cfg);
+  s.source = *s.given;
+  s.rec.source_sha = sha256_hex(s.source);
+  s.phase = Phase::build;
+  return Build{s.source};
+}
+
+/// A given candidate whose task's reference cannot be used: recorded once, then unusable.
+Action given_unusable(EpisodeState& s, const Stamp& now, const std::string& error) {
+  s.unusable = unusable_reason(error);
+  s.rec.outcome = Outcome::infra_error;
+  s.rec.sub_kind = s.unusable.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
+  s.rec.message = truncate_middle(s.unusable, 400);
+  s.detail = s.message = s.unusable;
+  s.in_history = false;
+  s.files.result["traceback"] = error;
+  return to_record(s, now, "");
+}
+
 Action on_begin(EpisodeState& s, const Begin& e, const MachineConfig& cfg) {
   expect(s, Phase::idle, "Begin");
   if (e.stopping) return finish(s, false, "stopped");
+  if (s.given) return begin_given(s, e, cfg);
   if (!s.loaded) {
     s.phase = Phase::load;
     return LoadTask{};
@@ -142,8 +176,14 @@ Action on_begin(EpisodeState& s, const Begin& e, const MachineConfig& cfg) {
   return Render{};
 }
 
-Action on_loaded(EpisodeState& s, const Loaded& e) {
+Action on_loaded(EpisodeState& s, const Loaded& e, const MachineConfig& cfg) {
   expect(s, Phase::load, "Loaded");
+  if (s.given) {  // the build waited for the load; the attempt is in flight
+    if (!e.load.ok()) return given_unusable(s, e.now, e.load.failure().message);
+    if (!e.load->ok) return given_unusable(s, e.now, e.load->error);
+    s.loaded = true;
+    return to_judge(s, *s.built, cfg);
+  }
   s.phase = Phase::idle;
   if (!e.load.ok()) return finish(s, false, "unusable: " + e.load.failure().message);
   if (!e.load->ok) return finish(s, false, "unusable: " + unusable_reason(e.load->error));
@@ -215,11 +255,15 @@ Action on_chat(EpisodeState& s, const ChatDone& e, const MachineConfig& cfg) {
   return Build{s.source};
 }
 
-Action on_built(EpisodeState& s, const Built& e) {
+Action on_built(EpisodeState& s, const Built& e, const MachineConfig& cfg) {
   expect(s, Phase::build, "Built");
   if (!e.ev.ok()) return infra(s, e.now, e.ev.failure());
-  s.phase = Phase::judge;
-  return Judge{e.ev.value(), e.ev->compile.ok()};
+  if (s.given && !s.loaded) {  // a given candidate: the task's load next, then the judge
+    s.built = e.ev.value();
+    s.phase = Phase::load;
+    return LoadTask{};
+  }
+  return to_judge(s, e.ev.value(), cfg);
 }
 
 Action on_judged(EpisodeState& s, const JudgeDone& e) {
@@ -228,6 +272,7 @@ Action on_judged(EpisodeState& s, const JudgeDone& e) {
   const Judged& j = e.judged.value();
   s.rec = j.rec;
   s.detail = j.detail;
+  s.message = j.message;
   if (!j.build_log.empty()) s.files.files["build.log"] = j.build_log;
   s.files.result["compile_log"] = j.build_log;
   // kforge's own failure (toolchain, judge, reference): its text never reaches the model.
@@ -238,8 +283,11 @@ Action on_judged(EpisodeState& s, const JudgeDone& e) {
 Action on_recorded(EpisodeState& s, const MachineConfig& cfg) {
   expect(s, Phase::record, "Recorded");
   s.phase = Phase::idle;
+  if (!s.unusable.empty()) return finish(s, false, "unusable: " + s.unusable);
   if (s.rec.outcome == Outcome::llm_error) return finish(s, true, "llm_error");
   if (s.rec.outcome == Outcome::infra_error) return finish(s, true, "infra_error");
+  if (s.rec.passed()) s.best_speedup = std::max(s.best_speedup.value_or(0.0), credited_speedup(s.rec));
+  if (s.given) return finish(s, false, "judged");
   if (s.in_history) s.history.push_back(past_from_record(s.rec, s.source, s.detail));
   if (s.rec.passed() && cfg.stop_on_pass) return finish(s, false, "pass");
   ++s.turn;
@@ -252,7 +300,7 @@ Action on_crashed(EpisodeState& s, const Crashed& e, const MachineConfig& cfg) {
     s.phase = Phase::idle;
     return finish(s, true, "infra_error: " + e.failure.message);
   }
-  if (s.phase == Phase::idle || s.phase == Phase::load)
+  if (s.phase == Phase::idle || (s.phase == Phase::load && !s.given))
     start_attempt(s, e.now, cfg);  // recorded all the same
   return infra(s, e.now, e.failure);
 }
@@ -264,10 +312,10 @@ Action step(EpisodeState& s, const Event& e, const MachineConfig& cfg) {
       [&](const auto& ev) -> Action {
         using T = std::decay_t<decltype(ev)>;
         if constexpr (std::is_same_v<T, Begin>) return on_begin(s, ev, cfg);
-        if constexpr (std::is_same_v<T, Loaded>) return on_loaded(s, ev);
+        if constexpr (std::is_same_v<T, Loaded>) return on_loaded(s, ev, cfg);
         if constexpr (std::is_same_v<T, Rendered>) return on_rendered(s, ev, cfg);
         if constexpr (std::is_same_v<T, ChatDone>) return on_chat(s, ev, cfg);
-        if constexpr (std::is_same_v<T, Built>) return on_built(s, ev);
+        if constexpr (std::is_same_v<T, Built>) return on_built(s, ev, cfg);
         if constexpr (std::is_same_v<T, JudgeDone>) return on_judged(s, ev);
         if constexpr (std::is_same_v<T, Recorded>) return on_recorded(s, cfg);
         if constexpr (std::is_same_v<T, Crashed>) return on_crashed(s, ev, cfg);

@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,8 @@
 
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/hardware.hpp"
+#include "kforge/agent/ports.hpp"
+#include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/resource_usage.hpp"
@@ -27,6 +31,10 @@
 namespace kforge::agent {
 
 namespace fs = std::filesystem;
+
+namespace {
+std::string fmt(const char* f, double v);
+}
 
 std::string utc_now() {
   auto now = std::chrono::system_clock::now();
@@ -175,11 +183,19 @@ std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, con
 }
 
 void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
-                     const backends::TaskRef& ref, const backends::Evaluation& ev, const fs::path& dir) {
+                     const backends::TaskRef& ref, const backends::Evaluation& ev, const fs::path& dir,
+                     std::optional<double> short_of_best) {
   rec.profile.profiler = step.profiler;
   if (!rec.passed() && !(step.failing && rec.outcome == Outcome::output_mismatch)) return;
   rec.profile.profiler_note = step.note;
   if (!step.ncu || ev.compile.artifact.empty() || ref.test_block()) return;
+  if (short_of_best && rec.passed()) {
+    rec.profile.profiler = "basic";
+    rec.profile.profiler_note = "ncu not run: this pass (" + fmt("%.2fx", credited_speedup(rec)) +
+                                ") does not improve the episode's best (" + fmt("%.2fx", *short_of_best) +
+                                "); --profile-every-pass profiles every pass";
+    return;
+  }
   backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir);
   rec.profile.profiler_ms = p.profiler_ms;
   rec.profile.profiler_note = p.note;
@@ -325,6 +341,7 @@ struct EvalSetup {
   std::optional<RunDir> run;
   std::unique_ptr<ProfileStep> profile;
   AttemptSetup attempt;
+  std::deque<TaskJudging> judging;  ///< stable addresses: the episodes point here
 };
 
 /// The backend, the suite and the kernels to judge. 0 or 2.
@@ -437,48 +454,6 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   return 0;
 }
 
-/// A task whose reference does not load: recorded once as infra_error, listed as unusable.
-AttemptRecord record_unusable(RunDir& run, AttemptRecord rec, const std::string& error) {
-  const std::string why = unusable_reason(error);
-  rec.outcome = Outcome::infra_error;
-  rec.sub_kind = why.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
-  rec.message = truncate_middle(why, 400);
-  rec.finished_at = utc_now();
-  write_attempt(
-      run, rec,
-      {{},
-       nlohmann::json{
-           {"outcome", "infra_error"}, {"sub_kind", rec.sub_kind}, {"message", why}, {"traceback", error}}});
-  return rec;
-}
-
-/// One kernel through the attempt pipeline: load, build, judge, record.
-AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const Task& t, const backends::TaskRef& ref) {
-  TaskJudging tj{&t, ref, {}};
-  AttemptRecord rec = new_record(t, cmd.backend, 0, 1);
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string source = read_file(cmd.kernels / t.id / es.backend->source_file_name());
-  rec.source_sha = sha256_hex(source);
-  // The task first: a reference that does not load is the task's problem, not the kernel's.
-  tj.load = load_task(*es.runner, ref);
-  if (!tj.load.ok) return record_unusable(*es.run, rec, tj.load.error);
-  const fs::path workdir = es.run->attempt_path(t.id, 0, 1);
-  Judged j = judge_candidate(es.attempt, es.runner.get(), tj, build_candidate(es.attempt, source, workdir),
-                             rec, workdir);
-  j.rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  j.rec.finished_at = utc_now();
-  AttemptFiles files;
-  files.result = {{"outcome", to_string(j.rec.outcome)},
-                  {"sub_kind", j.rec.sub_kind},
-                  {"message", j.message},
-                  {"compile_log", j.build_log}};
-  if (!j.build_log.empty()) files.files["build.log"] = j.build_log;
-  write_attempt(*es.run, j.rec, files);
-  if (j.rec.outcome != Outcome::pass) spdlog::info("{}: {}", t.id, truncate_middle(j.message, 600));
-  log_profile(j.rec);
-  return j.rec;
-}
-
 void print_row(const AttemptRecord& rec) {
   std::printf("%-44s %-16s %-22s %10s %10s %8s\n", rec.task.c_str(),
               std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
@@ -486,6 +461,94 @@ void print_row(const AttemptRecord& rec) {
               rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
               rec.speedup > 0 ? fmt("%.2fx", rec.speedup).c_str() : "-");
   std::fflush(stdout);
+}
+
+/// Eval's store: the one attempt writer, then the table's row and the log lines, on the
+/// scheduler's thread as each attempt finishes. Collects the tasks found unusable.
+class EvalStore final : public StorePort {
+ public:
+  explicit EvalStore(RunDir& run) : run_(run), inner_(make_store_port(run)) {}
+  void record(const AttemptRecord& rec, const AttemptFiles& files) override {
+    inner_->record(rec, files);
+    const std::string message = files.result.value("message", rec.message);
+    if (rec.outcome != Outcome::pass) spdlog::info("{}: {}", rec.task, truncate_middle(message, 600));
+    log_profile(rec);
+    if (rec.sub_kind == "unjudgeable" || rec.sub_kind == "reference_failed") unusable[rec.task] = rec.message;
+    print_row(rec);
+  }
+  fs::path attempt_dir(const AttemptRecord& rec) const override { return inner_->attempt_dir(rec); }
+  std::map<std::string, std::string> unusable;  ///< task -> why its reference cannot be used
+
+ private:
+  RunDir& run_;
+  std::unique_ptr<StorePort> inner_;
+};
+
+/// Eval asks no LLM and shows no prompt: a given candidate's episode never renders.
+class NoRender final : public RenderPort {
+ public:
+  prompts::Prompt render(const EpisodeState&) override {
+    throw std::logic_error("kforge eval renders no prompt");
+  }
+  void learned(const EpisodeState&) override {}
+};
+
+/// The tasks to judge now: each with its kernel's source. Unchanged kernels already judged in
+/// the run directory are skipped (listed in `unchanged`).
+std::vector<EpisodeSpec> eval_episodes(const EvalCommand& cmd, EvalSetup& es,
+                                       std::vector<std::string>& unchanged) {
+  // Only model outcomes of the same source are final: an infra_error attempt, and a kernel whose
+  // file changed since it was judged, are judged again (the later record supersedes the earlier).
+  std::map<AttemptKey, std::string> judged;  // key -> source_sha of its last model-outcome record
+  for (const auto& r : es.run->load_attempts())
+    if (is_model_outcome(r.outcome)) judged[key_of(r)] = r.source_sha;
+  std::vector<EpisodeSpec> out;
+  for (const Task* t : es.todo) {
+    std::string source = read_file(cmd.kernels / t->id / es.backend->source_file_name());
+    if (auto it = judged.find({t->id, 0, 1}); it != judged.end()) {
+      if (it->second == sha256_hex(source)) {
+        unchanged.push_back(t->id);
+        continue;
+      }
+      spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", t->id,
+                   cmd.out.string());
+    }
+    TaskJudging tj{t, {}, {}};
+    try {
+      tj.ref = task_ref_for(*t, cmd.profile, cmd.allow_ops);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: {}", t->id, e.what());
+      continue;
+    }
+    out.push_back({&es.judging.emplace_back(std::move(tj)), 0, 1, 0.0, {}, std::move(source)});
+  }
+  return out;
+}
+
+/// Judges the episodes on the one scheduler `kforge run` uses: cmd.jobs compiles at once, one
+/// judge slot per runner. Returns the tally; `store` has printed the rows.
+RunTally judge_episodes(const EvalCommand& cmd, EvalSetup& es, std::vector<EpisodeSpec> episodes,
+                        EvalStore& store) {
+  std::vector<backends::RunnerClient*> runners{es.runner.get()};
+  auto build = make_build_port(es.attempt, std::max(1, cmd.jobs));
+  auto judge = make_judge_port(es.attempt, runners);
+  NoRender render;
+  auto clock = make_clock_port();
+  MachineConfig mc;
+  mc.turns = 1;
+  mc.backend = cmd.backend;
+  mc.source_file = es.backend->source_file_name();
+  mc.profile_every_pass = true;  // one attempt per task: every pass is its episode's best
+  SchedulerConfig sc;
+  sc.llm_concurrency = 1;
+  sc.compile_jobs = std::max(1, cmd.jobs);
+  sc.max_llm_failures = 0;
+  sc.max_infra_failures = 0;  // eval judges every kernel; infra_errors are counted at the end
+  sc.handle_signals = true;
+  boost::asio::io_context io;
+  Scheduler sched(io, {nullptr, build.get(), judge.get(), &render, &store, clock.get()}, mc, sc);
+  for (auto& e : episodes) sched.add(std::move(e));
+  return sched.run();
 }
 
 }  // namespace
@@ -497,43 +560,18 @@ int run_eval(const EvalCommand& cmd) {
   if (int rc = make_eval_setup(cmd, es)) return rc;
   std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
               "speedup");
-  int passed = 0, infra = 0, done = 0;
-  TritonBenchTally tb;
-  // Only model outcomes of the same source are final: an infra_error attempt, and a kernel whose
-  // file changed since it was judged, are judged again (the later record supersedes the earlier).
-  std::map<AttemptKey, std::string> judged;  // key -> source_sha of its last model-outcome record
-  for (const auto& r : es.run->load_attempts())
-    if (is_model_outcome(r.outcome)) judged[key_of(r)] = r.source_sha;
-  std::vector<std::string> unchanged;           // tasks skipped: judged before, same source
-  std::map<std::string, std::string> unusable;  // task -> why its reference cannot be used
-  for (const Task* t : es.todo) {
-    if (auto it = judged.find({t->id, 0, 1}); it != judged.end()) {
-      if (it->second == sha256_hex(read_file(cmd.kernels / t->id / es.backend->source_file_name()))) {
-        unchanged.push_back(t->id);
-        continue;
-      }
-      spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", t->id,
-                   cmd.out.string());
-    }
-    backends::TaskRef ref;
-    try {
-      ref = task_ref_for(*t, cmd.profile, cmd.allow_ops);
-    } catch (const std::exception& e) {
-      spdlog::warn("{}: {}", t->id, e.what());
-      continue;
-    }
-    ++done;
-    const AttemptRecord rec = eval_one(cmd, es, *t, ref);
-    if (rec.sub_kind == "unjudgeable" || rec.sub_kind == "reference_failed") unusable[t->id] = rec.message;
-    passed += rec.outcome == Outcome::pass;
-    infra += rec.outcome == Outcome::infra_error;
-    tb.add(rec, ref.test_block());
-    // A test block's reference that failed on a fresh worker: the task is unusable (its
-    // traceback is in result.json's message).
-    if (auto it = es.runner->unusable().find(t->id); it != es.runner->unusable().end())
-      unusable.emplace(t->id, "the reference failed its test block: " + it->second);
-    print_row(rec);
-  }
+  std::vector<std::string> unchanged;  // tasks skipped: judged before, same source
+  EvalStore store(*es.run);
+  const RunTally tally = judge_episodes(cmd, es, eval_episodes(cmd, es, unchanged), store);
+  const int passed = tally.passes, infra = tally.infra_errors, done = tally.attempts;
+  const TritonBenchTally& tb = tally.tritonbench;
+  std::map<std::string, std::string> unusable = store.unusable;  // task -> why its reference cannot be used
+  for (const auto& [task, why] : tally.unusable) unusable.emplace(task, why);
+  // A test block's reference that failed on a fresh worker: the task is unusable (its
+  // traceback is in result.json's message).
+  for (const auto& tj : es.judging)
+    if (auto it = es.runner->unusable().find(tj.task->id); it != es.runner->unusable().end())
+      unusable.emplace(tj.task->id, "the reference failed its test block: " + it->second);
   write_unusable(cmd.out, unusable);
   if (!unchanged.empty()) {
     std::string list;
@@ -550,6 +588,11 @@ int run_eval(const EvalCommand& cmd) {
   if (!unusable.empty())
     std::printf("%zu task(s) unusable: the reference failed on a fresh worker (listed in %s)\n",
                 unusable.size(), (cmd.out / "unusable.json").string().c_str());
+  if (tally.interrupted) {
+    std::cerr << "kforge eval: interrupted; the kernels judged so far are recorded in " << cmd.out.string()
+              << " (run the same command again to judge the rest)\n";
+    return 130;
+  }
   if (infra > 0) {
     std::printf(
         "%d attempt(s) could not be judged (infra_error: kforge's toolchain, runner or reference "

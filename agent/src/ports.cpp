@@ -86,7 +86,7 @@ class JudgeAdapter final : public JudgePort {
     asio::post(*threads_[static_cast<std::size_t>(slot)],
                [this, runner, job = std::move(job), done = std::move(done)] {
                  complete<Judged>(done, [&] {
-                   return judge_candidate(setup_, runner, *job.task, job.ev, job.rec, job.workdir);
+                   return judge_candidate(setup_, runner, *job.task, job.ev, job.rec, job.workdir, job.deep);
                  });
                });
   }

@@ -119,6 +119,9 @@ void Scheduler::add(EpisodeSpec spec) {
   s.turn = spec.first_turn;
   s.temperature = spec.temperature;
   s.history = std::move(spec.history);
+  s.given = std::move(spec.source);
+  for (const auto& h : s.history)  // the resumed episode's best, for the profile policy
+    if (h.outcome == Outcome::pass) s.best_speedup = std::max(s.best_speedup.value_or(0.0), h.speedup);
   tasks_[spec.task->task->id] = spec.task;
   states_.push_back(std::move(s));
   abandoned_.push_back(false);
@@ -209,7 +212,7 @@ std::optional<Event> Scheduler::perform(int ep, const Action& a) {
         if constexpr (std::is_same_v<T, Build>) start_build(ep, act.source);
         if constexpr (std::is_same_v<T, Judge>) {
           if (!act.needs_runner)
-            return JudgeDone{now(), ports_.judge->settle(JudgeJob{s.task, act.ev, s.rec, {}})};
+            return JudgeDone{now(), ports_.judge->settle(JudgeJob{s.task, act.ev, s.rec, {}, act.deep})};
           start_judge(ep, act);
         }
         if constexpr (std::is_same_v<T, Record>) return record(ep);
@@ -221,6 +224,10 @@ std::optional<Event> Scheduler::perform(int ep, const Action& a) {
 }
 
 void Scheduler::start_load(int ep) {
+  if (stopping_) {  // a given candidate's load after its build: the run takes nothing new now
+    abandon(ep);
+    return;
+  }
   const std::string& id = states_[static_cast<std::size_t>(ep)].task->task->id;
   if (auto it = loaded_.find(id); it != loaded_.end()) {
     post([this, ep, lr = it->second] {
@@ -290,6 +297,10 @@ void Scheduler::start_build(int ep, const std::string& source) {
   }
   ++tally_.builds;
   compile_->submit(ep, [this, key, job] {
+    if (stopping_ && drop_build(key)) {  // queued given candidates: nothing spent on them yet
+      compile_->release();
+      return;
+    }
     Completion<backends::Evaluation> done = [this, g = guard_, io = &io_,
                                              key](Expected<backends::Evaluation> ev) {
       post_via(g, *io, [this, key, ev = std::move(ev)] {
@@ -317,7 +328,7 @@ void Scheduler::finish_build(const std::string& key, Expected<backends::Evaluati
 
 void Scheduler::start_judge(int ep, const Judge& j) {
   EpisodeState& s = states_[static_cast<std::size_t>(ep)];
-  JudgeJob job{s.task, j.ev, s.rec, ports_.store->attempt_dir(s.rec)};
+  JudgeJob job{s.task, j.ev, s.rec, ports_.store->attempt_dir(s.rec), j.deep};
   submit_judge(pick_slot(s.task->task->id), ep, [this, ep, job](int slot) {
     Completion<Judged> done = [this, g = guard_, io = &io_, ep, slot](Expected<Judged> r) {
       post_via(g, *io, [this, ep, slot, r = std::move(r)] {
@@ -377,7 +388,7 @@ void Scheduler::stopped(int ep, const Stop& st) {
   if (st.paused) ++tally_.paused;
   if (st.why == "token_budget") ++tally_.budget_stops;
   if (st.why.rfind("unusable: ", 0) == 0 &&
-      tally_.unusable.emplace(s.task->task->id, st.why.substr(10)).second)
+      tally_.unusable.emplace(s.task->task->id, st.why.substr(10)).second && !s.given)
     spdlog::warn("task {} is unusable: {} (no LLM call is made for it)", s.task->task->id, st.why.substr(10));
   --active_;
 }
@@ -392,20 +403,44 @@ void Scheduler::stop_intake(const char* why) {
 void Scheduler::drop_queued_chats() {
   // Queued and in-flight LLM requests: nothing of those turns exists yet; --resume asks them.
   // Loads not started yet are dropped too: their episodes have asked nothing.
+  // Given candidates waiting for a judge slot are dropped as well (nothing was judged yet).
   llm_->queue.clear();
+  std::vector<int> dropped;
   for (auto& sl : slots_)
     std::erase_if(sl.queue, [&](const auto& job) {
-      return states_[static_cast<std::size_t>(job.first)].phase == Phase::load;
+      const EpisodeState& s = states_[static_cast<std::size_t>(job.first)];
+      const bool drop = s.phase == Phase::load || (s.given && s.phase == Phase::judge);
+      if (drop) dropped.push_back(job.first);
+      return drop;
     });
-  for (std::size_t i = 0; i < states_.size(); ++i) {
-    EpisodeState& s = states_[i];
-    if ((s.phase != Phase::chat && s.phase != Phase::load) || abandoned_[i]) continue;
-    abandoned_[i] = true;
-    s.phase = Phase::done;
-    s.why = "stopped";
-    ++tally_.abandoned;
-    --active_;
-  }
+  for (int ep : dropped) abandon(ep);
+  for (std::size_t i = 0; i < states_.size(); ++i)
+    if (states_[i].phase == Phase::chat || states_[i].phase == Phase::load) abandon(static_cast<int>(i));
+  maybe_idle();
+}
+
+void Scheduler::abandon(int ep) {
+  const auto i = static_cast<std::size_t>(ep);
+  if (abandoned_[i] || states_[i].phase == Phase::done || states_[i].phase == Phase::paused) return;
+  abandoned_[i] = true;
+  states_[i].phase = Phase::done;
+  states_[i].why = "stopped";
+  ++tally_.abandoned;
+  --active_;
+}
+
+bool Scheduler::drop_build(const std::string& key) {
+  auto it = building_.find(key);
+  if (it == building_.end()) return false;
+  for (int ep : it->second)
+    if (!states_[static_cast<std::size_t>(ep)].given) return false;  // a turn's reply: build it
+  for (int ep : it->second) abandon(ep);
+  building_.erase(it);
+  maybe_idle();
+  return true;
+}
+
+void Scheduler::maybe_idle() {
   if (active_ == 0 && pending_) {
     pending_->work.reset();
     pending_->timer.cancel();

@@ -177,3 +177,113 @@ TEST_CASE("episode machine: the last turn ends the episode", "[episode]") {
   CHECK(std::get<Stop>(stop).why == "turns");
   CHECK(m.s.history.size() == 2);
 }
+
+TEST_CASE("episode machine: a given candidate is built, then its task loaded, judged and recorded once",
+          "[episode]") {
+  Machine m;
+  m.s.given = "good";
+  auto build = m.go(Begin{{"t", 1}});  // no load first, no prompt, no LLM
+  REQUIRE(std::holds_alternative<Build>(build));
+  CHECK(std::get<Build>(build).source == "good");
+  CHECK(!m.s.rec.source_sha.empty());
+  REQUIRE(std::holds_alternative<LoadTask>(m.go(Built{{}, compiled("good")})));
+  backends::LoadResult lr;
+  lr.ok = true;
+  auto judge = m.go(Loaded{{}, lr});
+  REQUIRE(std::holds_alternative<Judge>(judge));
+  CHECK(std::get<Judge>(judge).ev.compile.artifact == "good");
+  Judged j;
+  j.rec = m.s.rec;
+  j.rec.outcome = Outcome::output_mismatch;
+  j.detail = "short feedback";
+  j.message = "the whole message";
+  REQUIRE(std::holds_alternative<Record>(m.go(JudgeDone{{"t", 5}, j})));
+  CHECK(m.s.files.result["message"] == "the whole message");  // eval's result.json: the full text
+  CHECK_FALSE(m.s.files.result.contains("llm_status"));
+  CHECK_FALSE(m.s.files.files.count("prompt.md"));
+  auto stop = m.go(Recorded{});
+  REQUIRE(std::holds_alternative<Stop>(stop));
+  CHECK(std::get<Stop>(stop).why == "judged");  // one attempt, whatever the turns
+  CHECK(m.s.phase == Phase::done);
+}
+
+TEST_CASE("episode machine: a given candidate whose reference does not load is recorded once as unusable",
+          "[episode]") {
+  Machine m;
+  m.s.given = "good";
+  REQUIRE(std::holds_alternative<Build>(m.go(Begin{})));
+  REQUIRE(std::holds_alternative<LoadTask>(m.go(Built{{}, compiled("good")})));
+  backends::LoadResult lr;
+  lr.ok = false;
+  lr.error = "Traceback (most recent call last):\n  File \"x\"\nRuntimeError: broken reference";
+  REQUIRE(std::holds_alternative<Record>(m.go(Loaded{{}, lr})));
+  CHECK(m.s.rec.outcome == Outcome::infra_error);
+  CHECK(m.s.rec.sub_kind == "reference_failed");
+  CHECK(m.s.rec.message == "the reference did not load: RuntimeError: broken reference");
+  CHECK(m.s.files.result["traceback"] == lr.error);
+  auto stop = m.go(Recorded{});
+  REQUIRE(std::holds_alternative<Stop>(stop));
+  CHECK_FALSE(std::get<Stop>(stop).paused);
+  CHECK(std::get<Stop>(stop).why == "unusable: the reference did not load: RuntimeError: broken reference");
+}
+
+TEST_CASE("episode machine: ncu runs on a pass that improves the episode's best, or on every pass when asked",
+          "[episode]") {
+  for (bool every : {false, true}) {
+    Machine m;
+    m.cfg.stop_on_pass = false;
+    m.cfg.profile_every_pass = every;
+    auto turn = [&](double speedup) {
+      auto judge = m.go(Built{{}, compiled("good")});
+      REQUIRE(std::holds_alternative<Judge>(judge));
+      const DeepProfile deep = std::get<Judge>(judge).deep;
+      Judged j;
+      j.rec = m.s.rec;
+      j.rec.outcome = Outcome::pass;
+      j.rec.speedup = speedup;
+      REQUIRE(std::holds_alternative<Record>(m.go(JudgeDone{{}, j})));
+      REQUIRE(std::holds_alternative<Continue>(m.go(Recorded{})));
+      return std::pair{deep, j.rec};
+    };
+    REQUIRE(std::holds_alternative<Build>(m.to_reply("CODE:good")));
+    auto [d1, r1] = turn(2.0);
+    CHECK(d1.every_pass == every);
+    CHECK_FALSE(d1.best);  // no pass yet: the first pass is profiled
+    CHECK(wants_deep_profile(r1, d1));
+    REQUIRE(std::holds_alternative<Build>(m.to_reply("CODE:good")));
+    auto [d2, r2] = turn(1.5);
+    REQUIRE(d2.best);
+    CHECK(*d2.best == 2.0);
+    CHECK(wants_deep_profile(r2, d2) == every);  // slower than the best: basic unless every pass
+    REQUIRE(std::holds_alternative<Build>(m.to_reply("CODE:good")));
+    auto [d3, r3] = turn(3.0);
+    CHECK(*d3.best == 2.0);
+    CHECK(wants_deep_profile(r3, d3));  // an improvement
+    CHECK(*m.s.best_speedup == 3.0);
+  }
+}
+
+TEST_CASE("attempt: which passes get the deep profile; a speedup not credited never improves the best",
+          "[attempt]") {
+  AttemptRecord pass;
+  pass.outcome = Outcome::pass;
+  pass.speedup = 1.2;
+  const DeepProfile improving{false, 1.0};
+  CHECK(wants_deep_profile(pass, improving));
+  CHECK_FALSE(wants_deep_profile(pass, DeepProfile{false, 1.2}));  // equal is no improvement
+  CHECK(wants_deep_profile(pass, DeepProfile{true, 5.0}));         // every pass
+  CHECK(wants_deep_profile(pass, DeepProfile{false, std::nullopt}));
+  AttemptRecord anomaly = pass;
+  anomaly.speedup = 50;
+  anomaly.timing_anomaly = "below the speed of light";
+  CHECK(credited_speedup(anomaly) == 0);
+  CHECK_FALSE(wants_deep_profile(anomaly, improving));
+  AttemptRecord low = pass;
+  low.speedup = 9;
+  low.precision_disallowed = true;
+  CHECK_FALSE(wants_deep_profile(low, improving));
+  AttemptRecord mismatch;
+  mismatch.outcome = Outcome::output_mismatch;  // left to ProfileStep::failing
+  CHECK(wants_deep_profile(mismatch, improving));
+  CHECK(credited_speedup(mismatch) == 0);
+}

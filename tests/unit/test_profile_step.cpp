@@ -205,6 +205,15 @@ TEST_CASE("profile step: ncu's reports become findings and kernel times; the ref
   crashed.outcome = Outcome::runtime_error;
   agent::record_profiler(crashed, step, runner, c.task, ev, work / "a5");
   CHECK(read_file(work / "calls") == "candidate\nreference\ncandidate\ncandidate\n");
+  // kforge run (issue 21 §4): a pass short of its episode's best speedup gets the basic profile.
+  AttemptRecord slower;
+  slower.outcome = Outcome::pass;
+  slower.speedup = 1.1;
+  agent::record_profiler(slower, step, runner, c.task, ev, work / "a6", 1.5);
+  CHECK(slower.profile.profiler == "basic");
+  CHECK(slower.profile.findings.empty());
+  CHECK_THAT(slower.profile.profiler_note, Catch::Contains("does not improve the episode's best (1.50x)"));
+  CHECK(read_file(work / "calls") == "candidate\nreference\ncandidate\ncandidate\n");  // no ncu run
 }
 
 TEST_CASE("profile step: ncu without counter permission is a note, never a failure", "[runner][profile]") {

@@ -34,7 +34,7 @@ struct Rig {
   void add(Scheduler& s, int n, int samples = 1) {
     for (int t = 0; t < n; ++t) {
       TaskJudging* tj = tasks.add("t/" + std::to_string(t));
-      for (int k = 0; k < samples; ++k) s.add({tj, k, 1, 0.0, {}});
+      for (int k = 0; k < samples; ++k) s.add({tj, k, 1, 0.0, {}, {}});
     }
   }
   int count(Outcome o) const {
@@ -223,7 +223,7 @@ TEST_CASE("scheduler: consecutive LLM failures stop the run; a paused episode re
   };
   rig.store.records.clear();
   Scheduler again(rig.io, rig.ports(), rig.mc, rig.sc);
-  again.add({rig.tasks.judging[0].get(), 0, 1, 0.0, {}});
+  again.add({rig.tasks.judging[0].get(), 0, 1, 0.0, {}, {}});
   const RunTally t2 = again.run();
   CHECK(t2.attempts == 2);
   REQUIRE(rig.store.records.size() == 2);
@@ -250,4 +250,72 @@ TEST_CASE("scheduler: an unusable task costs no LLM call; a spent token budget e
   const RunTally t2 = s2.run();
   CHECK(t2.attempts == 3);
   CHECK(t2.budget_stops == 3);
+}
+
+namespace {
+
+/// n given candidates (eval): task t/i's kernel is "good<i>", or "bad<i>" every third.
+void add_given(Rig& rig, Scheduler& s, int n) {
+  for (int t = 0; t < n; ++t) {
+    TaskJudging* tj = rig.tasks.add("t/" + std::to_string(t));
+    s.add({tj, 0, 1, 0.0, {}, (t % 3 == 2 ? "bad" : "good") + std::to_string(t)});
+  }
+}
+
+std::map<std::string, Outcome> outcomes(const std::vector<AttemptRecord>& recs) {
+  std::map<std::string, Outcome> m;
+  for (const auto& r : recs) m[r.task] = r.outcome;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: given candidates (eval --jobs) compile side by side, judged one at a time per slot",
+          "[scheduler]") {
+  std::map<std::string, Outcome> first;
+  for (int jobs : {1, 4}) {
+    Rig rig;
+    rig.sc.compile_jobs = jobs;
+    rig.build.cost_ms = 4;
+    rig.judge.cost_ms = 1;
+    rig.judge.unusable = {"t/4"};
+    Scheduler s(rig.io, rig.ports(), rig.mc, rig.sc);
+    add_given(rig, s, 12);
+    const RunTally t = s.run();
+    INFO("jobs " << jobs);
+    CHECK(t.attempts == 12);
+    CHECK(rig.chat.sent == 0);  // no LLM
+    CHECK(rig.build.builds == 12);
+    CHECK(rig.build.peak == jobs);  // the compiles overlap...
+    CHECK(rig.judge.peak == 1);     // ...while the one slot judges one kernel at a time
+    CHECK(t.peak_judges == 1);
+    CHECK(rig.judge.loads == 12);
+    CHECK(t.unusable.count("t/4"));
+    const auto got = outcomes(rig.store.records);
+    CHECK(got.at("t/0") == Outcome::pass);
+    CHECK(got.at("t/2") == Outcome::compile_error);
+    CHECK(got.at("t/4") == Outcome::infra_error);
+    if (jobs == 1)
+      first = got;
+    else
+      CHECK(got == first);  // the same verdicts whatever the number of compiles at once
+  }
+}
+
+TEST_CASE("scheduler: stopping an eval drops the kernels not started; those started are recorded whole",
+          "[scheduler]") {
+  Rig rig;
+  rig.sc.compile_jobs = 2;
+  rig.build.cost_ms = 3;
+  rig.judge.cost_ms = 1;
+  Scheduler s(rig.io, rig.ports(), rig.mc, rig.sc);
+  add_given(rig, s, 20);
+  test::later(rig.io, 8, [&] { s.stop(); });
+  const RunTally t = s.run();
+  CHECK(t.interrupted);
+  CHECK(t.attempts > 0);
+  CHECK(t.attempts < 20);
+  CHECK(rig.build.builds < 20);  // queued compiles were never started
+  CHECK(t.attempts + t.abandoned == 20);
+  for (const auto& r : rig.store.records) CHECK(r.outcome != Outcome::infra_error);
 }

@@ -71,11 +71,31 @@ struct Judged {
   std::string build_log;  ///< the compiler's output ("" when none)
 };
 
+/// Which passes get the profile step's deep (ncu) profile (issue 21 §4). `kforge run` profiles
+/// a pass only when it improves its episode's best speedup (other passes get the basic
+/// profile); --profile-every-pass, and `kforge eval` (one attempt per task), profile every pass.
+struct DeepProfile {
+  bool every_pass = true;
+  std::optional<double> best;  ///< the best speedup of an earlier pass of the episode (none: no pass yet)
+};
+
+/// True unless `rec` is a pass that does not improve the episode's best: under every_pass, or
+/// with no earlier pass, any pass qualifies; else a pass whose speedup (0 when not credited:
+/// credited_speedup) is above `p.best`. An attempt that did not pass is left to the profile
+/// step's own rule (ProfileStep::failing).
+bool wants_deep_profile(const AttemptRecord& rec, const DeepProfile& p);
+
+/// The speedup a pass is credited with: 0 for a failure, a timing anomaly or disallowed
+/// lower-precision math (the metrics' rule), else rec.speedup.
+double credited_speedup(const AttemptRecord& rec);
+
 /// The judge stage: for a compiled candidate, check, bench and profile in `runner` (the caller
 /// holds its slot) and fill `rec`; for one that did not compile, settles the record without a
-/// runner (runner may be null then). Roofline and the precision contract are recorded too.
+/// runner (runner may be null then). Roofline and the precision contract are recorded too. The
+/// ncu profile runs only where wants_deep_profile(rec, deep); other passes get the basic one.
 Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner, const TaskJudging& task,
-                       backends::Evaluation ev, AttemptRecord rec, const std::filesystem::path& workdir);
+                       backends::Evaluation ev, AttemptRecord rec, const std::filesystem::path& workdir,
+                       const DeepProfile& deep = {});
 
 /// The one failure type for a judged evaluation: a Failure (toolchain, judge, reference) when
 /// the record is an infra_error, nullopt when the verdict is the candidate's.

@@ -85,6 +85,9 @@ struct RunCommand {
   std::vector<std::string> devices;
   std::string profiler = "auto";  ///< none | basic | ncu | auto (ncu where it works, else basic)
   bool profile_failing = false;   ///< ncu also for output_mismatch attempts (recorded only)
+  /// ncu on every pass; default: only on a pass that improves its episode's best speedup (other
+  /// passes get the basic profile). The manifest's "profile_policy" says which ran.
+  bool profile_every_pass = false;
   bool print_report = true;
   /// Options given on the command line (long names without dashes, e.g. "turns"). On
   /// --resume, every recorded option not in this set is taken from manifest.json.

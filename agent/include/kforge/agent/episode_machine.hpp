@@ -12,6 +12,16 @@
 // build, judge or an exception (a Failure) is an infra_error attempt that pauses the episode;
 // a pass ends it under stop_on_pass; the last turn, the task's token budget or a stopping run
 // end it. A task whose reference does not load ends every episode of it as unusable.
+//
+// An episode with a given candidate (EpisodeState::given: `kforge eval`) asks no LLM: begin ->
+// build -> load -> judge -> record -> done, one attempt; the build comes first so that compiles
+// run while the judge slots load and judge other tasks. A task whose reference does not load is
+// then recorded once as an infra_error attempt (reference_failed or unjudgeable, the error in
+// result.json's traceback) and ends the episode as unusable.
+//
+// Profiling (issue 21 §4): the Judge action says which passes get the ncu profile (DeepProfile):
+// every pass under profile_every_pass, else a pass that improves the episode's best credited
+// speedup (best_speedup, kept from the recorded passes and the resumed history).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +49,7 @@ struct MachineConfig {
   int max_tokens = 4096;
   std::string reasoning_effort;
   std::int64_t seed = 0;
+  bool profile_every_pass = false;  ///< ncu on every pass, not only on a pass that improves the best
   std::function<backends::Extracted(const std::string& reply, const std::string& entry)> extract;
 };
 
@@ -59,10 +70,15 @@ struct EpisodeState {
   Phase phase = Phase::idle;
   bool loaded = false;  ///< the task's load came back ok
   std::vector<prompts::PastAttempt> history;
+  std::optional<std::string> given;    ///< the candidate to judge (eval): no LLM, one attempt
+  std::optional<double> best_speedup;  ///< the best credited speedup of the episode's passes so far
   // --- the attempt in flight -------------------------------------------------------------
   AttemptRecord rec;
   AttemptFiles files;
   std::string source, detail;
+  std::string message;  ///< the evaluation's full message (a given candidate's result.json)
+  std::optional<backends::Evaluation> built;  ///< a given candidate's build, waiting for the load
+  std::string unusable;                       ///< why the task cannot be judged (a given candidate's episode)
   bool in_history = true;
   double started_ms = 0;
   std::string why;  ///< why the episode paused or ended
@@ -116,6 +132,7 @@ struct Build {
 struct Judge {
   backends::Evaluation ev;
   bool needs_runner = true;  ///< false: the candidate did not build; settle it without a slot
+  DeepProfile deep;          ///< which passes get the ncu profile
 };
 struct Record {};    ///< write state.rec and state.files, then send Recorded
 struct Continue {};  ///< send Begin for the next turn

@@ -64,10 +64,12 @@ std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, con
 /// an output_mismatch: the kernel ran), the profiler note; under ncu, one profiled call of the candidate and
 /// of the reference (files under `dir`): the findings (backends::ncu_findings), the kernels each launched
 /// with their times, profiler_ms, and a note when ncu gave no report (never a failure). Call it holding
-/// `runner`'s lease.
+/// `runner`'s lease. `short_of_best` (issue 21 §4): the pass does not improve its episode's best
+/// speedup (this value), so it gets the basic profile (rec.profile.profiler "basic", a note
+/// saying why) and no ncu run.
 void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
                      const backends::TaskRef& ref, const backends::Evaluation& ev,
-                     const std::filesystem::path& dir);
+                     const std::filesystem::path& dir, std::optional<double> short_of_best = std::nullopt);
 
 /// The bytes a call moves: the suite's formula when it has one (lr.bytes > 0), else every
 /// input read once and every output written once (io_bytes).
@@ -122,6 +124,10 @@ struct EvalCommand {
   bool profile_failing = false;              ///< ncu also for output_mismatch attempts (recorded only)
   std::vector<std::string> allow_precision;  ///< lower-precision kinds credited: tf32, fp16, bf16
   std::vector<std::string> allow_ops;        ///< (triton) ATen ops allowed besides allocation/views/copies
+  /// Kernels compiled (and statically scanned) at once (--jobs), while the judge loads, checks,
+  /// benches and profiles one kernel at a time per runner. 1: one compile at a time beside the
+  /// judge, so no compile competes with a timed run for the CPU (the cpu backend's device).
+  int jobs = 1;
 };
 
 /// Exit status of `kforge eval` when some kernels could not be judged (infra_error: toolchain
@@ -140,10 +146,15 @@ inline constexpr int kExitLlmError = 75;
 /// on `err`), else 0.
 int finished_run_exit_status(const std::filesystem::path& run_dir, std::ostream& err);
 
-/// Runs the command, prints a table to stdout. Failing kernels are results (exit 0); bad
-/// arguments, a missing suite or kernels dir return 2, a runner that does not start 3, and
-/// kernels that could not be judged (infra_error records; a task whose reference does not load
-/// is listed once as unusable) kExitInfraError, after the table and a count on stderr.
+/// Runs the command on the one scheduler `kforge run` uses (scheduler.hpp: each kernel an
+/// episode with a given candidate; build -> load -> judge -> record, the attempt pipeline of
+/// attempt.hpp), prints a row per kernel as it is judged (in the order judged) and a summary.
+/// SIGINT/SIGTERM: no new kernel starts, the ones being compiled or judged finish and are
+/// recorded, exit 130 (a second signal exits at once); the same command judges the rest.
+/// Failing kernels are results (exit 0); bad arguments, a missing suite or kernels dir return
+/// 2, a runner that does not start 3, and kernels that could not be judged (infra_error
+/// records; a task whose reference does not load is listed once as unusable) kExitInfraError,
+/// after the table and a count on stderr.
 int run_eval(const EvalCommand& cmd);
 
 /// ISO-8601 UTC timestamp with milliseconds, e.g. "2026-11-22T13:50:28.123Z".

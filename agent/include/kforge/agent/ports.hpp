@@ -66,6 +66,7 @@ struct JudgeJob {
   backends::Evaluation ev;
   AttemptRecord rec;
   std::filesystem::path workdir;
+  DeepProfile deep;  ///< which passes get the ncu profile (judge_candidate)
 };
 
 class JudgePort {

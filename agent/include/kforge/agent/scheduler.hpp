@@ -13,11 +13,16 @@
 // (single flight on BuildPort::key); finished builds, failing ones too, are reused for the
 // rest of the run. A task's load is done once per run.
 //
+// An episode with a given candidate (EpisodeSpec::source, `kforge eval --jobs N`) goes build ->
+// load -> judge: its compile runs on a compile slot while the judge slots load and judge other
+// tasks, and everything a judge slot does (load, check, bench, profile) stays one job at a time.
+//
 // Stopping (stop(), SIGINT/SIGTERM when handle_signals, max_llm_failures consecutive llm_errors,
 // max_infra_failures consecutive infra_errors): intake stops at once (no new turn starts, queued
 // LLM requests and task loads are dropped, in-flight LLM requests and loads are abandoned: those
 // turns are not recorded and --resume asks them again); builds and judges in flight finish and
-// are recorded. A second SIGINT/SIGTERM exits at once (records are whole lines). An
+// are recorded. Given candidates not yet being compiled or judged are dropped too (unrecorded:
+// nothing was spent on them). A second SIGINT/SIGTERM exits at once (records are whole lines). An
 // exception while an episode is handled becomes that episode's recorded infra_error (sub-kind
 // "exception") and the run goes on.
 //
@@ -59,6 +64,7 @@ struct EpisodeSpec {
   int first_turn = 1;
   double temperature = 0.0;
   std::vector<prompts::PastAttempt> history;
+  std::optional<std::string> source;  ///< a given candidate (eval): judged once, no LLM
 };
 
 struct Ports {
@@ -122,6 +128,12 @@ class Scheduler {
   void tally(const EpisodeState& s);
   void stop_intake(const char* why);
   void drop_queued_chats();
+  /// Ends an episode that was not recorded (the run is stopping); no-op when already done.
+  void abandon(int ep);
+  /// Drops the build `key` when every episode waiting on it has a given candidate.
+  bool drop_build(const std::string& key);
+  /// Ends io_.run() once no episode is active.
+  void maybe_idle();
   int pick_slot(const std::string& task);
   void submit_judge(int slot, int ep, std::function<void(int)> start);
   void run_slot(int slot);
