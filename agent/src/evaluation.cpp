@@ -53,7 +53,8 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   r.bytes_expr = task.bytes;
   r.module_mode = task.module_mode;
   r.allow_ops = task.allow_ops;
-  if (task.format != TaskFormat::kernelbench) {  // TritonBench: the implementation and its test block
+  if (task.format == TaskFormat::tritonbench_t || task.format == TaskFormat::tritonbench_g) {
+    // TritonBench: the implementation and its test block
     r.source = task.source.substr(0, task.source.find(tritonbench_separator()));
     r.test_source = task.test_source;
     r.test_function = task.test_function;
@@ -454,7 +455,7 @@ AttemptRecord record_unusable(RunDir& run, AttemptRecord rec, const std::string&
 
 /// One kernel through the attempt pipeline: load, build, judge, record.
 AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const Task& t, const backends::TaskRef& ref) {
-  TaskJudging tj{&t, ref, {}};
+  TaskJudging tj{&t, ref, {}, module_suffix_for(es.attempt, t)};
   AttemptRecord rec = new_record(t, cmd.backend, 0, 1);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string source = read_file(cmd.kernels / t.id / es.backend->source_file_name());
@@ -463,7 +464,7 @@ AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const Task& t, con
   tj.load = load_task(*es.runner, ref);
   if (!tj.load.ok) return record_unusable(*es.run, rec, tj.load.error);
   const fs::path workdir = es.run->attempt_path(t.id, 0, 1);
-  Judged j = judge_candidate(es.attempt, es.runner.get(), tj, build_candidate(es.attempt, source, workdir),
+  Judged j = judge_candidate(es.attempt, es.runner.get(), tj, build_candidate(es.attempt, source + tj.module_suffix, workdir),
                              rec, workdir);
   j.rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   j.rec.finished_at = utc_now();
