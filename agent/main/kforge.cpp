@@ -17,6 +17,8 @@
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
+#include "kforge/benchmarks/backend_export.hpp"
+#include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
@@ -135,6 +137,25 @@ void add_profiler_option(CLI::App* cmd, std::string& profiler, bool& profile_fai
 
 /// `kforge merge OUT RUN...`: the shards' runs into one (runs/merge.hpp). 0 when merged, 2 when
 /// refused (the message names the field and the runs).
+/// `kforge library export RUN [--as-backend DIR [--watermark V]]`: the run's library/ (as at the
+/// end of a run), or its passing operator kernels as a PyTorch backend package.
+int cmd_library_export(const std::string& run, const std::string& as_backend, const std::optional<double>& watermark) {
+  if (as_backend.empty()) {
+    LibraryExport ex = export_library(run);
+    for (const auto& m : ex.missing) std::cerr << "kforge library export: " << m << "\n";
+    std::cout << "kforge library export: " << ex.exported << " kernel(s) -> " << ex.dir.string() << "\n";
+    return 0;
+  }
+  BackendExportOptions opt;
+  opt.watermark = watermark;
+  BackendExport ex = export_backend(run, as_backend, opt);
+  for (const auto& m : ex.skipped) std::cerr << "kforge library export: skipped " << m << "\n";
+  std::cout << "kforge library export: " << ex.exported << " operator kernel(s) -> " << ex.dir.string()
+            << (watermark ? " (watermark build)" : "") << "; pip install " << ex.dir.string()
+            << ", then kforge_backend.enable()\n";
+  return ex.exported > 0 ? 0 : 1;
+}
+
 int cmd_merge(const std::string& out, const std::vector<std::string>& runs) {
   std::vector<std::filesystem::path> in(runs.begin(), runs.end());
   MergeResult r = merge_runs(out, in);
@@ -329,6 +350,19 @@ int main(int argc, char** argv) {
   merge->add_option("out", merge_out, "the merged run directory to create")->required();
   merge->add_option("runs", merge_in, "the shards' run directories")->required();
 
+  std::string lib_run, lib_backend;
+  std::optional<double> lib_watermark;
+  auto* library = app.add_subcommand("library", "a run's kernel library");
+  auto* lib_export = library->add_subcommand(
+      "export", "write the run's library/ again, or with --as-backend its operator kernels as a PyTorch backend package");
+  lib_export->add_option("run_dir", lib_run, "run directory")->required();
+  lib_export->add_option("--as-backend", lib_backend,
+                         "write an installable Python package registering every passing operator kernel through "
+                         "torch.library");
+  lib_export->add_option("--watermark", lib_watermark,
+                         "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
+  library->require_subcommand(1);
+
   std::string report_dir;
   auto* report = app.add_subcommand(
       "report", "regenerate summary.json, report.md and report.html of a run, and print report.md");
@@ -383,6 +417,7 @@ int main(int argc, char** argv) {
       return agent::run_agent(rn);
     }
     if (merge->parsed()) return cmd_merge(merge_out, merge_in);
+    if (lib_export->parsed()) return cmd_library_export(lib_run, lib_backend, lib_watermark);
     if (report->parsed()) return agent::run_report(report_dir);
     if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);
   } catch (const std::exception& e) {

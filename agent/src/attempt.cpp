@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/benchmarks/operators.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 
@@ -42,6 +43,13 @@ AttemptRecord new_record(const Task& task, const std::string& backend, int sampl
   rec.started_at = utc_now();
   rec.attempt_dir = attempt_rel_path(task.id, sample, turn).string();
   return rec;
+}
+
+std::string module_suffix_for(const AttemptSetup& setup, const Task& task) {
+  if (task.format != TaskFormat::aten_operator || !setup.backend ||
+      setup.backend->artifact_kind() != backends::ArtifactKind::python_module)
+    return "";
+  return operator_adapter(task.aten_op, task.cases);
 }
 
 backends::Evaluation build_candidate(const AttemptSetup& setup, const std::string& source,
@@ -174,6 +182,15 @@ prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& 
     return in;
   }
   in.reference = task.ref.source;
+  if (!task.module_suffix.empty()) {  // an operator task: the overload and its cases, not a tensor table
+    in.aten_op = t.aten_op;
+    in.entries = t.entries;
+    in.checks = judged_checks(t, task.load.outputs, trials, allowed_precision(setup, t));
+    in.checks.insert(in.checks.begin(), "every case is one call of `" + t.entries.front() + "`; its outputs are " +
+                                            "compared with the operator's, case by case (BackendBench's tolerance: " +
+                                            "atol = rtol = 1e-2 for floating outputs, integers exact)");
+    return in;
+  }
   for (const auto& x : task.load.inputs) in.tensors.push_back({"input", x.name, x.kind, x.dtype, x.shape});
   for (const auto& x : task.load.outputs) in.tensors.push_back({"output", x.name, x.kind, x.dtype, x.shape});
   in.checks = judged_checks(t, task.load.outputs, trials, allowed_precision(setup, t));
@@ -194,6 +211,7 @@ bool defines_python_function(const std::string& source, const std::string& name)
 }  // namespace
 
 std::string entry_point(const TaskJudging& task) {
+  if (!task.module_suffix.empty() && !task.task->entries.empty()) return task.task->entries.front();
   if (!task.ref.test_block()) return "kf_forward";
   for (const auto& e : task.task->entries)
     if (defines_python_function(task.ref.source, e)) return e;

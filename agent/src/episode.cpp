@@ -442,6 +442,7 @@ std::vector<EpisodeSpec> episode_list(RunSetup& rs, RecordedAttempts& recorded) 
       spdlog::warn("{}: {}", t->id, e.what());
       continue;
     }
+    tj.module_suffix = module_suffix_for(rs.attempt, *t);
     TaskJudging* task = &rs.judging.emplace_back(std::move(tj));
     for (int s = 0; s < cmd.samples; ++s) {
       if (!in_shard(cmd.shard, t->id, s)) continue;  // another shard's episode

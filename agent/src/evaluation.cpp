@@ -61,7 +61,8 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   r.bytes_expr = task.bytes;
   r.module_mode = task.module_mode;
   r.allow_ops = task.allow_ops;
-  if (task.format != TaskFormat::kernelbench) {  // TritonBench: the implementation and its test block
+  if (task.format == TaskFormat::tritonbench_t || task.format == TaskFormat::tritonbench_g) {
+    // TritonBench: the implementation and its test block
     r.source = task.source.substr(0, task.source.find(tritonbench_separator()));
     r.test_source = task.test_source;
     r.test_function = task.test_function;
@@ -513,13 +514,14 @@ std::vector<EpisodeSpec> eval_episodes(const EvalCommand& cmd, EvalSetup& es,
       spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", t->id,
                    cmd.out.string());
     }
-    TaskJudging tj{t, {}, {}};
+    TaskJudging tj{t, {}, {}, {}};
     try {
       tj.ref = task_ref_for(*t, cmd.profile, cmd.allow_ops);
     } catch (const std::exception& e) {
       spdlog::warn("{}: {}", t->id, e.what());
       continue;
     }
+    tj.module_suffix = module_suffix_for(es.attempt, *t);  // an operator task's adapter
     out.push_back({&es.judging.emplace_back(std::move(tj)), 0, 1, 0.0, {}, std::move(source)});
   }
   return out;

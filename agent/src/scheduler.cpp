@@ -279,7 +279,7 @@ void Scheduler::start_chat(int ep, const ChatRequest& req) {
 
 void Scheduler::start_build(int ep, const std::string& source) {
   const EpisodeState& s = states_[static_cast<std::size_t>(ep)];
-  BuildJob job{source, ports_.store->attempt_dir(s.rec)};
+  BuildJob job{source + s.task->module_suffix, ports_.store->attempt_dir(s.rec)};
   const std::string key = ports_.build->key(job);
   if (auto it = built_.find(key); it != built_.end()) {  // reused: the same source built earlier
     ++tally_.builds_shared;

@@ -457,7 +457,28 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   std::sort(s.tasks.begin(), s.tasks.end(), [](const TaskResult& a, const TaskResult& b) {
     return std::tie(a.task, a.backend, a.model) < std::tie(b.task, b.backend, b.model);
   });
+  s.backendbench = backendbench_scores(s.tasks, cfg.fast_ps);
   return s;
+}
+
+BackendBenchScores backendbench_scores(const std::vector<TaskResult>& tasks, const std::vector<double>& ps) {
+  BackendBenchScores b;
+  double log_sum = 0;
+  std::map<double, int> above;
+  for (const auto& t : tasks) {
+    if (t.category != "operator") continue;
+    ++b.operators;
+    const bool correct = t.best.has_value();
+    b.correct += correct;
+    const double sp = t.best_speedup();
+    log_sum += sp > 0 ? std::log(sp) : 0.0;  // no timed pass: BackendBench's 1.0
+    for (double p : ps) above[p] += correct && sp > p;
+  }
+  if (b.operators == 0) return b;
+  b.correctness_score = static_cast<double>(b.correct) / b.operators;
+  b.performance_score = std::exp(log_sum / b.operators);
+  for (double p : ps) b.perf_at_p[p] = static_cast<double>(above[p]) / b.operators;
+  return b;
 }
 
 json to_json(const Scores& s) {
@@ -479,6 +500,18 @@ json to_json(const Scores& s) {
           {"speedup_tasks", s.speedup_tasks},
           {"untimed", s.untimed}};
 }
+
+namespace {
+json backendbench_json(const BackendBenchScores& b) {
+  json perf = json::object();
+  for (const auto& [p, v] : b.perf_at_p) perf[threshold_label(p)] = v;
+  return {{"operators", b.operators},
+          {"correct", b.correct},
+          {"correctness_score", b.correctness_score},
+          {"performance_score", b.performance_score},
+          {"perf_at_p", perf}};
+}
+}  // namespace
 
 json to_json(const Slice& s) {
   json turns = json::array();
@@ -553,6 +586,7 @@ json to_json(const Summary& s) {
           {"timing_anomalies", s.timing_anomalies},
           {"speedup_ci_rel_halfwidth", s.speedup_ci_rel_halfwidth},
           {"budget", budget},
+          {"backendbench", backendbench_json(s.backendbench)},
           {"warnings", s.warnings}};
 }
 

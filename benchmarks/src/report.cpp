@@ -240,6 +240,14 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
   if (all.best.untimed)
     os << "\nNo correct kernel was timed (`--no-bench`): fast_p above 0 and SpeedUp_α@k are unknown (–).\n";
   pass_at_k_section(os, s);
+  if (const auto& bb = s.backendbench; bb.operators > 0) {
+    os << "\nBackendBench's scores over the " << bb.operators
+       << " ATen operator(s) (best attempt; correct = every case passed): correctness score "
+       << frac(bb.correctness_score) << " (" << bb.correct << "/" << bb.operators << "), performance score "
+       << fmt("%.2fx", bb.performance_score) << " (geomean, 1.0 for an operator without a timed pass)";
+    for (const auto& [p, v] : bb.perf_at_p) os << ", perf@" << threshold_label(p) << " " << frac(v);
+    os << ". perf@p = fast_p over operators.\n";
+  }
   if (s.speedup_ci_rel_halfwidth > 0) {
     os << "\nTiming noise: the median speedup's 95% interval is +-"
        << fmt("%.1f%%", 100 * s.speedup_ci_rel_halfwidth)

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/util.hpp"
 #include "tritonbench.hpp"
@@ -67,6 +68,8 @@ const char* to_string(TaskFormat f) {
       return "tritonbench_t";
     case TaskFormat::tritonbench_g:
       return "tritonbench_g";
+    case TaskFormat::aten_operator:
+      return "aten_operator";
   }
   return "kernelbench";
 }
@@ -371,6 +374,16 @@ void load_multikernelbench(Suite& s, const fs::path& ref) {
 }  // namespace
 
 Suite load_suite(const fs::path& dir) {
+  if (fs::is_regular_file(dir) || fs::is_regular_file(dir / "operators.txt")) {
+    Suite s;  // BackendBench's trace format: one aten_operator task per operator
+    const fs::path trace = fs::is_regular_file(dir) ? fs::canonical(dir) : fs::canonical(dir / "operators.txt");
+    s.root = fs::is_regular_file(dir) ? trace.parent_path() : fs::canonical(dir);
+    s.name = fs::is_regular_file(dir) ? trace.stem().string() : s.root.filename().string();
+    s.layout = "operators";
+    load_operator_suite(s, trace);
+    std::sort(s.tasks.begin(), s.tasks.end(), [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
+    return s;
+  }
   if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": suite directory does not exist");
   Suite s;
   s.root = fs::canonical(dir);

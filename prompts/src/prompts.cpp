@@ -256,6 +256,18 @@ std::string testblock_task_section(const PromptInput& in, const std::string& har
        {"checks", checks}});
 }
 
+/// The task section of an ATen-operator task: the overload, the function to write, its cases
+/// (the generated module) and the checks.
+std::string operator_task_section(const PromptInput& in, const std::string& hardware, const std::string& checks) {
+  return fill(load_template("task_operator.md"),
+              {{"task_id", in.task_id},
+               {"hardware", hardware},
+               {"aten_op", in.aten_op},
+               {"entry", in.entries.empty() ? "kf_forward" : in.entries.front()},
+               {"reference", trim(in.reference)},
+               {"checks", checks}});
+}
+
 }  // namespace
 
 Prompt render_prompt(const PromptInput& in) {
@@ -286,8 +298,9 @@ Prompt render_prompt(const PromptInput& in) {
   for (const auto& c : in.checks) checks += "- " + c + "\n";
   checks = checks.empty() ? "" : "How your kernel is judged:\n\n" + checks;
   std::string user =
-      in.test_block ? testblock_task_section(in, hardware, checks)
-                    : fill(load_template("task.md"), {{"task_id", in.task_id},
+      !in.aten_op.empty() ? operator_task_section(in, hardware, checks)
+      : in.test_block     ? testblock_task_section(in, hardware, checks)
+                          : fill(load_template("task.md"), {{"task_id", in.task_id},
                                                       {"category", in.category.empty() ? "-" : in.category},
                                                       {"device", device},
                                                       {"hardware", hardware},
@@ -308,7 +321,10 @@ Prompt render_prompt(const PromptInput& in) {
   const std::string abi =
       fill(load_template("abi.md"),
            {{"data_where", on_gpu(in) ? "device pointer (host for device == -1)" : "host pointer"}});
-  if (in.test_block)
+  if (!in.aten_op.empty())
+    user += "\n" + fill(load_template("output_format_" + in.backend + "_operator.md"),
+                        {{"entry", in.entries.empty() ? "kf_forward" : in.entries.front()}});
+  else if (in.test_block)
     user += "\n" + fill(load_template("output_format_" + in.backend + "_tritonbench.md"),
                         {{"entries", names_words(in.entries)}});
   else

@@ -45,7 +45,15 @@ struct TaskJudging {
   const Task* task = nullptr;
   backends::TaskRef ref;
   backends::LoadResult load;  ///< ok for a test-block task without loading anything
+  /// Appended to every candidate module before its build (module_suffix_for): an operator
+  /// task's adapter (its kf_forward over every case) on a Python backend; "" otherwise.
+  std::string module_suffix;
 };
+
+/// What to append to a candidate's module for `task` under `setup`'s backend: for an
+/// aten_operator task on a backend whose artifact is a Python module, operator_adapter (the
+/// candidate defines `<op>_kernel_impl`; kforge's kf_forward calls it on every case); else "".
+std::string module_suffix_for(const AttemptSetup& setup, const Task& task);
 
 /// Loads `ref` in `runner` (kept warm there); a test-block task loads nothing and is ok.
 backends::LoadResult load_task(backends::RunnerClient& runner, const backends::TaskRef& ref);
@@ -117,8 +125,9 @@ void write_attempt(RunDir& run, const AttemptRecord& rec, const AttemptFiles& fi
 prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& task, int trials,
                                   const std::string& device, const prompts::HardwareFacts& hardware);
 
-/// The entry point an LLM reply's code block must define: kf_forward, or for a TritonBench task
-/// its function (the first entry the implementation defines as a function).
+/// The entry point an LLM reply's code block must define: kf_forward, for a TritonBench task its
+/// function (the first entry the implementation defines as a function), for an operator task
+/// with a module suffix `<op>_kernel_impl`.
 std::string entry_point(const TaskJudging& task);
 
 /// The candidate in an LLM reply: Backend::extract for kf_forward; for a TritonBench task's

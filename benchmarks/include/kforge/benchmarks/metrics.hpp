@@ -140,6 +140,26 @@ struct BudgetPoint {
   double pass = 0;  ///< pass@k counting turns <= t (best attempt)
 };
 
+/// BackendBench's names (its scripts/main.py and eval.py; issue 24) over the run's ATen-operator
+/// problems (category "operator"), each scored by its best attempt, a pass meaning every case
+/// passed: correctness score = the fraction of operators with a correct kernel (fast_0 over
+/// operators); performance score = the geometric mean over all operators of the best pass's
+/// speedup, 1.0 for an operator without a timed pass (BackendBench counts a failed test as its
+/// reference time); perf@p = the fraction of operators correct with speedup > p (fast_p over
+/// operators, at config.fast_ps). kforge's speedup of an operator is over one call of all its
+/// cases (time-weighted), not BackendBench's geometric mean of per-case speedups.
+struct BackendBenchScores {
+  int operators = 0;
+  int correct = 0;
+  double correctness_score = 0;
+  double performance_score = 1;
+  std::map<double, double> perf_at_p;
+};
+
+/// BackendBench's scores over `tasks` (those of category "operator"); operators == 0 when none.
+struct TaskResult;
+BackendBenchScores backendbench_scores(const std::vector<TaskResult>& tasks, const std::vector<double>& ps);
+
 struct Summary {
   int schema_version = 1;
   MetricsConfig config;
@@ -167,6 +187,7 @@ struct Summary {
   /// Every (k, t) of the whole run, k = each of config.ks, t = 1..max_turn: the one-shot versus
   /// iterative question at equal LLM calls or tokens.
   std::vector<BudgetPoint> budget;
+  BackendBenchScores backendbench;  ///< operators == 0: the run has no operator tasks
   std::vector<std::string> warnings;
 };
 

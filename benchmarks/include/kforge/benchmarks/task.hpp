@@ -2,7 +2,7 @@
 //
 // A Task is one KernelBench-format Python file (class Model, get_inputs(),
 // get_init_inputs(), module-level size constants) plus the metadata a suite gives it.
-// Suites load from a directory in one of three layouts, detected automatically:
+// Suites load from a directory in one of these layouts, detected automatically:
 //   kforge      — a suite.json manifest lists the tasks (category, difficulty, tolerances,
 //                 FLOP/byte formulas, shape profiles);
 //   kernelbench — level<N>/<id>_<Name>.py, task id "level<N>/<id>_<Name>", difficulty N;
@@ -23,6 +23,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "kforge/benchmarks/operator_case.hpp"
 
 namespace kforge {
 
@@ -67,8 +69,11 @@ enum class TaskFormat {
   tritonbench_t,  ///< TritonBench-T: a PyTorch reference function; the candidate defines the same function
   tritonbench_g,  ///< TritonBench-G: a gold Triton implementation is the reference; the candidate defines
                   ///< the names its test block uses
+  aten_operator,  ///< an ATen overload and its input cases (operators.hpp): source is a generated
+                  ///< KernelBench module calling it on every case; the candidate defines
+                  ///< `<op>_kernel_impl` (entries), kforge appends the kf_forward over the cases
 };
-/// "kernelbench", "tritonbench_t", "tritonbench_g".
+/// "kernelbench", "tritonbench_t", "tritonbench_g", "aten_operator".
 const char* to_string(TaskFormat f);
 
 /// TritonBench's separator between an implementation and its test block: a line of 146 '#'.
@@ -113,6 +118,9 @@ struct Task {
   /// (triton) ATen ops a candidate may run besides allocation, views and copies, e.g. "mm" for
   /// a fusion that keeps its GEMM in cuBLAS ("allow_ops": ["mm"]); others are torch_fallback.
   std::vector<std::string> allow_ops;
+  /// aten_operator: the overload ("aten.add.Tensor") and its cases (every one must pass).
+  std::string aten_op;
+  std::vector<OperatorCase> cases;
 
   /// The tolerance this task uses for a dtype (task override, else "*" override, else default).
   Tolerance tolerance_for(const std::string& dtype) const;
@@ -129,7 +137,7 @@ struct LoadError {
 struct Suite {
   std::string name;
   std::filesystem::path root;
-  std::string layout;  ///< "kforge", "kernelbench", "multikernelbench" or "tritonbench"
+  std::string layout;  ///< "kforge", "kernelbench", "multikernelbench", "tritonbench" or "operators"
   std::string description;
   std::vector<Task> tasks;  ///< sorted by id (natural_less)
   std::vector<LoadError> skipped;
@@ -141,7 +149,8 @@ struct Suite {
 /// Loads a suite from a directory, detecting its layout: a kforge suite (suite.json), a
 /// KernelBench root (level<N>/ folders) or one level<N> folder itself, a MultiKernelBench root
 /// (reference/) or its reference/ folder, a TritonBench checkout (data/TritonBench_T_v1/,
-/// data/TritonBench_G_v1/), its data/ folder or one channel folder. Throws std::runtime_error only when the
+/// data/TritonBench_G_v1/), its data/ folder or one channel folder, or an operator suite (a
+/// BackendBench trace file, or a directory holding `operators.txt`). Throws std::runtime_error only when the
 /// directory does not exist or matches no layout; per-task problems go to skipped.
 Suite load_suite(const std::filesystem::path& dir);
 

@@ -90,6 +90,11 @@ struct PromptInput {
   bool test_block = false;
   std::string instruction, signature;
   std::vector<std::string> entries;
+  /// An ATen-operator task on a Python backend (issue 24): task_operator.md and
+  /// output_format_<backend>_operator.md replace task.md and the kf_forward format; the
+  /// reference is the generated module calling the operator on every case, entries[0] the
+  /// function the module must define (`<op>_kernel_impl`). "" for every other task.
+  std::string aten_op;
 };
 
 struct Prompt {

@@ -1,0 +1,44 @@
+// kforge/benchmarks/backend_export.hpp — a run's ATen-operator kernels as an installable PyTorch
+// backend package (`kforge library export RUN --as-backend DIR`, issue 24 §2).
+//
+// export_backend reads a run directory (as export_library does: attempts.jsonl, the attempt
+// files, manifest.json) and writes DIR/pyproject.toml and DIR/kforge_backend/: __init__.py (from
+// benchmarks/backend/__init__.py.in: enable(), disable(), enabled(), registered(); kernels
+// registered through torch.library for the manifest's dispatch key, unregistered operators fall
+// through to PyTorch), kernels/<operator>.py (the candidate's own module, kforge's case adapter
+// cut off) and manifest.json (per operator: kernel file, SHA-256 of it, the attempt's source
+// hash, speedup, the attempt's record as the verification evidence; the run's device, dispatch
+// key and judge hello as GPU and toolchain). Only passing operator tasks of the triton backend
+// are exported (cuda: not yet). A watermark build replaces every kernel with a Triton kernel
+// that writes a constant (BackendBench's idea): a model's outputs then show whether its calls
+// really route through the package. Thread-safe on distinct directories.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+struct BackendExportOptions {
+  std::optional<double> watermark;  ///< set: every kernel writes this value instead of computing
+};
+
+struct BackendExport {
+  std::filesystem::path dir;
+  int exported = 0;
+  std::vector<std::string> skipped;  ///< "<task>: <why>"
+};
+
+/// The watermark kernel for `op`: an `<op>_kernel_impl` that finds the result's shape and dtype
+/// on the meta device and fills it with `value` in a Triton kernel.
+std::string watermark_kernel(const std::string& op, double value);
+
+/// Writes the package for the run's passing operator kernels into `out_dir` (replacing an
+/// earlier export there). Throws std::runtime_error on a file-system failure or when
+/// benchmarks/backend/__init__.py.in is missing from KFORGE_HOME.
+BackendExport export_backend(const std::filesystem::path& run_dir, const std::filesystem::path& out_dir,
+                             const BackendExportOptions& options = {});
+
+}  // namespace kforge

@@ -1,0 +1,127 @@
+// benchmarks/src/backend_export.cpp — the run's operator kernels as a PyTorch backend package.
+#include "kforge/benchmarks/backend_export.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "kforge/benchmarks/operators.hpp"
+#include "kforge/benchmarks/report.hpp"
+#include "kforge/common/hash.hpp"
+#include "kforge/common/json_text.hpp"
+#include "kforge/common/util.hpp"
+#include "kforge/runs/run_dir.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace kforge {
+
+std::string watermark_kernel(const std::string& op, double value) {
+  char v[64];
+  std::snprintf(v, sizeof v, "%.17g", value);
+  return "# kforge watermark build of " + op +
+         ": writes " + v + " everywhere (proves that calls route here; not a real kernel).\n"
+         "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+         "@triton.jit\n"
+         "def _fill(out_ptr, n, BLOCK: tl.constexpr):\n"
+         "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+         "    tl.store(out_ptr + offs, tl.full((BLOCK,), " + std::string(v) + ", tl.float32), mask=offs < n)\n\n\n"
+         "def _meta(a):\n"
+         "    return a.to('meta') if isinstance(a, torch.Tensor) else a\n\n\n"
+         "def " + operator_entry(op) + "(*args, **kwargs):\n"
+         "    device = next(a.device for a in args if isinstance(a, torch.Tensor))\n"
+         "    ref = torch.ops." + op + "(*[_meta(a) for a in args], **{k: _meta(x) for k, x in kwargs.items()})\n"
+         "    out = torch.empty(ref.shape, dtype=ref.dtype, device=device)\n"
+         "    _fill[(triton.cdiv(max(out.numel(), 1), 256),)](out, out.numel(), BLOCK=256)\n"
+         "    return out\n";
+}
+
+namespace {
+
+const char* kPyproject =
+    "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n"
+    "[project]\nname = \"kforge-backend\"\nversion = \"0.1.0\"\n"
+    "description = \"ATen operator kernels written and judged by kforge, registered through torch.library\"\n"
+    "dependencies = [\"torch\", \"triton\"]\n\n"
+    "[tool.setuptools]\npackages = [\"kforge_backend\"]\n\n"
+    "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"kernels/*.py\"]\n";
+
+/// The candidate's own module: its source without kforge's case adapter.
+std::string candidate_part(const std::string& module) {
+  auto at = module.find(operator_adapter_marker());
+  std::string s = at == std::string::npos ? module : module.substr(0, at);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s + "\n";
+}
+
+json run_manifest(const fs::path& run_dir) {
+  try {
+    return json::parse(read_file(run_dir / "manifest.json"));
+  } catch (const std::exception&) {
+    return json::object();
+  }
+}
+
+}  // namespace
+
+BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir, const BackendExportOptions& options) {
+  const fs::path tmpl = kforge_home() / "benchmarks" / "backend" / "__init__.py.in";
+  if (!fs::is_regular_file(tmpl)) throw std::runtime_error(tmpl.string() + ": missing (KFORGE_HOME?)");
+  const Summary s = summarize_run(run_dir);
+  const json rm = run_manifest(run_dir);
+  const std::string device = rm.contains("config") ? rm["config"].value("device", "") : "";
+  BackendExport ex;
+  ex.dir = out_dir;
+  const fs::path pkg = out_dir / "kforge_backend";
+  std::error_code ec;
+  fs::remove_all(pkg, ec);
+  fs::create_directories(pkg / "kernels");
+  json ops = json::array();
+  for (const auto& t : s.tasks) {
+    if (t.category != "operator") continue;
+    if (!t.best) {
+      ex.skipped.push_back(t.task + ": no passing kernel");
+      continue;
+    }
+    const AttemptRecord& r = *t.best;
+    if (r.backend != "triton") {
+      ex.skipped.push_back(t.task + ": backend " + r.backend + " (only triton kernels are exported yet)");
+      continue;
+    }
+    // `kforge run` keeps the candidate's source in the attempt directory; `kforge eval` only the
+    // built module (build/kernel.py, the adapter appended: cut off below).
+    const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
+    const fs::path src = fs::is_regular_file(adir / "kernel.py") ? adir / "kernel.py" : adir / "build" / "kernel.py";
+    if (!fs::is_regular_file(src)) {
+      ex.skipped.push_back(t.task + ": no kernel.py in " + adir.string());
+      continue;
+    }
+    const std::string kernel = options.watermark ? watermark_kernel(t.task, *options.watermark)
+                                                 : candidate_part(read_file(src));
+    const std::string file = "kernels/" + t.task + ".py";
+    write_file(pkg / file, kernel);
+    ops.push_back({{"operator", t.task},
+                   {"entry", operator_entry(t.task)},
+                   {"kernel_file", file},
+                   {"kernel_sha256", sha256_hex(kernel)},
+                   {"source_sha", r.source_sha},
+                   {"speedup", r.has_speedup() ? r.speedup : 0.0},
+                   {"watermark", options.watermark ? json(*options.watermark) : json(nullptr)},
+                   {"evidence", to_json(r)}});
+    ++ex.exported;
+  }
+  json manifest{{"generator", "kforge library export --as-backend"},
+                {"run", fs::absolute(run_dir).string()},
+                {"device", device},
+                {"dispatch_key", starts_with(device, "cuda") ? "CUDA" : "CPU"},
+                {"gpu", rm.value("devices", json::array())},
+                {"toolchain", rm.value("runner", json::object())},
+                {"operators", ops}};
+  write_file(pkg / "manifest.json", dump_json(manifest, 2) + "\n");
+  write_file(pkg / "__init__.py", read_file(tmpl));
+  write_file(out_dir / "pyproject.toml", kPyproject);
+  return ex;
+}
+
+}  // namespace kforge

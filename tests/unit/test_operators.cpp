@@ -1,0 +1,174 @@
+// ATen-operator tasks (issue 24): BackendBench's trace format read unchanged, bad lines named by
+// file and line, the generated reference module and the candidate adapter.
+#include <algorithm>
+
+#include "catch.hpp"
+#include <cmath>
+
+#include "kforge/benchmarks/metrics.hpp"
+#include "kforge/benchmarks/operators.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/util.hpp"
+#include "kforge/runs/run_dir.hpp"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path data(const char* name) {
+  return fs::path(KFORGE_TESTS_DIR) / "data" / "operators" / name;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("trace format: operators, counts, tensors, strides, literals", "[operators]") {
+  const TraceFile t = parse_trace(read_file(data("sample_trace.txt")), data("sample_trace.txt"));
+  REQUIRE(t.ops.size() == 5);
+  CHECK(t.ops[0].op == "aten.add.Tensor");
+  CHECK(t.ops[2].op == "aten.sum.dim_IntList");  // BackendBench's rename of aten.sum.SymInt
+  REQUIRE(t.ops[0].cases.size() == 3);
+  const OperatorCase& c0 = t.ops[0].cases[0];
+  CHECK(c0.count == 12);
+  CHECK(c0.line == 2);
+  REQUIRE(c0.positional.size() == 2);
+  CHECK(c0.positional[0].kind == OpValue::Kind::tensor);
+  CHECK(c0.positional[0].shape == std::vector<std::int64_t>{2, 8, 16});
+  CHECK(c0.positional[0].dtype == "f16");
+  CHECK(c0.input_bytes() == Approx(2 * 2 * 8 * 16 * 2));
+  const OperatorCase& c1 = t.ops[0].cases[1];
+  REQUIRE(c1.keyword.size() == 1);
+  CHECK(c1.keyword[0].first == "alpha");
+  CHECK(c1.keyword[0].second.text == "2");
+  const OperatorCase& c2 = t.ops[0].cases[2];
+  CHECK(c2.count == 0);  // synthetic
+  CHECK(c2.positional[0].stride == std::vector<std::int64_t>{1, 3});
+  CHECK(c2.positional[1].text == "1.5");
+  const OperatorCase& s = t.ops[2].cases[0];
+  CHECK(s.positional[1].kind == OpValue::Kind::list);
+  CHECK(s.positional[2].text == "True");
+  CHECK(s.keyword[0].second.text == "torch.float32");
+  CHECK(t.ops[4].cases[0].positional[1].text == "-math.inf");
+  CHECK(t.cases() == 8);
+}
+
+TEST_CASE("trace format: bad lines are reported with file and line, the rest loads", "[operators]") {
+  const TraceFile t = parse_trace(read_file(data("sample_trace.txt")), data("sample_trace.txt"));
+  REQUIRE(t.errors.size() == 3);
+  CHECK(t.errors[0].file == data("sample_trace.txt"));
+  CHECK(t.errors[0].field == "line 14");
+  CHECK(contains(t.errors[0].message, "neither"));
+  CHECK(t.errors[1].field == "line 15");
+  CHECK(contains(t.errors[1].message, "unknown dtype 'f99'"));
+  CHECK(t.errors[2].field == "line 16");
+  CHECK(contains(t.errors[2].to_string(), "sample_trace.txt: line 16: "));
+  const TraceFile o = parse_trace(read_file(data("orphan.txt")), data("orphan.txt"));
+  REQUIRE(o.errors.size() == 1);
+  CHECK(o.errors[0].field == "line 1");
+  CHECK(contains(o.errors[0].message, "before any Operator"));
+  CHECK(o.ops.size() == 1);
+}
+
+TEST_CASE("case arguments that are not BackendBench's form are refused", "[operators]") {
+  OperatorCase c;
+  CHECK(parse_case_args("((T([2], f32),), {})", c) == std::nullopt);
+  CHECK(parse_case_args("((T([2], f32),), {'dim': [0, 1], 'memory_format': torch.channels_last})", c) ==
+        std::nullopt);
+  CHECK(c.keyword.size() == 2);
+  CHECK(parse_case_args("(T([2], f32), {})", c).has_value());           // args not a tuple
+  CHECK(parse_case_args("((T([2, x], f32),), {})", c).has_value());     // a size that is no integer
+  CHECK(parse_case_args("((T([2, 3], f32, [1]),), {})", c).has_value());  // stride of another rank
+  CHECK(parse_case_args("((1,), {}) extra", c).has_value());
+  CHECK(parse_case_args("((1,), {2: 3})", c).has_value());  // keywords are strings
+}
+
+TEST_CASE("operator names: the candidate's entry and the op map's variants", "[operators]") {
+  CHECK(operator_entry("aten.relu.default") == "relu_kernel_impl");
+  CHECK(operator_entry("aten._softmax.default") == "_softmax_kernel_impl");
+  CHECK(operator_entry("aten.__and__.Tensor") == "and_kernel_impl");
+  CHECK(is_variant_overload("aten.add_.Tensor"));
+  CHECK(is_variant_overload("aten.add.out"));
+  CHECK(is_variant_overload("aten.max.dim_max_out"));
+  CHECK_FALSE(is_variant_overload("aten.add.Tensor"));
+  CHECK_FALSE(is_variant_overload("aten.__and__.Tensor"));
+}
+
+TEST_CASE("an operator suite: one task per operator, the module over every case, the adapter",
+          "[operators][loader]") {
+  Suite s = load_suite(data("sample_trace.txt"));
+  CHECK(s.layout == "operators");
+  std::vector<std::string> ids;
+  for (const auto& t : s.tasks) ids.push_back(t.id);
+  CHECK(ids == std::vector<std::string>{"aten.add.Tensor", "aten.clamp.default", "aten.relu.default",
+                                        "aten.sum.dim_IntList"});  // add_ is a variant
+  CHECK(std::any_of(s.notes.begin(), s.notes.end(), [](const std::string& n) { return contains(n, "aten.add_.Tensor"); }));
+  CHECK(s.skipped.size() == 3);
+  const Task* add = s.find("aten.add.Tensor");
+  REQUIRE(add);
+  CHECK(add->format == TaskFormat::aten_operator);
+  CHECK(add->cases.size() == 3);
+  CHECK(add->tolerance_for("float16").atol == Approx(1e-2));
+  CHECK(add->tolerance_for("int64").atol == 0);
+  CHECK(contains(add->source, "OP = torch.ops.aten.add.Tensor"));
+  CHECK(contains(add->source, "def forward(self, a0, a1, a2, a3, a4):"));
+  CHECK(contains(add->source, "out += _flat(OP(a0, a1))"));
+  CHECK(contains(add->source, "out += _flat(OP(a2, a3, alpha=2))"));
+  CHECK(contains(add->source, "out += _flat(OP(a4.as_strided([3, 5], [1, 3]), 1.5))"));
+  CHECK(contains(add->source, "_t([3, 5], torch.float32, [1, 3]),"));
+  const std::string ad = operator_adapter(add->aten_op, add->cases);
+  CHECK(ad.find(operator_adapter_marker()) != std::string::npos);
+  CHECK(contains(ad, "def kf_forward(a0, a1, a2, a3, a4):"));
+  CHECK(contains(ad, "out += _kf_flat(add_kernel_impl(a2, a3, alpha=2))"));
+  CHECK(s.find("aten.sum.dim_IntList")->source.find("OP(a0, [0], True, dtype=torch.float32)") != std::string::npos);
+}
+
+namespace {
+AttemptRecord op_att(const std::string& task, int turn, Outcome o, double speedup, const std::string& cat = "operator") {
+  AttemptRecord r;
+  r.task = task;
+  r.category = cat;
+  r.sample = 0;
+  r.turn = turn;
+  r.backend = "triton";
+  r.model = "m";
+  r.outcome = o;
+  r.speedup = speedup;
+  if (speedup > 0) {
+    r.t_reference_ms = 1.0;
+    r.t_candidate_ms = 1.0 / speedup;
+  }
+  r.attempt_dir = attempt_rel_path(task, 0, turn).generic_string();
+  return r;
+}
+}  // namespace
+
+TEST_CASE("BackendBench's correctness score, performance score and perf@p over operators", "[operators][metrics]") {
+  std::vector<AttemptRecord> recs{
+      op_att("aten.add.Tensor", 1, Outcome::output_mismatch, 0),  // repaired at turn 2
+      op_att("aten.add.Tensor", 2, Outcome::pass, 2.0),
+      op_att("aten.relu.default", 1, Outcome::pass, 0.5),
+      op_att("aten.neg.default", 1, Outcome::torch_fallback, 0),
+      op_att("aten.abs.default", 1, Outcome::pass, 1.2),
+      op_att("level1/19_ReLU", 1, Outcome::pass, 9.0, "activation"),  // not an operator task
+  };
+  MetricsConfig cfg;
+  cfg.fast_ps = {0, 1, 1.5};
+  const Summary s = summarize(recs, cfg);
+  const BackendBenchScores& b = s.backendbench;
+  CHECK(b.operators == 4);
+  CHECK(b.correct == 3);
+  CHECK(b.correctness_score == Approx(0.75));
+  CHECK(b.performance_score == Approx(std::pow(2.0 * 0.5 * 1.0 * 1.2, 0.25)));  // neg counts 1.0
+  CHECK(b.perf_at_p.at(0) == Approx(0.75));
+  CHECK(b.perf_at_p.at(1) == Approx(0.5));  // add 2.0, abs 1.2
+  CHECK(b.perf_at_p.at(1.5) == Approx(0.25));
+  const auto j = to_json(s);
+  CHECK(j["backendbench"]["correctness_score"].get<double>() == Approx(0.75));
+  CHECK(j["backendbench"]["perf_at_p"]["1"].get<double>() == Approx(0.5));
+  const Summary none = summarize({op_att("level1/19_ReLU", 1, Outcome::pass, 2.0, "activation")}, cfg);
+  CHECK(none.backendbench.operators == 0);
+}
