@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/resource_usage.hpp"
+#include "kforge/benchmarks/metrics.hpp"
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
@@ -313,13 +316,52 @@ int finished_run_exit_status(const fs::path& run_dir, std::ostream& err) {
   return 0;
 }
 
+KernelSamples find_kernel_samples(const fs::path& task_dir, const std::string& source_file) {
+  KernelSamples ks;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(task_dir, ec)) {
+    if (!e.is_directory(ec) || !fs::is_regular_file(e.path() / source_file, ec)) continue;
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.size() > 6 ||
+        !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      ks.errors.push_back((e.path() / source_file).string() +
+                          ": not a sample (a sample's folder is named by its index: 0, 1, 2, ...)");
+      continue;
+    }
+    ks.samples.emplace_back(std::stoi(name), e.path() / source_file);
+  }
+  if (fs::is_regular_file(task_dir / source_file, ec)) ks.samples.emplace_back(0, task_dir / source_file);
+  std::sort(ks.samples.begin(), ks.samples.end());
+  // Two files for one index ("0/" beside a top-level kernel, or "1/" and "01/"): neither is judged.
+  for (std::size_t i = 0; i + 1 < ks.samples.size();) {
+    if (ks.samples[i].first != ks.samples[i + 1].first) {
+      ++i;
+      continue;
+    }
+    const int dup = ks.samples[i].first;
+    std::string files;
+    for (const auto& [s, f] : ks.samples)
+      if (s == dup) files += (files.empty() ? "" : " and ") + f.string();
+    ks.errors.push_back(files + ": two kernels for sample " + std::to_string(dup) + "; neither is judged");
+    std::erase_if(ks.samples, [dup](const auto& p) { return p.first == dup; });
+  }
+  return ks;
+}
+
 namespace {
+
+/// One kernel file to judge: a task's sample.
+struct EvalItem {
+  const Task* task = nullptr;
+  int sample = 0;
+  fs::path file;
+};
 
 /// What `kforge eval` sets up before judging: one owner, run_eval's frame.
 struct EvalSetup {
   const backends::Backend* backend = nullptr;
   Suite suite;
-  std::vector<const Task*> todo;
+  std::vector<EvalItem> todo;
   std::unique_ptr<backends::RunnerClient> runner;
   std::string hello;
   std::optional<RunDir> run;
@@ -360,11 +402,13 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
   const std::string src_name = es.backend->source_file_name();
   for (const auto& t : es.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
-    if (fs::exists(cmd.kernels / t.id / src_name)) es.todo.push_back(&t);
+    const KernelSamples ks = find_kernel_samples(cmd.kernels / t.id, src_name);
+    for (const auto& e : ks.errors) std::cerr << "kforge eval: " << e << "\n";
+    for (const auto& [sample, file] : ks.samples) es.todo.push_back({&t, sample, file});
   }
   if (es.todo.empty()) {
     std::cerr << "kforge eval: no " << src_name << " under " << cmd.kernels.string()
-              << "/<task-id>/ matches a task of suite " << es.suite.name << "\n";
+              << "/<task-id>/ or <task-id>/<sample>/ matches a task of suite " << es.suite.name << "\n";
     return 2;
   }
   return 0;
@@ -453,16 +497,18 @@ AttemptRecord record_unusable(RunDir& run, AttemptRecord rec, const std::string&
 }
 
 /// One kernel through the attempt pipeline: load, build, judge, record.
-AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const Task& t, const backends::TaskRef& ref) {
+AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const EvalItem& item,
+                       const backends::TaskRef& ref) {
+  const Task& t = *item.task;
   TaskJudging tj{&t, ref, {}};
-  AttemptRecord rec = new_record(t, cmd.backend, 0, 1);
+  AttemptRecord rec = new_record(t, cmd.backend, item.sample, 1);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string source = read_file(cmd.kernels / t.id / es.backend->source_file_name());
+  const std::string source = read_file(item.file);
   rec.source_sha = sha256_hex(source);
   // The task first: a reference that does not load is the task's problem, not the kernel's.
   tj.load = load_task(*es.runner, ref);
   if (!tj.load.ok) return record_unusable(*es.run, rec, tj.load.error);
-  const fs::path workdir = es.run->attempt_path(t.id, 0, 1);
+  const fs::path workdir = es.run->attempt_path(t.id, item.sample, 1);
   Judged j = judge_candidate(es.attempt, es.runner.get(), tj, build_candidate(es.attempt, source, workdir),
                              rec, workdir);
   j.rec.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -479,8 +525,22 @@ AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const Task& t, con
   return j.rec;
 }
 
+/// "pass@k over N task(s), up to S samples each: pass@1 0.500, pass@2 0.833" from every record
+/// of the run directory (this invocation's and those skipped as unchanged): the unbiased
+/// estimator (benchmarks/metrics.hpp, Chen et al. 2021) for every k up to the samples.
+std::string pass_at_k_line(const fs::path& out) {
+  const Summary s = summarize(load_attempts(out).records);
+  const Scores& b = s.overall.best;
+  if (b.pass_at_k.empty()) return "";
+  std::string line =
+      "pass@k over " + std::to_string(b.tasks) + " task(s), " + std::to_string(b.episodes) + " sample(s):";
+  for (const auto& [k, v] : b.pass_at_k)
+    line += (k > 1 ? ", pass@" : " pass@") + std::to_string(k) + " " + fmt("%.3f", v);
+  return line;
+}
+
 void print_row(const AttemptRecord& rec) {
-  std::printf("%-44s %-16s %-22s %10s %10s %8s\n", rec.task.c_str(),
+  std::printf("%-44s %6d %-16s %-22s %10s %10s %8s\n", rec.task.c_str(), rec.sample,
               std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
               rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
               rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
@@ -495,8 +555,8 @@ int run_eval(const EvalCommand& cmd) {
   if (int rc = select_kernels(cmd, es)) return rc;
   if (int rc = open_eval(cmd, es)) return rc;
   if (int rc = make_eval_setup(cmd, es)) return rc;
-  std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
-              "speedup");
+  std::printf("%-44s %6s %-16s %-22s %10s %10s %8s\n", "task", "sample", "outcome", "sub_kind", "cand ms",
+              "ref ms", "speedup");
   int passed = 0, infra = 0, done = 0;
   TritonBenchTally tb;
   // Only model outcomes of the same source are final: an infra_error attempt, and a kernel whose
@@ -504,15 +564,17 @@ int run_eval(const EvalCommand& cmd) {
   std::map<AttemptKey, std::string> judged;  // key -> source_sha of its last model-outcome record
   for (const auto& r : es.run->load_attempts())
     if (is_model_outcome(r.outcome)) judged[key_of(r)] = r.source_sha;
-  std::vector<std::string> unchanged;           // tasks skipped: judged before, same source
+  std::vector<std::string> unchanged;           // kernels skipped: judged before, same source
   std::map<std::string, std::string> unusable;  // task -> why its reference cannot be used
-  for (const Task* t : es.todo) {
-    if (auto it = judged.find({t->id, 0, 1}); it != judged.end()) {
-      if (it->second == sha256_hex(read_file(cmd.kernels / t->id / es.backend->source_file_name()))) {
-        unchanged.push_back(t->id);
+  for (const EvalItem& item : es.todo) {
+    const Task* t = item.task;
+    const std::string name = t->id + (item.sample ? "#" + std::to_string(item.sample) : "");
+    if (auto it = judged.find({t->id, item.sample, 1}); it != judged.end()) {
+      if (it->second == sha256_hex(read_file(item.file))) {
+        unchanged.push_back(name);
         continue;
       }
-      spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", t->id,
+      spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", name,
                    cmd.out.string());
     }
     backends::TaskRef ref;
@@ -523,7 +585,7 @@ int run_eval(const EvalCommand& cmd) {
       continue;
     }
     ++done;
-    const AttemptRecord rec = eval_one(cmd, es, *t, ref);
+    const AttemptRecord rec = eval_one(cmd, es, item, ref);
     if (rec.sub_kind == "unjudgeable" || rec.sub_kind == "reference_failed") unusable[t->id] = rec.message;
     passed += rec.outcome == Outcome::pass;
     infra += rec.outcome == Outcome::infra_error;
@@ -544,6 +606,7 @@ int run_eval(const EvalCommand& cmd) {
   }
   std::printf("\n%d/%d passed (%d evaluated now, %zu recorded in %s)\n", passed, done - infra, done,
               es.run->attempt_count(), (cmd.out / "attempts.jsonl").string().c_str());
+  if (const std::string line = pass_at_k_line(cmd.out); !line.empty()) std::printf("%s\n", line.c_str());
   if (const std::string line = tb.line(); !line.empty()) std::printf("%s\n", line.c_str());
   for (const auto& [task, why] : unusable)
     std::cerr << "kforge eval: task " << task << " is unusable: " << truncate_middle(why, 600) << "\n";
