@@ -182,11 +182,11 @@ def clean(src, what):
     return TORCH_INCLUDE.sub(lambda m: "// (kforge import) " + m.group(0).strip(), src)
 
 
-def keyword(call, name):
+def keyword(call, name, positional=None):
     for kw in call.keywords:
         if kw.arg == name:
             return kw.value
-    return None
+    return (positional or {}).get(name)
 
 
 def convert(text, shim):
@@ -200,8 +200,11 @@ def convert(text, shim):
         raise NotSelfContained("no class ModelNew")
     fwd, mod, fn, call = forward_call(cls, mods)
     li = mods[mod]
-    if li.args:
-        raise NotSelfContained("load_inline is called with positional arguments", li)
+    # load_inline(name, cpp_sources, cuda_sources=None, ...): later positions moved between torch
+    # versions (sycl_sources), so only these three are read by position.
+    if len(li.args) > 3:
+        raise NotSelfContained("load_inline is called with more than three positional arguments", li)
+    positional = dict(zip(("name", "cpp_sources", "cuda_sources"), li.args))
     for k in ("extra_include_paths", "extra_ldflags"):
         v = keyword(li, k)
         if v is not None and literal_text(v, names, k).strip():
@@ -210,7 +213,9 @@ def convert(text, shim):
     flags = keyword(li, "extra_cuda_cflags")
     if flags is not None:
         notes.append("extra_cuda_cflags not applied (kforge's nvcc flags): " + ast.unparse(flags))
-    cuda_node, cpp_node, fns_node = keyword(li, "cuda_sources"), keyword(li, "cpp_sources"), keyword(li, "functions")
+    cuda_node = keyword(li, "cuda_sources", positional)
+    cpp_node = keyword(li, "cpp_sources", positional)
+    fns_node = keyword(li, "functions")
     if cuda_node is None:
         raise NotSelfContained("load_inline has no cuda_sources (a C++-only extension is not a CUDA candidate)", li)
     cuda = clean(literal_text(cuda_node, names, "cuda_sources"), "cuda_sources")

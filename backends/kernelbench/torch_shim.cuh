@@ -8,7 +8,8 @@
 // shim allocated (cudaMalloc, kept in a per-process pool between calls); data_ptr<T>(), numel(),
 // size(d), sizes(), dim(), stride(d), is_cuda(), is_contiguous(), contiguous() (inputs are
 // contiguous), options(), scalar_type(), dtype(), element_size(), view()/reshape() of contiguous
-// tensors; torch::empty/zeros, empty_like/zeros_like; at::Half/BFloat16; TORCH_CHECK;
+// tensors, to() where nothing moves; torch::empty/zeros/ones/full and their _like; at::Half/BFloat16;
+// TORCH_CHECK;
 // at::cuda::getCurrentCUDAStream() (the runner's stream). Anything else fails to compile, which `kforge eval`
 // records as a compile_error naming the missing member.
 //
@@ -70,6 +71,8 @@ struct Device {
   Device(DeviceType t = DeviceType::CUDA, int i = 0) : type(t), index(i) {}
   bool is_cuda() const { return type == DeviceType::CUDA; }
   bool is_cpu() const { return type == DeviceType::CPU; }
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
 };
 
 struct TensorOptions {
@@ -216,6 +219,16 @@ class Tensor {
   int64_t nbytes() const { return numel() * element_size(); }
   Device device() const { return device_; }
   TensorOptions options() const { return TensorOptions(dtype_).device(device_); }
+  /// Already there: the tensor itself; the shim copies between no devices and converts no dtype.
+  Tensor to(Device d) const {
+    if (d.type != device_.type) throw Error("to(): the shim does not copy between devices");
+    return *this;
+  }
+  Tensor to(DeviceType d) const { return to(Device(d, device_.index)); }
+  Tensor to(ScalarType t) const {
+    if (t != dtype_) throw Error("to(): the shim converts no dtype");
+    return *this;
+  }
   int get_device() const { return device_.is_cuda() ? device_.index : -1; }
 
  private:
@@ -340,6 +353,68 @@ inline Tensor zeros(std::vector<int64_t> s, TensorOptions o = {}) {
 inline Tensor zeros(std::initializer_list<int64_t> s, TensorOptions o = {}) {
   return zeros(std::vector<int64_t>(s), o);
 }
+namespace detail {
+template <class T>
+__global__ void fill_kernel(T* p, int64_t n, T v) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p[i] = v;
+}
+template <class T>
+void fill(const Tensor& t, T v) {
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  const int blocks = static_cast<int>(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096);
+  fill_kernel<T><<<blocks, 256, 0, cuda::current_stream_slot()>>>(static_cast<T*>(t.data_ptr()), n, v);
+  if (cudaStreamSynchronize(cuda::current_stream_slot()) != cudaSuccess)
+    throw Error("filling a new tensor failed");
+}
+}  // namespace detail
+
+/// A new tensor of `value` (float, double, int32, int64, half, bfloat16; other dtypes: 0 only).
+inline Tensor full(std::vector<int64_t> s, double value, TensorOptions o = {}) {
+  Tensor t = empty(std::move(s), o);
+  switch (o.dtype_) {
+    case ScalarType::Float:
+      detail::fill(t, static_cast<float>(value));
+      break;
+    case ScalarType::Double:
+      detail::fill(t, value);
+      break;
+    case ScalarType::Int:
+      detail::fill(t, static_cast<int32_t>(value));
+      break;
+    case ScalarType::Long:
+      detail::fill(t, static_cast<int64_t>(value));
+      break;
+    case ScalarType::Half:
+      detail::fill(t, __float2half(static_cast<float>(value)));
+      break;
+    case ScalarType::BFloat16:
+      detail::fill(t, __float2bfloat16(static_cast<float>(value)));
+      break;
+    default:
+      if (value != 0) throw Error("full(): the shim fills this dtype with 0 only");
+      return zeros(t.sizes(), o);
+  }
+  return t;
+}
+inline Tensor full(std::initializer_list<int64_t> s, double value, TensorOptions o = {}) {
+  return full(std::vector<int64_t>(s), value, o);
+}
+inline Tensor ones(std::vector<int64_t> s, TensorOptions o = {}) {
+  return full(std::move(s), 1.0, o);
+}
+inline Tensor ones(std::initializer_list<int64_t> s, TensorOptions o = {}) {
+  return full(std::vector<int64_t>(s), 1.0, o);
+}
+inline Tensor full_like(const Tensor& x, double value) {
+  return full(x.sizes(), value, x.options());
+}
+inline Tensor ones_like(const Tensor& x) {
+  return full(x.sizes(), 1.0, x.options());
+}
+
 inline Tensor empty_like(const Tensor& x) {
   return empty(x.sizes(), x.options());
 }

@@ -1,5 +1,6 @@
 # A KernelBench-style generation written for kforge's import test (not from KernelBench):
-# level 1 problem 1 (x + x) as a scaled copy, with a number argument, the module called directly.
+# level 1 problem 1 (x + x) as a scaled copy, with a number argument, the module called directly,
+# load_inline's name and sources passed by position.
 import torch
 import torch.nn as nn
 import torch.utils.cpp_extension
@@ -22,9 +23,9 @@ torch::Tensor scale_cuda(torch::Tensor a, double s) {
 """
 
 scale = torch.utils.cpp_extension.load_inline(
-    name="scale",
-    cpp_sources=["torch::Tensor scale_cuda(torch::Tensor a, double s);"],
-    cuda_sources=[scale_src],
+    "scale",
+    ["torch::Tensor scale_cuda(torch::Tensor a, double s);"],
+    [scale_src],
     functions=["scale_cuda"],
 )
 
