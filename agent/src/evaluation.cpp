@@ -15,6 +15,7 @@
 
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/hardware.hpp"
+#include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/resource_usage.hpp"
@@ -409,6 +410,15 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
   if (es.todo.empty()) {
     std::cerr << "kforge eval: no " << src_name << " under " << cmd.kernels.string()
               << "/<task-id>/ or <task-id>/<sample>/ matches a task of suite " << es.suite.name << "\n";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cmd.kernels, ec))
+      if (parse_generation_name(e.path().filename().string())) {
+        std::cerr << "kforge eval: " << cmd.kernels.string()
+                  << " holds KernelBench generations (level_<L>_problem_<P>_sample_<S>_kernel.py): turn them "
+                     "into kernels with `kforge import-kernelbench --suite "
+                  << cmd.suite << " --generations " << cmd.kernels.string() << " --out KERNELS` first\n";
+        break;
+      }
     return 2;
   }
   return 0;

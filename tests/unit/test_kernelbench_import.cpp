@@ -98,6 +98,13 @@ TEST_CASE("kforge import-kernelbench writes cuda kernels that nvcc builds, and n
   const std::vector<fs::path> kernels{out / "level1/1_Square_matrix_add/0/kernel.cu",
                                       out / "level2/5_Tanh_Sigmoid/0/kernel.cu"};
   for (const auto& k : kernels) REQUIRE(fs::is_regular_file(k));
+  // eval pointed at the generations themselves says what to do.
+  Ran e = run_kforge({"eval", "--suite", kSuite.string(), "--backend", "cuda", "--kernels",
+                      kGenerations.string(), "--out", (dir / "wrong").string()},
+                     dir);
+  CHECK(e.code == 2);
+  CHECK(e.err.find("holds KernelBench generations") != std::string::npos);
+  CHECK(e.err.find("kforge import-kernelbench --suite") != std::string::npos);
   // Bad arguments: a folder with no generation files.
   CHECK(run_kforge({"import-kernelbench", "--suite", kSuite.string(), "--generations", dir.string(), "--out",
                     (dir / "x").string()},
