@@ -3,6 +3,7 @@
 // path, and at the first Ctrl-C "finishing N in-flight attempts; Ctrl-C again to abort" while a
 // build is in flight. The real kforge binary against kforge-scripted-llm, the cpu backend.
 #include <fcntl.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -186,4 +187,49 @@ TEST_CASE("kforge run: the first Ctrl-C says how many attempts are in flight; th
   CHECK(err.find(kforge::agent::attempt_line(recs[0])) >
         err.find("Ctrl-C again to abort"));  // finished after
   CHECK(code == 130);                        // interrupted (README: exit codes)
+}
+
+TEST_CASE("kforge run on a terminal: one bar redrawn in place, with an ETA, and no attempt lines",
+          "[progress][cli]") {
+  const fs::path dir = scratch("progress_tty");
+  // gelu_tanh's reply takes 1.5 s: the bar is redrawn (every 0.5 s) while huber_mean has finished.
+  json script{{"default", {{"content", "no code here"}}},
+              {"replies",
+               json::array({{{"task", "loss/huber_mean"}, {"content", huber_reply("tty")}},
+                            {{"task", "activation/gelu_tanh"}, {"delay_ms", 1500}, {"content", "none"}}})}};
+  std::ofstream(dir / "script.json") << script.dump();
+  kforge::test::ScriptedServer srv(dir / "script.json");
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // stdout to a file, stderr stays on the terminal
+    const int out = ::open((dir / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    const auto args = run_args(srv.url(), dir / "run", "loss/huber_mean,activation/gelu_tanh");
+    std::vector<char*> a;
+    for (const auto& x : args) a.push_back(const_cast<char*>(x.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  std::string term;
+  int st = 0;
+  for (bool done = false; !done;) {
+    done = waitpid(pid, &st, WNOHANG) == pid;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) term.append(buf, static_cast<std::size_t>(n));
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::close(master);
+  INFO(term);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  // Redrawn in place (\r, then the rest of the line cleared), with an ETA once an episode is done.
+  CHECK(term.find("\r[kforge run] [") != std::string::npos);
+  CHECK(term.find("1/2 episodes") != std::string::npos);
+  CHECK(std::regex_search(term, std::regex(R"(1/2 episodes .* ETA \d+s)")));
+  CHECK(term.find("2/2 episodes  2 attempts  1 passes  in ") != std::string::npos);
+  CHECK(term.find("[kforge run] loss/huber_mean sample 0") == std::string::npos);  // no log lines
+  CHECK(term.find("kforge run: report ") != std::string::npos);
 }
