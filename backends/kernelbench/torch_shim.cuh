@@ -9,7 +9,7 @@
 // size(d), sizes(), dim(), stride(d), is_cuda(), is_contiguous(), contiguous() (inputs are
 // contiguous), options(), scalar_type(), dtype(), element_size(), view()/reshape() of contiguous
 // tensors, to() where nothing moves; torch::empty/zeros/ones/full and their _like; at::Half/BFloat16;
-// TORCH_CHECK;
+// TORCH_CHECK, C10_CUDA_CHECK, AT_DISPATCH_FLOATING_TYPES(_AND_HALF), device guards (no-ops);
 // at::cuda::getCurrentCUDAStream() (the runner's stream). Anything else fails to compile, which `kforge eval`
 // records as a compile_error naming the missing member.
 //
@@ -166,6 +166,10 @@ class Tensor {
   T* data_ptr() const {
     if (TypeOf<T>::v != dtype_) throw Error("data_ptr: the tensor's dtype is another type");
     return static_cast<T*>(data_);
+  }
+  template <class T>
+  T* data() const {
+    return data_ptr<T>();
   }
   template <class T>
   T* mutable_data_ptr() const {
@@ -430,6 +434,20 @@ inline Tensor zeros_like(const Tensor& x, TensorOptions o) {
 
 }  // namespace at
 
+namespace at {
+inline Device device_of(const Tensor& t) {
+  return t.device();
+}
+namespace cuda {
+/// Device guards: one device here, nothing to switch.
+struct OptionalCUDAGuard {
+  template <class T>
+  explicit OptionalCUDAGuard(const T&) {}
+};
+using CUDAGuard = OptionalCUDAGuard;
+}  // namespace cuda
+}  // namespace at
+
 namespace torch {
 using namespace at;
 }
@@ -442,6 +460,40 @@ using namespace at;
     if (!(cond)) throw ::at::Error(std::string("TORCH_CHECK failed: ") + #cond); \
   } while (0)
 #define AT_ASSERTM(cond, ...) TORCH_CHECK(cond)
+#define TORCH_CHECK_EQ(a, b) TORCH_CHECK((a) == (b))
+#define C10_CUDA_CHECK(expr)                                                                 \
+  do {                                                                                       \
+    const cudaError_t kf_err_ = (expr);                                                      \
+    if (kf_err_ != cudaSuccess) throw ::at::Error(std::string(cudaGetErrorString(kf_err_))); \
+  } while (0)
+#define AT_CUDA_CHECK(expr) C10_CUDA_CHECK(expr)
+
+// AT_DISPATCH_*: the lambda once per dtype, with scalar_t the element type.
+#define KFORGE_SHIM_DISPATCH_CASE(ST, T, ...) \
+  case ::at::ScalarType::ST: {                \
+    using scalar_t = T;                       \
+    return __VA_ARGS__();                     \
+  }
+#define KFORGE_SHIM_DISPATCH_FAIL(NAME) \
+  default:                              \
+    throw ::at::Error(std::string(NAME) + ": a dtype the kernel does not dispatch");
+#define AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...)          \
+  [&] {                                                      \
+    switch (TYPE) {                                          \
+      KFORGE_SHIM_DISPATCH_CASE(Float, float, __VA_ARGS__)   \
+      KFORGE_SHIM_DISPATCH_CASE(Double, double, __VA_ARGS__) \
+      KFORGE_SHIM_DISPATCH_FAIL(NAME)                        \
+    }                                                        \
+  }()
+#define AT_DISPATCH_FLOATING_TYPES_AND_HALF(TYPE, NAME, ...) \
+  [&] {                                                      \
+    switch (TYPE) {                                          \
+      KFORGE_SHIM_DISPATCH_CASE(Float, float, __VA_ARGS__)   \
+      KFORGE_SHIM_DISPATCH_CASE(Double, double, __VA_ARGS__) \
+      KFORGE_SHIM_DISPATCH_CASE(Half, __half, __VA_ARGS__)   \
+      KFORGE_SHIM_DISPATCH_FAIL(NAME)                        \
+    }                                                        \
+  }()
 #define C10_CUDA_KERNEL_LAUNCH_CHECK()                                                  \
   do {                                                                                  \
     if (cudaGetLastError() != cudaSuccess) throw ::at::Error("a kernel launch failed"); \

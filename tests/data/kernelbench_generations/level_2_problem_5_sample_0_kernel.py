@@ -7,16 +7,19 @@ from torch.utils.cpp_extension import load_inline
 fused_header = """
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
 """
 
 fused_body = r"""
-__device__ __forceinline__ float tanh_sigmoid(float v) {
-    float t = tanhf(v);
-    return 1.0f / (1.0f + __expf(-t));
+template <typename scalar_t>
+__device__ __forceinline__ scalar_t tanh_sigmoid(scalar_t v) {
+    scalar_t t = tanh(v);
+    return scalar_t(1) / (scalar_t(1) + exp(-t));
 }
 
-__global__ void tanh_sigmoid_kernel(const float* __restrict__ in, float* __restrict__ out, int64_t n) {
+template <typename scalar_t>
+__global__ void tanh_sigmoid_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, int64_t n) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (; i < n; i += step) out[i] = tanh_sigmoid(in[i]);
@@ -24,14 +27,17 @@ __global__ void tanh_sigmoid_kernel(const float* __restrict__ in, float* __restr
 
 torch::Tensor tanh_sigmoid_cuda(torch::Tensor x) {
     TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
-    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    const at::cuda::OptionalCUDAGuard guard(device_of(x));
     auto xc = x.contiguous();
     auto out = torch::empty_like(xc);
     const int64_t n = xc.numel();
     const int threads = 256;
     const int blocks = (int)std::min<int64_t>((n + threads - 1) / threads, 4096);
     auto stream = at::cuda::getCurrentCUDAStream();
-    tanh_sigmoid_kernel<<<blocks, threads, 0, stream>>>(xc.data_ptr<float>(), out.data_ptr<float>(), n);
+    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "tanh_sigmoid_cuda", ([&] {
+        tanh_sigmoid_kernel<scalar_t><<<blocks, threads, 0, stream>>>(
+            xc.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), n);
+    }));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
 }
