@@ -368,6 +368,7 @@ struct EvalSetup {
   std::optional<RunDir> run;
   std::unique_ptr<ProfileStep> profile;
   AttemptSetup attempt;
+  std::map<std::string, std::string> failed_loads;  ///< task -> its reference's load error, this invocation
 };
 
 /// The backend, the suite and the kernels to judge. 0 or 2.
@@ -516,8 +517,15 @@ AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const EvalItem& it
   const std::string source = read_file(item.file);
   rec.source_sha = sha256_hex(source);
   // The task first: a reference that does not load is the task's problem, not the kernel's.
+  // A reference that failed for one sample is not loaded again for the next (each try costs a
+  // fresh judge process).
+  if (auto it = es.failed_loads.find(t.id); it != es.failed_loads.end())
+    return record_unusable(*es.run, rec, it->second);
   tj.load = load_task(*es.runner, ref);
-  if (!tj.load.ok) return record_unusable(*es.run, rec, tj.load.error);
+  if (!tj.load.ok) {
+    es.failed_loads[t.id] = tj.load.error;
+    return record_unusable(*es.run, rec, tj.load.error);
+  }
   const fs::path workdir = es.run->attempt_path(t.id, item.sample, 1);
   Judged j = judge_candidate(es.attempt, es.runner.get(), tj, build_candidate(es.attempt, source, workdir),
                              rec, workdir);

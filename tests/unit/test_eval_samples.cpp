@@ -146,3 +146,44 @@ TEST_CASE("kforge eval: several samples per task, sample indices recorded, pass@
   // gelu_tanh now n 4, c 3: 3/4, 1, 1, 1; pass@1 = (3/4 + 1/2) / 2 = 0.625.
   CHECK(r.out.find("pass@1 0.625, pass@2 1.000") != std::string::npos);
 }
+
+TEST_CASE(
+    "kforge eval: every sample of a task whose reference fails is an infra_error; the task is unusable once",
+    "[eval_samples][cli]") {
+  const fs::path dir = scratch("eval_samples_unusable");
+  write(dir / "kb/level1/7_Raises.py", R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        raise RuntimeError("this reference cannot be built")
+
+    def forward(self, x):
+        return x
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+def get_init_inputs():
+    return []
+)");
+  for (const char* s : {"0", "1", "2"}) write(dir / "k/level1/7_Raises" / s / "kernel.cpp", kZeros);
+  Ran r = run_kforge({"eval", "--suite", (dir / "kb").string(), "--backend", "cpu", "--no-bench", "--trials",
+                      "1", "--kernels", (dir / "k").string(), "--out", (dir / "out").string()},
+                     dir);
+  INFO(r.out << r.err);
+  CHECK(r.code == kforge::agent::kExitInfraError);
+  const auto recs = kforge::load_attempts(dir / "out").records;
+  REQUIRE(recs.size() == 3);
+  for (int s = 0; s < 3; ++s) {
+    CHECK(recs[static_cast<std::size_t>(s)].sample == s);
+    CHECK(recs[static_cast<std::size_t>(s)].outcome == kforge::Outcome::infra_error);
+    CHECK(recs[static_cast<std::size_t>(s)].sub_kind == "reference_failed");
+    CHECK(recs[static_cast<std::size_t>(s)].message.find("this reference cannot be built") !=
+          std::string::npos);
+  }
+  CHECK(json::parse(slurp(dir / "out/unusable.json")).size() == 1);
+  CHECK(r.out.find("1 task(s) unusable") != std::string::npos);
+  CHECK(r.out.find("pass@k") == std::string::npos);  // nothing was scored
+}
