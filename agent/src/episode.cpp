@@ -467,7 +467,7 @@ MachineConfig machine_config(const RunSetup& rs) {
 }
 
 /// Progress on stderr (progress.hpp): on a terminal the bar, redrawn in place; in a log the
-/// closing tally only (each attempt has its own line, log_attempt).
+/// closing tally only (each attempt has its own line: watch_progress).
 void show_progress(const RunTally& t, int active, std::chrono::steady_clock::time_point t0,
                    bool finished = false) {
   static const bool tty = isatty(STDERR_FILENO);
