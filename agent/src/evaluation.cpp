@@ -543,7 +543,7 @@ AttemptRecord eval_one(const EvalCommand& cmd, EvalSetup& es, const EvalItem& it
   return j.rec;
 }
 
-/// "pass@k over N task(s), up to S samples each: pass@1 0.500, pass@2 0.833" from every record
+/// "pass@k over 2 task(s), 6 sample(s): pass@1 0.500, pass@2 0.917, ..." from every record
 /// of the run directory (this invocation's and those skipped as unchanged): the unbiased
 /// estimator (benchmarks/metrics.hpp, Chen et al. 2021) for every k up to the samples.
 std::string pass_at_k_line(const fs::path& out) {
