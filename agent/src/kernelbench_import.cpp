@@ -111,6 +111,8 @@ int run_import_kernelbench(const ImportCommand& cmd) {
     else
       k = import_load_inline(file);
     if (!k.ok) {
+      // A kernel an earlier import wrote for this generation is stale now: it must not be judged.
+      if (it != problems.end()) fs::remove(cmd.out / it->second / std::to_string(g.sample) / "kernel.cu");
       std::cerr << "kforge import-kernelbench: " << file.string() << ": not imported: " << k.reason
                 << (k.line > 0 ? " (line " + std::to_string(k.line) + ")" : "") << "\n";
       not_imported[file.filename().string()] = {{"reason", k.reason}, {"line", k.line}};

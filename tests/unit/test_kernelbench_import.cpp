@@ -79,10 +79,73 @@ TEST_CASE("import_load_inline: self-contained sources convert, dynamic ones are 
   CHECK(k.reason.find("does more than return one call") != std::string::npos);
 }
 
+TEST_CASE("import_load_inline names why a generation is not self-contained", "[kernelbench_import]") {
+  const fs::path dir = scratch("kernelbench_import_reasons");
+  const std::string head =
+      "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n"
+      "src = \"torch::Tensor f(torch::Tensor x, torch::Tensor w) { return x; }\"\n";
+  const std::string model =
+      "class ModelNew(nn.Module):\n    def forward(self, x):\n        return m.f(x, x)\n";
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* reason;
+  };
+  const std::vector<Case> cases{
+      {"parameter",
+       head + "m = load_inline(name='m', cpp_sources='', cuda_sources=src, functions=['f'])\n" +
+           "class ModelNew(nn.Module):\n    def forward(self, x):\n        return m.f(x, self.weight)\n",
+       "argument 2 of the call (`self.weight`) is neither one of forward's inputs nor a number"},
+      {"ldflags",
+       head +
+           "m = load_inline(name='m', cpp_sources='', cuda_sources=src, functions=['f'], "
+           "extra_ldflags=['-lcublas'])\n" +
+           model,
+       "extra_ldflags is not empty"},
+      {"computed",
+       head +
+           "m = load_inline(name='m', cpp_sources='', cuda_sources=open('k.cu').read(), "
+           "functions=['f'])\n" +
+           model,
+       "cuda_sources is built when the file runs (Call"},
+      {"reassigned",
+       head +
+           "src = src.replace('x', 'y')\n"
+           "m = load_inline(name='m', cpp_sources='', cuda_sources=src, functions=['f'])\n" +
+           model,
+       "cuda_sources names `src`, which is not a string literal bound once"},
+      {"unlisted",
+       head + "m = load_inline(name='m', cpp_sources='', cuda_sources=src, functions=['g'])\n" + model,
+       "forward calls `f`, which is not in load_inline's functions"},
+      {"bindings",
+       head +
+           "m = load_inline(name='m', cpp_sources='', cuda_sources=src + 'PYBIND11_MODULE(m, x) {}', "
+           "functions=['f'])\n" +
+           model,
+       "defines its own Python bindings"},
+      {"no_model", head + "m = load_inline(name='m', cpp_sources='', cuda_sources=src, functions=['f'])\n",
+       "no class ModelNew"},
+      {"syntax", "class ModelNew(:\n", "not valid Python"},
+      {"bytes", std::string("x = '\xff\xfe'\n"), "not UTF-8 text"},
+  };
+  for (const auto& c : cases) {
+    const fs::path f = dir / (std::string(c.name) + ".py");
+    std::ofstream(f, std::ios::binary) << c.text;
+    const auto k = kforge::agent::import_load_inline(f);
+    INFO(c.name << ": " << k.reason);
+    CHECK(!k.ok);
+    CHECK(k.reason.find(c.reason) != std::string::npos);
+  }
+}
+
 TEST_CASE("kforge import-kernelbench writes cuda kernels that nvcc builds, and names what it refused",
           "[kernelbench_import][cli]") {
   const fs::path dir = scratch("kernelbench_import");
   const fs::path out = dir / "kernels";
+  // A kernel an earlier import wrote for a generation that no longer imports is removed.
+  const fs::path stale = out / "level1/19_ReLU/0/kernel.cu";
+  fs::create_directories(stale.parent_path());
+  std::ofstream(stale) << "// stale\n";
   Ran r = run_kforge({"import-kernelbench", "--suite", kSuite.string(), "--generations",
                       kGenerations.string(), "--out", out.string()},
                      dir);
@@ -93,6 +156,7 @@ TEST_CASE("kforge import-kernelbench writes cuda kernels that nvcc builds, and n
         std::string::npos);
   CHECK(r.err.find("level_1_problem_19_sample_1_kernel.py: not imported: ModelNew.forward does more") !=
         std::string::npos);
+  CHECK_FALSE(fs::exists(stale));
   const json ni = json::parse(slurp(out / "not_imported.json"));
   CHECK(ni.size() == 2);
   const std::vector<fs::path> kernels{out / "level1/1_Square_matrix_add/0/kernel.cu",

@@ -52,7 +52,8 @@ struct ImportCommand {
   std::filesystem::path out;          ///< kernels folder to write: <task-id>/<sample>/kernel.cu
 };
 
-/// Imports every generation of the folder: writes kernel.cu for each self-contained one and
+/// Imports every generation of the folder: writes kernel.cu for each self-contained one (and
+/// removes the kernel.cu an earlier import wrote for a generation that no longer imports) and
 /// OUT/not_imported.json ({file: {reason, line}}), prints one stderr line per file not imported
 /// ("<file>: not imported: <reason> (line N)") and a summary. 0 when the folder was read (files
 /// not imported are results, listed), 2 for bad arguments (no suite, no such folder, no
