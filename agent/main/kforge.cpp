@@ -1,5 +1,5 @@
-// kforge — the command-line interface. Subcommands: suites, doctor, task, eval, run, merge, report,
-// compare. Exit status 2 for bad arguments (CLI11's parse errors included) and an unknown
+// kforge — the command-line interface. Subcommands: suites, doctor, task, eval, import-kernelbench,
+// run, merge, report, compare. Exit status 2 for bad arguments (CLI11's parse errors included) and an unknown
 // subcommand. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
@@ -15,6 +15,7 @@
 #include "kforge/agent/doctor.hpp"
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/backend_export.hpp"
@@ -235,10 +236,14 @@ int main(int argc, char** argv) {
 
   agent::EvalCommand ev;
   auto* eval = app.add_subcommand(
-      "eval", "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} against a suite (no LLM)");
+      "eval",
+      "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} (or, several samples per task, "
+      "DIR/<task-id>/<sample>/kernel.{cpp,cu}) against a suite and report pass@k (no LLM)");
   eval->add_option("--suite", ev.suite, "suite name or directory")->required();
   add_backend_option(eval, ev.backend);
-  eval->add_option("--kernels", ev.kernels, "directory of kernels, one folder per task id")->required();
+  eval->add_option("--kernels", ev.kernels,
+                   "directory of kernels, one folder per task id (a sample per numbered subfolder)")
+      ->required();
   eval->add_option("--out", ev.out, "run directory to write (attempts.jsonl, per-attempt files)")->required();
   eval->add_option("--profile", ev.profile, "shape profile (e.g. ci); default: the task's own shapes");
   eval->add_option("--trials", ev.trials, "correctness trials, fresh inputs each")->check(CLI::Range(1, 100));
@@ -343,6 +348,16 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tf32", "fp16", "bf16"}));
   run->add_flag("!--no-print-report", rn.print_report, "do not print report.md at the end");
 
+  agent::ImportCommand im;
+  auto* import_kb = app.add_subcommand(
+      "import-kernelbench",
+      "turn KernelBench generations (level_<L>_problem_<P>_sample_<S>_kernel.py, ModelNew with load_inline) "
+      "into cuda kernels OUT/<task-id>/<S>/kernel.cu for `kforge eval --backend cuda`");
+  import_kb->add_option("--suite", im.suite, "the KernelBench suite (root or level<N>/ folder)")->required();
+  import_kb->add_option("--generations", im.generations, "folder of KernelBench's generated kernels")
+      ->required();
+  import_kb->add_option("--out", im.out, "kernels folder to write")->required();
+
   std::string merge_out;
   std::vector<std::string> merge_in;
   auto* merge = app.add_subcommand(
@@ -416,6 +431,7 @@ int main(int argc, char** argv) {
       }
       return agent::run_agent(rn);
     }
+    if (import_kb->parsed()) return agent::run_import_kernelbench(im);
     if (merge->parsed()) return cmd_merge(merge_out, merge_in);
     if (lib_export->parsed()) return cmd_library_export(lib_run, lib_backend, lib_watermark);
     if (report->parsed()) return agent::run_report(report_dir);

@@ -19,6 +19,7 @@
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/llm.hpp"
 #include "kforge/agent/ports.hpp"
+#include "kforge/agent/progress.hpp"
 #include "kforge/agent/prompt_context.hpp"
 #include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/backend.hpp"
@@ -484,15 +485,30 @@ MachineConfig machine_config(const RunSetup& rs) {
   return m;
 }
 
-/// The one-line progress display on stderr.
-void show_progress(const RunTally& t, int active, std::chrono::steady_clock::time_point t0) {
+/// Progress on stderr (progress.hpp): on a terminal the bar, redrawn in place; in a log the
+/// closing tally only (each attempt has its own line: watch_progress).
+void show_progress(const RunTally& t, int active, std::chrono::steady_clock::time_point t0,
+                   bool finished = false) {
   static const bool tty = isatty(STDERR_FILENO);
-  const double min = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60.0;
-  std::fprintf(stderr,
-               "%s[kforge run] episodes %d/%d  attempts %d  passes %d  llm errors %d  infra errors %d  %.1f "
-               "attempts/min%s",
-               tty ? "\r" : "", t.episodes - active, t.episodes, t.attempts, t.passes, t.llm_errors,
-               t.infra_errors, min > 0 ? t.attempts / min : 0.0, tty ? "   " : "\n");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "%s%s%s", tty ? "\r" : "", progress_bar(t, active, s, finished).c_str(),
+               tty ? "\033[K" : "\n");
+}
+
+/// Progress hooks of the scheduler: attempt lines in a log, the Ctrl-C notice everywhere.
+void watch_progress(Scheduler& sched, std::chrono::steady_clock::time_point t0) {
+  const bool tty = isatty(STDERR_FILENO);
+  if (tty)
+    sched.on_progress = [t0](const RunTally& t, int active) { show_progress(t, active, t0); };
+  else
+    sched.on_attempt = [](const AttemptRecord& rec) {
+      std::fprintf(stderr, "%s\n", attempt_line(rec).c_str());
+    };
+  sched.on_interrupt = [tty](int in_flight) {
+    std::fprintf(stderr, "%skforge run: finishing %d in-flight attempts; Ctrl-C again to abort\n",
+                 tty ? "\n" : "", in_flight);
+    std::fflush(stderr);
+  };
 }
 
 /// Runs the episodes on one scheduler with the real adapters.
@@ -532,7 +548,7 @@ RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const Rec
   sc.max_llm_failures = cmd.max_llm_failures;
   sc.max_infra_failures = cmd.max_infra_failures;
   sc.handle_signals = true;
-  sc.progress_interval_s = isatty(STDERR_FILENO) ? 0.5 : 5.0;
+  sc.progress_interval_s = isatty(STDERR_FILENO) ? 0.5 : 0;  // a log gets a line per attempt instead
   boost::asio::io_context io;
   Scheduler sched(io, {chat.get(), build.get(), judge.get(), renderer.get(), storer.get(), clock.get()},
                   machine_config(rs), sc);
@@ -540,10 +556,10 @@ RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const Rec
     for (const auto& r : recs) sched.spent(r.task, r.prompt_tokens + r.completion_tokens);
   for (auto& e : episodes) sched.add(std::move(e));
   const auto t0 = std::chrono::steady_clock::now();
-  sched.on_progress = [t0](const RunTally& t, int active) { show_progress(t, active, t0); };
+  watch_progress(sched, t0);
   RunTally tally = sched.run();
-  show_progress(tally, 0, t0);
-  std::fprintf(stderr, "\n");
+  show_progress(tally, tally.abandoned, t0, true);  // episodes a stop left unfinished are not done
+  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\n");
   return tally;
 }
 
@@ -553,6 +569,8 @@ int finish_run(const RunSetup& rs, const RunTally& t) {
   write_unusable(cmd.out, t.unusable);
   write_report(cmd.out);
   (void)export_library(cmd.out);
+  std::fprintf(stderr, "kforge run: report %s (and %s)\n", (cmd.out / "report.md").string().c_str(),
+               (cmd.out / "report.html").string().c_str());
   if (cmd.print_report && fs::exists(cmd.out / "report.md")) std::cout << read_file(cmd.out / "report.md");
   if (const std::string tb = t.tritonbench.line(); !tb.empty()) std::cerr << "kforge run: " << tb << "\n";
   for (const auto& s : t.retired_slots)

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
@@ -17,9 +19,11 @@
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/ports.hpp"
 #include "kforge/agent/scheduler.hpp"
+#include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/resource_usage.hpp"
+#include "kforge/benchmarks/metrics.hpp"
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
@@ -330,13 +334,52 @@ int finished_run_exit_status(const fs::path& run_dir, std::ostream& err) {
   return 0;
 }
 
+KernelSamples find_kernel_samples(const fs::path& task_dir, const std::string& source_file) {
+  KernelSamples ks;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(task_dir, ec)) {
+    if (!e.is_directory(ec) || !fs::is_regular_file(e.path() / source_file, ec)) continue;
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.size() > 6 ||
+        !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      ks.errors.push_back((e.path() / source_file).string() +
+                          ": not a sample (a sample's folder is named by its index: 0, 1, 2, ...)");
+      continue;
+    }
+    ks.samples.emplace_back(std::stoi(name), e.path() / source_file);
+  }
+  if (fs::is_regular_file(task_dir / source_file, ec)) ks.samples.emplace_back(0, task_dir / source_file);
+  std::sort(ks.samples.begin(), ks.samples.end());
+  // Two files for one index ("0/" beside a top-level kernel, or "1/" and "01/"): neither is judged.
+  for (std::size_t i = 0; i + 1 < ks.samples.size();) {
+    if (ks.samples[i].first != ks.samples[i + 1].first) {
+      ++i;
+      continue;
+    }
+    const int dup = ks.samples[i].first;
+    std::string files;
+    for (const auto& [s, f] : ks.samples)
+      if (s == dup) files += (files.empty() ? "" : " and ") + f.string();
+    ks.errors.push_back(files + ": two kernels for sample " + std::to_string(dup) + "; neither is judged");
+    std::erase_if(ks.samples, [dup](const auto& p) { return p.first == dup; });
+  }
+  return ks;
+}
+
 namespace {
+
+/// One kernel file to judge: a task's sample.
+struct EvalItem {
+  const Task* task = nullptr;
+  int sample = 0;
+  fs::path file;
+};
 
 /// What `kforge eval` sets up before judging: one owner, run_eval's frame.
 struct EvalSetup {
   const backends::Backend* backend = nullptr;
   Suite suite;
-  std::vector<const Task*> todo;
+  std::vector<EvalItem> todo;
   std::unique_ptr<backends::RunnerClient> runner;
   std::string hello;
   std::optional<RunDir> run;
@@ -378,11 +421,22 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
   const std::string src_name = es.backend->source_file_name();
   for (const auto& t : es.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
-    if (fs::exists(cmd.kernels / t.id / src_name)) es.todo.push_back(&t);
+    const KernelSamples ks = find_kernel_samples(cmd.kernels / t.id, src_name);
+    for (const auto& e : ks.errors) std::cerr << "kforge eval: " << e << "\n";
+    for (const auto& [sample, file] : ks.samples) es.todo.push_back({&t, sample, file});
   }
   if (es.todo.empty()) {
     std::cerr << "kforge eval: no " << src_name << " under " << cmd.kernels.string()
-              << "/<task-id>/ matches a task of suite " << es.suite.name << "\n";
+              << "/<task-id>/ or <task-id>/<sample>/ matches a task of suite " << es.suite.name << "\n";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cmd.kernels, ec))
+      if (parse_generation_name(e.path().filename().string())) {
+        std::cerr << "kforge eval: " << cmd.kernels.string()
+                  << " holds KernelBench generations (level_<L>_problem_<P>_sample_<S>_kernel.py): turn them "
+                     "into kernels with `kforge import-kernelbench --suite "
+                  << cmd.suite << " --generations " << cmd.kernels.string() << " --out KERNELS` first\n";
+        break;
+      }
     return 2;
   }
   return 0;
@@ -455,8 +509,22 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   return 0;
 }
 
+/// "pass@k over 2 task(s), 6 sample(s): pass@1 0.500, pass@2 0.917, ..." from every record
+/// of the run directory (this invocation's and those skipped as unchanged): the unbiased
+/// estimator (benchmarks/metrics.hpp, Chen et al. 2021) for every k up to the samples.
+std::string pass_at_k_line(const fs::path& out) {
+  const Summary s = summarize(load_attempts(out).records);
+  const Scores& b = s.overall.best;
+  if (b.pass_at_k.empty()) return "";
+  std::string line =
+      "pass@k over " + std::to_string(b.tasks) + " task(s), " + std::to_string(b.episodes) + " sample(s):";
+  for (const auto& [k, v] : b.pass_at_k)
+    line += (k > 1 ? ", pass@" : " pass@") + std::to_string(k) + " " + fmt("%.3f", v);
+  return line;
+}
+
 void print_row(const AttemptRecord& rec) {
-  std::printf("%-44s %-16s %-22s %10s %10s %8s\n", rec.task.c_str(),
+  std::printf("%-44s %6d %-16s %-22s %10s %10s %8s\n", rec.task.c_str(), rec.sample,
               std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
               rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
               rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
@@ -504,25 +572,33 @@ std::vector<EpisodeSpec> eval_episodes(const EvalCommand& cmd, EvalSetup& es,
   for (const auto& r : es.run->load_attempts())
     if (is_model_outcome(r.outcome)) judged[key_of(r)] = r.source_sha;
   std::vector<EpisodeSpec> out;
-  for (const Task* t : es.todo) {
-    std::string source = read_file(cmd.kernels / t->id / es.backend->source_file_name());
-    if (auto it = judged.find({t->id, 0, 1}); it != judged.end()) {
+  std::map<const Task*, TaskJudging*> judging;  // one per task, shared by its samples
+  for (const EvalItem& item : es.todo) {
+    const Task* t = item.task;
+    const std::string name = t->id + (item.sample ? "#" + std::to_string(item.sample) : "");
+    std::string source = read_file(item.file);
+    if (auto it = judged.find({t->id, item.sample, 1}); it != judged.end()) {
       if (it->second == sha256_hex(source)) {
-        unchanged.push_back(t->id);
+        unchanged.push_back(name);
         continue;
       }
-      spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", t->id,
+      spdlog::info("{}: the kernel changed since it was judged in {}: judging it again", name,
                    cmd.out.string());
     }
-    TaskJudging tj{t, {}, {}, {}};
-    try {
-      tj.ref = task_ref_for(*t, cmd.profile, cmd.allow_ops);
-    } catch (const std::exception& e) {
-      spdlog::warn("{}: {}", t->id, e.what());
-      continue;
+    if (!judging.count(t)) {
+      TaskJudging tj{t, {}, {}, {}};
+      try {
+        tj.ref = task_ref_for(*t, cmd.profile, cmd.allow_ops);
+      } catch (const std::exception& e) {
+        spdlog::warn("{}: {}", t->id, e.what());
+        judging[t] = nullptr;
+        continue;
+      }
+      tj.module_suffix = module_suffix_for(es.attempt, *t);  // an operator task's adapter
+      judging[t] = &es.judging.emplace_back(std::move(tj));
     }
-    tj.module_suffix = module_suffix_for(es.attempt, *t);  // an operator task's adapter
-    out.push_back({&es.judging.emplace_back(std::move(tj)), 0, 1, 0.0, {}, std::move(source)});
+    if (TaskJudging* tj = judging[t])
+      out.push_back({tj, item.sample, 1, 0.0, {}, std::move(source)});
   }
   return out;
 }
@@ -560,8 +636,8 @@ int run_eval(const EvalCommand& cmd) {
   if (int rc = select_kernels(cmd, es)) return rc;
   if (int rc = open_eval(cmd, es)) return rc;
   if (int rc = make_eval_setup(cmd, es)) return rc;
-  std::printf("%-44s %-16s %-22s %10s %10s %8s\n", "task", "outcome", "sub_kind", "cand ms", "ref ms",
-              "speedup");
+  std::printf("%-44s %6s %-16s %-22s %10s %10s %8s\n", "task", "sample", "outcome", "sub_kind", "cand ms",
+              "ref ms", "speedup");
   std::vector<std::string> unchanged;  // tasks skipped: judged before, same source
   EvalStore store(*es.run);
   const RunTally tally = judge_episodes(cmd, es, eval_episodes(cmd, es, unchanged), store);
@@ -584,6 +660,7 @@ int run_eval(const EvalCommand& cmd) {
   }
   std::printf("\n%d/%d passed (%d evaluated now, %zu recorded in %s)\n", passed, done - infra, done,
               es.run->attempt_count(), (cmd.out / "attempts.jsonl").string().c_str());
+  if (const std::string line = pass_at_k_line(cmd.out); !line.empty()) std::printf("%s\n", line.c_str());
   if (const std::string line = tb.line(); !line.empty()) std::printf("%s\n", line.c_str());
   for (const auto& [task, why] : unusable)
     std::cerr << "kforge eval: task " << task << " is unusable: " << truncate_middle(why, 600) << "\n";

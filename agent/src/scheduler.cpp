@@ -147,11 +147,15 @@ RunTally Scheduler::run() {
     pending_->signals.add(SIGTERM);
     pending_->signals.async_wait([this](const boost::system::error_code& ec, int) {
       if (ec) return;
-      spdlog::warn("stopping: no new turns; finishing the builds and judges in flight (again to quit now)");
       pending_->signals.async_wait([](const boost::system::error_code& e2, int) {
         if (!e2) std::_Exit(130);  // records are whole lines: a hard stop loses only unfinished work
       });
-      stop_intake("interrupted");  // last: it cancels the waits when nothing is left to finish
+      stop_intake("interrupted");  // after the wait: it cancels the waits when nothing is left to finish
+      // What is left active now is in a build or a judge: it finishes and is recorded.
+      if (on_interrupt)
+        on_interrupt(active_);
+      else
+        spdlog::warn("stopping: no new turns; finishing {} in-flight attempts (again to quit now)", active_);
     });
   }
   tally_.episodes = static_cast<int>(states_.size());
@@ -348,6 +352,7 @@ std::optional<Event> Scheduler::record(int ep) {
   EpisodeState& s = states_[static_cast<std::size_t>(ep)];
   ports_.store->record(s.rec, s.files);
   tally(s);
+  if (on_attempt) on_attempt(s.rec);
   if (s.rec.passed()) ports_.render->learned(s);
   return Recorded{now()};
 }

@@ -106,7 +106,19 @@ std::string unusable_reason(const std::string& load_error);
 /// loaded or judged in this invocation (summarize_run lists them in the summary and report).
 void write_unusable(const std::filesystem::path& run_dir, const std::map<std::string, std::string>& unusable);
 
-/// `kforge eval`: evaluates existing kernels DIR/<task-id>/kernel.{cpp,cu} (no LLM).
+/// The kernel files of one task for `kforge eval`: DIR/<task>/<source> is sample 0 and
+/// DIR/<task>/<N>/<source> (N a non-negative decimal number) is sample N, recorded with that
+/// sample index as `kforge run` records its samples. `errors` names what cannot be read as a
+/// sample (a folder with a kernel whose name is not a number; a top-level kernel beside a `0/`
+/// folder), one line each; those files are not judged.
+struct KernelSamples {
+  std::vector<std::pair<int, std::filesystem::path>> samples;  ///< (sample index, file), by index
+  std::vector<std::string> errors;
+};
+KernelSamples find_kernel_samples(const std::filesystem::path& task_dir, const std::string& source_file);
+
+/// `kforge eval`: evaluates existing kernels DIR/<task-id>/kernel.{cpp,cu} or, several samples
+/// per task, DIR/<task-id>/<sample>/kernel.{cpp,cu} (no LLM), and reports pass@k.
 struct EvalCommand {
   std::string suite;  ///< built-in suite name or directory
   std::string backend = "cpu";

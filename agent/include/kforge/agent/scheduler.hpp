@@ -105,6 +105,12 @@ class Scheduler {
   void stop();
   /// Called on the scheduler's thread every progress_interval_s.
   std::function<void(const RunTally&, int active)> on_progress;
+  /// Called on the scheduler's thread after each attempt is recorded, with its record.
+  std::function<void(const AttemptRecord&)> on_attempt;
+  /// Called on the scheduler's thread at the first SIGINT/SIGTERM (handle_signals), once intake
+  /// has stopped, with the attempts still in flight (builds and judges that will finish and be
+  /// recorded). Unset: a warning in the log says the same.
+  std::function<void(int in_flight)> on_interrupt;
   /// The episodes' states (after run(): where each stopped).
   const std::vector<EpisodeState>& states() const { return states_; }
 
