@@ -217,15 +217,23 @@ backends::Extracted extract_candidate(const backends::Backend& backend, const st
 void TritonBenchTally::add(const AttemptRecord& rec, bool test_block) {
   if (!test_block || !is_model_outcome(rec.outcome)) return;
   ++judged;
-  calls += rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
-  passes += rec.outcome == Outcome::pass;
+  const bool native = rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
+  native_calls += native;
+  calls += native || rec.outcome == Outcome::torch_fallback;
+  passes += rec.passed();
+  correct += rec.passed() || (rec.outcome == Outcome::torch_fallback && rec.correct);
 }
 
 std::string TritonBenchTally::line() const {
   if (judged == 0) return "";
-  char b[200];
-  std::snprintf(b, sizeof b, "TritonBench: Call accuracy %.1f%% (%d/%d), Execution accuracy %.1f%% (%d/%d)",
-                100.0 * calls / judged, calls, judged, 100.0 * passes / judged, passes, judged);
+  auto pct = [&](int n) { return 100.0 * n / judged; };
+  char b[400];
+  std::snprintf(b, sizeof b,
+                "TritonBench: Call accuracy %.1f%% correct / %.1f%% pass (%d, %d of %d), Execution accuracy "
+                "%.1f%% correct / %.1f%% pass (%d, %d of %d); correct: any code, as TritonBench counts; "
+                "pass: Triton-native, no torch_fallback",
+                pct(calls), pct(native_calls), calls, native_calls, judged, pct(correct), pct(passes),
+                correct, passes, judged);
   return b;
 }
 

@@ -94,6 +94,8 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
   rec.check_ms = ev.check_ms;
   rec.bench_ms = ev.bench_ms;
   rec.seed = static_cast<std::uint64_t>(ev.seed);
+  rec.correct = rec.outcome == Outcome::pass ||
+                (rec.outcome == Outcome::torch_fallback && ev.check && ev.check->correct.value_or(false));
   if (ev.check) {
     rec.trials = ev.check->trials;
     rec.trials_passed = ev.check->trials_passed;

@@ -69,6 +69,9 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   ev.outcome = ev.check->outcome;
   ev.sub_kind = ev.check->sub_kind;
   ev.message = ev.check->message;
+  if (ev.outcome == Outcome::torch_fallback && ev.check->correct)  // compared all the same
+    ev.message += *ev.check->correct ? " (its outputs match the reference: correct, but not a pass)"
+                                     : " (its outputs are wrong as well: " + ev.check->correct_message + ")";
   ev.infrastructure_error = ev.outcome == Outcome::infra_error;
   classify_python_failure(ev);
   // TritonBench tasks are judged on their test blocks; timing them is not built yet.

@@ -483,6 +483,8 @@ CheckResult RunnerClient::run_check(const json& req, int trials) {
   c.tolerance_ratio = number(b, "tolerance_ratio");
   c.mismatch_fraction = number(b, "mismatch_fraction");
   c.phases_ms = phases_of(b);
+  if (auto it = b.find("correct"); it != b.end() && it->is_boolean()) c.correct = it->get<bool>();
+  c.correct_message = b.value("correct_message", std::string());
   if (auto it = b.find("checks"); it != b.end() && it->is_array())
     for (const auto& line : *it)
       if (line.is_string()) c.checks.push_back(line.get<std::string>());

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
+#include "kforge/agent/attempt.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -158,6 +159,16 @@ TEST_CASE("triton: --allow-ops lets named ATen ops through the recording", "[run
   INFO(ev.message);
   CHECK(ev.outcome == Outcome::torch_fallback);
   CHECK(ev.message.find("aten.relu") != std::string::npos);
+  REQUIRE(ev.check);  // its outputs are compared all the same: right, on every trial
+  CHECK(ev.check->correct == std::optional<bool>(true));
+  CHECK(ev.check->trials_passed == 0);
+  auto wrong =
+      backends::evaluate(triton(), "import torch\n\ndef kf_forward(x, y):\n    return torch.relu(x) + y\n",
+                         work / "wrong", runner, task, check_only());
+  INFO(wrong.message);
+  CHECK(wrong.outcome == Outcome::torch_fallback);
+  REQUIRE(wrong.check);
+  CHECK(wrong.check->correct == std::optional<bool>(false));
   task.allow_ops = {"relu"};
   ev = backends::evaluate(triton(), relu_in_torch, work / "allowed", runner, task, check_only());
   INFO(ev.message);
@@ -260,6 +271,72 @@ TEST_CASE("triton: a TritonBench-T task is judged on its test block in the confi
     if (!c.sub_kind.empty()) CHECK(ev.sub_kind == c.sub_kind);
     CHECK(!ev.bench);
   }
+  CHECK(runner.workers_started() == 1);
+}
+
+TEST_CASE("triton: a torch_fallback's results are still compared: correct counts it, pass never does",
+          "[runner]") {
+  // Issue 22 §3: TritonBench's own figures count correct code of any kind; kforge's pass counts
+  // Triton only. A PyTorch candidate stays torch_fallback (no pass, no bench) whatever its
+  // results; the judge compares them all the same (the Triton host names the ops without its
+  // results, so the judge allows them and runs the seed again) and records `correct`.
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
+  const Task* t = suite.find("T/relu_scale");
+  REQUIRE(t);
+  const auto task = agent::task_ref(*t, "");
+  struct Case {
+    std::string name, source;
+    bool correct;
+  };
+  const std::vector<Case> cases = {
+      {"torch_right",
+       "import torch\n\ndef relu_scale(input, scale=2.0, out=None):\n    return torch.relu(input) * scale\n",
+       true},
+      {"torch_wrong",
+       "import torch\n\ndef relu_scale(input, scale=2.0, out=None):\n    return torch.relu(input) * (scale + "
+       "1)\n",
+       false},
+  };
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path work = scratch("triton-tritonbench-correct");
+  auto opt = check_only();
+  opt.bench = true;
+  agent::TritonBenchTally tally;
+  for (const auto& c : cases) {
+    auto ev = backends::evaluate(triton(), c.source, work / c.name, runner, task, opt);
+    INFO(c.name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    CHECK(ev.outcome == Outcome::torch_fallback);
+    CHECK(!ev.bench);
+    REQUIRE(ev.check);
+    REQUIRE(ev.check->correct.has_value());
+    CHECK(*ev.check->correct == c.correct);
+    CHECK(ev.message.find(c.correct ? "correct, but not a pass" : "wrong as well") != std::string::npos);
+    AttemptRecord rec;
+    agent::fill_record(rec, ev, 0, 0);
+    CHECK(rec.outcome == Outcome::torch_fallback);
+    CHECK(rec.correct == c.correct);
+    CHECK(attempt_from_json(to_json(rec), 1).correct == c.correct);
+    tally.add(rec, true);
+  }
+  // And a Triton candidate that passes: the other side of both figures.
+  const std::string md = read_file(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_run/replies/relu_scale.md");
+  const auto from = md.find("```python\n") + 10;
+  auto ev = backends::evaluate(triton(), md.substr(from, md.find("```", from) - from), work / "triton",
+                               runner, task, check_only());
+  INFO("triton -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+  AttemptRecord rec;
+  agent::fill_record(rec, ev, 0, 0);
+  CHECK(rec.correct);
+  tally.add(rec, true);
+  CHECK(tally.judged == 3);
+  CHECK(tally.calls == 3);         // every one ran its test block
+  CHECK(tally.native_calls == 1);  // one of them in Triton
+  CHECK(tally.correct == 2);       // the right PyTorch code counts, as in TritonBench
+  CHECK(tally.passes == 1);        // but not as a pass
+  INFO(tally.line());
+  CHECK(tally.line().find("Call accuracy 100.0% correct / 33.3% pass") != std::string::npos);
+  CHECK(tally.line().find("Execution accuracy 66.7% correct / 33.3% pass") != std::string::npos);
   CHECK(runner.workers_started() == 1);
 }
 

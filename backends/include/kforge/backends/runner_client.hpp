@@ -41,7 +41,10 @@
 //   {"cmd":"check","artifact","trials","seed","deadline_ms","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
 //         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms",
-//         "checks":[what ran],"phases"};
+//         "checks":[what ran],"phases","correct"?,"correct_message"?};
+//        a torch_fallback's outputs are still compared, its outcome stays torch_fallback:
+//        "correct" says whether they matched on every trial (issue 22 §3; false with
+//        "correct_message" saying why, absent when they could not be compared).
 //        the candidate only ever sees copies of the inputs and parameters (cpu: read-only).
 //        Error figures (runner Comparison, on passes too, max over trials and outputs):
 //        max_abs_err = max |a - e|; max_rel_err = max |a - e| / (|e| + atol); tolerance_ratio =
@@ -167,6 +170,10 @@ struct CheckResult {
   std::vector<std::string> checks;          ///< what the check ran, one line each (reply "checks")
   bool worker_replaced = false;             ///< the candidate took the worker down
   bool retried = false;  ///< the first try was an infra failure; this is the fresh worker's result
+  /// A torch_fallback's outputs, still compared (reply "correct"): whether they matched the
+  /// reference on every trial; nullopt when not compared (other outcomes: the outcome says).
+  std::optional<bool> correct;
+  std::string correct_message;  ///< why they did not (reply "correct_message")
 };
 
 struct TimingStats {
