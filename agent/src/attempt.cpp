@@ -89,7 +89,10 @@ Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner
     fill_record(rec, ev, flops, bytes);
     rec.profile.profiler = setup.profile ? setup.profile->profiler : "";
   }
-  record_roofline(rec, setup.peaks, flops, bytes);
+  if (ev.bench && !ev.bench->perf_inputs.empty())  // TritonBench: its best performance input
+    record_tritonbench_roofline(rec, setup.peaks, ev.bench->perf_inputs);
+  else
+    record_roofline(rec, setup.peaks, flops, bytes);
   rec.module_mode = task.ref.module_mode;
   record_precision(rec, ev, setup.backend_name, task.load, allowed_precision(setup, *task.task));
   Judged j;
@@ -222,6 +225,11 @@ void TritonBenchTally::add(const AttemptRecord& rec, bool test_block) {
   calls += native || rec.outcome == Outcome::torch_fallback;
   passes += rec.passed();
   correct += rec.passed() || (rec.outcome == Outcome::torch_fallback && rec.correct);
+  if (rec.has_speedup()) {
+    ++timed;
+    speedup_sum += rec.speedup;
+    efficiency_sum += std::max(rec.profile.dram_fraction, rec.profile.flops_fraction);
+  }
 }
 
 std::string TritonBenchTally::line() const {
@@ -234,7 +242,16 @@ std::string TritonBenchTally::line() const {
                 "pass: Triton-native, no torch_fallback",
                 pct(calls), pct(native_calls), calls, native_calls, judged, pct(correct), pct(passes),
                 correct, passes, judged);
-  return b;
+  std::string s = b;
+  if (timed > 0) {
+    std::snprintf(b, sizeof b,
+                  "; Speed Up %.3gx (mean over %d timed passes of sum(reference ms) / sum(candidate ms) on "
+                  "each task's performance inputs), GPU efficiency %.1f%% of the measured peaks%s",
+                  speedup_sum / timed, timed, 100.0 * efficiency_sum / timed,
+                  interpreter ? " (Triton's interpreter on the CPU: these are not GPU times)" : "");
+    s += b;
+  }
+  return s;
 }
 
 }  // namespace kforge::agent

@@ -58,6 +58,7 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
     r.test_source = task.test_source;
     r.test_function = task.test_function;
     r.entries = task.entries;
+    r.perf_script = task.perf_script;
   }
   return r;
 }
@@ -123,6 +124,36 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
     rec.profile.t_reference_p90_ms = b.reference.p90_ms;
   }
   record_resources(rec, ev);
+}
+
+void record_tritonbench_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks,
+                                 const std::vector<backends::PerfInputTiming>& inputs) {
+  if (!rec.passed()) return;
+  const backends::PerfInputTiming* best = nullptr;
+  double best_fraction = -1;
+  for (const auto& p : inputs) {
+    if (!(p.candidate_ms > 0)) continue;
+    const double bps = p.bytes / (p.candidate_ms * 1e-3), fps = p.flops / (p.candidate_ms * 1e-3);
+    const double f = peaks ? std::max(peaks->dram_bytes_per_s > 0 ? bps / peaks->dram_bytes_per_s : 0,
+                                      peaks->flops_per_s > 0 ? fps / peaks->flops_per_s : 0)
+                           : bps;
+    if (f > best_fraction) {
+      best_fraction = f;
+      best = &p;
+    }
+  }
+  if (!best) return;
+  rec.achieved_gbps = best->bytes / (best->candidate_ms * 1e-3) / 1e9;
+  rec.achieved_tflops = best->flops / (best->candidate_ms * 1e-3) / 1e12;
+  if (!peaks) return;
+  const Roofline r = roofline(best->candidate_ms, best->bytes, best->flops, *peaks);
+  rec.profile.peaks_device = peaks->device;
+  rec.profile.peak_gbps = peaks->dram_bytes_per_s / 1e9;
+  rec.profile.peak_tflops = peaks->flops_per_s / 1e12;
+  rec.profile.dram_fraction = r.dram_fraction;
+  rec.profile.flops_fraction = r.flops_fraction;
+  rec.profile.bottleneck = r.bottleneck == Bottleneck::unknown ? "" : std::string(to_string(r.bottleneck));
+  rec.profile.bottleneck_reason = "performance input " + std::to_string(best->input) + ": " + r.reason;
 }
 
 void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks, double flops,
@@ -433,6 +464,7 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   a.opt.trials = cmd.trials;
   a.opt.bench = cmd.bench;
   a.opt.bench_options.reps = cmd.reps;
+  a.opt.bench_options.perf_inputs = cmd.perf_inputs;
   a.opt.bench_options.compile_baseline = cmd.baseline == "compile";
   a.opt.compile.arch = cmd.arch;
   a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
@@ -529,6 +561,7 @@ int run_eval(const EvalCommand& cmd) {
     if (rec.sub_kind == "unjudgeable" || rec.sub_kind == "reference_failed") unusable[t->id] = rec.message;
     passed += rec.outcome == Outcome::pass;
     infra += rec.outcome == Outcome::infra_error;
+    tb.interpreter = es.runner->config().device == "cpu";
     tb.add(rec, ref.test_block());
     // A test block's reference that failed on a fresh worker: the task is unusable (its
     // traceback is in result.json's message).

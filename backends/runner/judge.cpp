@@ -960,6 +960,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     if (failed) return *failed;
     Stats cs = stats_of(cand);
     j["candidate"] = stats_json(cs, K);
+    j["candidate"]["samples_ms"] = cand;
     j["candidate_ms"] = cs.median;
     j["verified_batches"] = verified;
   }
@@ -968,6 +969,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   laps.lap("reference_timing_ms");
   Stats rs = stats_of(ref);
   j["reference"] = stats_json(rs, K);
+  j["reference"]["samples_ms"] = ref;
   j["reference_ms"] = rs.median;
   if (req.value("baseline", std::string("eager")) == "compile")
     j["reference_compile"] = stats_json(stats_of(time_reference(ctx, task, K, plan, true)), K);

@@ -117,9 +117,16 @@ struct TritonBenchTally {
   int judged = 0;
   int calls = 0, correct = 0;        ///< any code
   int native_calls = 0, passes = 0;  ///< no torch_fallback
+  /// Speed Up (issue 22 §4): passes with a credited speedup (TritonBench's sum-of-times ratio
+  /// over the task's performance inputs), their sum, and the sum of their GPU efficiency (the
+  /// best input's larger fraction of the measured peaks, bandwidth or FLOP/s).
+  int timed = 0;
+  double speedup_sum = 0, efficiency_sum = 0;
+  bool interpreter = false;  ///< the judge's device is the CPU: times are Triton's interpreter's
   void add(const AttemptRecord& rec, bool test_block);
   /// "TritonBench: Call accuracy a% correct / b% pass, Execution accuracy c% correct / d% pass
-  /// (...)", or "" when nothing was judged.
+  /// (...)" and, when passes were timed, TritonBench's Speed Up (mean over tasks, as its
+  /// 2_efficiency.py) and efficiency; "" when nothing was judged.
   std::string line() const;
 };
 

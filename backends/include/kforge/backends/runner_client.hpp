@@ -55,7 +55,7 @@
 //         "reference_compile"?:stats, "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],
 //         "sets","timing":"judge_clock","verified_batches","speed_of_light_ms","peak_bytes_per_s",
 //         "timing_anomaly"?,"phases","flags":[],"bench_ms"}; stats = {median_ms,p10_ms,
-//         p90_ms,mean_ms,min_ms,cv,reps,batches} over batches (one sample per batch of `sets`
+//         p90_ms,mean_ms,min_ms,cv,reps,batches,samples_ms} over batches (one sample per batch of `sets`
 //         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
@@ -119,6 +119,9 @@ struct TaskRef {
   /// (the `testblock` request), and the candidate must define `entries`. No model is loaded.
   std::string test_source, test_function;
   std::vector<std::string> entries;
+  /// TritonBench: the task's performance script (benchmarks Task::perf_script), what
+  /// bench_tritonbench() times it on; "" when none.
+  std::string perf_script;
   /// Bytes of one set of get_inputs() tensors, estimated from the source's shapes by the task
   /// model (benchmarks: estimate_input_bytes); 0 = unknown. Only for messages (a worker killed
   /// while loading: likely out of memory, and how much the task needs).
@@ -191,6 +194,18 @@ struct BenchOptions {
   /// judge's measurement (0: measure). For tests and for devices the measurement misjudges.
   double peak_bytes_per_s = 0;
   int64_t seed = 2000;
+  /// TritonBench tasks (tritonbench_perf.hpp): how many of the performance script's inputs to
+  /// time, spread evenly over them, the first and the last included; 0 = all, as TritonBench.
+  int perf_inputs = 0;
+};
+
+/// The timing of one TritonBench performance input (tritonbench_perf.hpp; ms per call, medians
+/// over the judge's batches, and the batches themselves).
+struct PerfInputTiming {
+  int input = 0;
+  double candidate_ms = 0, reference_ms = 0;
+  double bytes = 0, flops = 0;  ///< of one call, by the script's formulas
+  std::vector<double> candidate_samples, reference_samples;
 };
 
 struct BenchResult {
@@ -224,6 +239,12 @@ struct BenchResult {
   std::vector<std::string> flags;
   double bench_ms = 0;
   bool retried = false;  ///< as CheckResult::retried
+  /// The judge's per-batch times, ms per call (reply candidate/reference "samples_ms"), for
+  /// intervals over several benches.
+  std::vector<double> candidate_samples, reference_samples;
+  /// A TritonBench task (bench_tritonbench): each performance input; candidate_ms and
+  /// reference_ms are then their sums, speedup TritonBench's Speed Up.
+  std::vector<PerfInputTiming> perf_inputs;
 };
 
 class RunnerClient {
