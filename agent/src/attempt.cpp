@@ -239,7 +239,7 @@ std::string TritonBenchTally::line() const {
   std::snprintf(b, sizeof b,
                 "TritonBench: Call accuracy %.1f%% correct / %.1f%% pass (%d, %d of %d), Execution accuracy "
                 "%.1f%% correct / %.1f%% pass (%d, %d of %d); correct: any code, as TritonBench counts; "
-                "pass: Triton-native, no torch_fallback",
+                "pass: Triton kernels only (PyTorch compute is not a pass)",
                 pct(calls), pct(native_calls), calls, native_calls, judged, pct(correct), pct(passes),
                 correct, passes, judged);
   std::string s = b;

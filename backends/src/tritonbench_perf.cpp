@@ -276,12 +276,17 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     const auto artifact = workdir / ("perf" + std::to_string(p) + ".py");
     write_file(artifact, perf_module(candidate_source, task.perf_script, p, false));
     BenchResult b = runner.bench(t, artifact, opt);
-    // PyTorch compute on a performance input: the script's call_op may do its own, and a G task's
-    // gold ops (allowed in its check) are not re-derived here. Never a pass turned into a
-    // failure by kforge's harness; never credited either.
-    if (!b.ok && b.outcome == Outcome::torch_fallback)
-      return not_timed("performance input " + std::to_string(p) + " ran PyTorch compute: " + b.message);
-    if (!b.ok) return b;  // the candidate failed while timed (or the judge did)
+    if (!b.ok && b.outcome == Outcome::infra_error) return b;  // the judge's failure
+    // As TritonBench, an input the candidate fails on is left out of its Speed Up (its verdict is
+    // the test block's): PyTorch compute there (the script's call_op may do its own; a G task's gold
+    // ops allowed in its check are not carried over), a crash, a wrong result on a verified batch,
+    // an input it writes (in-place ops). Never credited, never charged.
+    if (!b.ok) {
+      total.flags.push_back("performance input " + std::to_string(p) +
+                            " not timed: " + std::string(to_string(b.outcome)) +
+                            (b.sub_kind.empty() ? "" : "/" + b.sub_kind) + ": " + b.message.substr(0, 300));
+      continue;
+    }
     total.perf_inputs.push_back(PerfInputTiming{p, b.candidate_ms, b.reference_ms, loads[p].bytes,
                                                 loads[p].flops, b.candidate_samples, b.reference_samples});
     total.candidate_ms += b.candidate_ms;

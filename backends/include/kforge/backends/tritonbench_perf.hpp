@@ -60,12 +60,13 @@ std::vector<int> chosen_inputs(int n, int k);
 /// Times the candidate (`artifact`, already checked) and the reference on every performance
 /// input of `task` (at most `max_inputs`), each through RunnerClient::bench; derived modules go
 /// to `workdir`. The result aggregates (candidate_ms, reference_ms: the sums; speedup and its
-/// interval: tritonbench_speedup) and lists each input in `perf_inputs`. A candidate failing
-/// while timed is the BenchResult's failure, as in any bench. A task whose harness cannot run
-/// (an input or a formula that fails in the reference, a name the candidate does not define)
-/// is not timed: ok with no inputs and a note in flags; so is one that runs PyTorch compute
-/// outside the task's allow_ops on a performance input (the script's call_op may, and a G task's
-/// gold ops allowed in its check are not carried over).
+/// interval: tritonbench_speedup) and lists each input in `perf_inputs`. As in TritonBench, an
+/// input the candidate fails on (a crash, a wrong verified batch, PyTorch compute outside the
+/// task's allow_ops: the script's call_op may do its own, and a G task's gold ops allowed in its
+/// check are not carried over) is left out, with a note in flags: the verdict is the test
+/// block's, never changed by the timing. A task whose harness cannot run (the reference fails
+/// on input 0, a name the candidate does not define) is not timed: ok with no inputs and a note.
+/// Only the judge's own failure (infra_error) is returned as a failure.
 BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const std::string& candidate_source,
                               const std::filesystem::path& workdir, const BenchOptions& opt,
                               int max_inputs = 64);
