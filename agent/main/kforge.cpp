@@ -248,6 +248,9 @@ int main(int argc, char** argv) {
   eval->add_option("--profile", ev.profile, "shape profile (e.g. ci); default: the task's own shapes");
   eval->add_option("--trials", ev.trials, "correctness trials, fresh inputs each")->check(CLI::Range(1, 100));
   eval->add_option("--reps", ev.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
+  eval->add_option("--perf-inputs", ev.perf_inputs,
+                   "TritonBench: performance inputs timed per task, spread evenly (default 0: all)")
+      ->check(CLI::Range(0, 1000));
   eval->add_flag("!--no-bench", ev.bench, "skip timing");
   eval->add_option("--baseline", ev.baseline, "eager, or compile to also time torch.compile")
       ->check(CLI::IsMember({"eager", "compile"}));
@@ -327,6 +330,9 @@ int main(int argc, char** argv) {
   run->add_option("--llm-retries", rn.llm_retries, "retries after 429/5xx/timeouts");
   run->add_option("--trials", rn.trials, "correctness trials")->check(CLI::Range(1, 100));
   run->add_option("--reps", rn.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
+  run->add_option("--perf-inputs", rn.perf_inputs,
+                  "TritonBench: performance inputs timed per task, spread evenly (default 0: all)")
+      ->check(CLI::Range(0, 1000));
   run->add_flag("!--no-bench", rn.bench, "skip timing");
   run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
   run->add_option("--devices", rn.devices,

@@ -112,7 +112,10 @@ Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner
     fill_record(rec, ev, flops, bytes);
     rec.profile.profiler = setup.profile ? setup.profile->profiler : "";
   }
-  record_roofline(rec, setup.peaks, flops, bytes);
+  if (ev.bench && !ev.bench->perf_inputs.empty())  // TritonBench: its best performance input
+    record_tritonbench_roofline(rec, setup.peaks, ev.bench->perf_inputs);
+  else
+    record_roofline(rec, setup.peaks, flops, bytes);
   rec.module_mode = task.ref.module_mode;
   Judged j;
   j.detail = feedback_detail(rec, ev);
@@ -249,16 +252,38 @@ backends::Extracted extract_candidate(const backends::Backend& backend, const st
 void TritonBenchTally::add(const AttemptRecord& rec, bool test_block) {
   if (!test_block || !is_model_outcome(rec.outcome)) return;
   ++judged;
-  calls += rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
-  passes += rec.outcome == Outcome::pass;
+  const bool native = rec.outcome == Outcome::pass || rec.outcome == Outcome::output_mismatch;
+  native_calls += native;
+  calls += native || rec.outcome == Outcome::torch_fallback;
+  passes += rec.passed();
+  correct += rec.passed() || (rec.outcome == Outcome::torch_fallback && rec.correct);
+  if (rec.has_speedup()) {
+    ++timed;
+    speedup_sum += rec.speedup;
+    efficiency_sum += std::max(rec.profile.dram_fraction, rec.profile.flops_fraction);
+  }
 }
 
 std::string TritonBenchTally::line() const {
   if (judged == 0) return "";
-  char b[200];
-  std::snprintf(b, sizeof b, "TritonBench: Call accuracy %.1f%% (%d/%d), Execution accuracy %.1f%% (%d/%d)",
-                100.0 * calls / judged, calls, judged, 100.0 * passes / judged, passes, judged);
-  return b;
+  auto pct = [&](int n) { return 100.0 * n / judged; };
+  char b[400];
+  std::snprintf(b, sizeof b,
+                "TritonBench: Call accuracy %.1f%% correct / %.1f%% pass (%d, %d of %d), Execution accuracy "
+                "%.1f%% correct / %.1f%% pass (%d, %d of %d); correct: any code, as TritonBench counts; "
+                "pass: Triton kernels only (PyTorch compute is not a pass)",
+                pct(calls), pct(native_calls), calls, native_calls, judged, pct(correct), pct(passes),
+                correct, passes, judged);
+  std::string s = b;
+  if (timed > 0) {
+    std::snprintf(b, sizeof b,
+                  "; Speed Up %.3gx (mean over %d timed passes of sum(reference ms) / sum(candidate ms) on "
+                  "each task's performance inputs), GPU efficiency %.1f%% of the measured peaks%s",
+                  speedup_sum / timed, timed, 100.0 * efficiency_sum / timed,
+                  interpreter ? " (Triton's interpreter on the CPU: these are not GPU times)" : "");
+    s += b;
+  }
+  return s;
 }
 
 }  // namespace kforge::agent

@@ -415,6 +415,7 @@ void make_attempt_setup(RunSetup& rs) {
   a.opt.trials = cmd.trials;
   a.opt.bench = cmd.bench;
   a.opt.bench_options.reps = cmd.reps;
+  a.opt.bench_options.perf_inputs = cmd.perf_inputs;
   a.opt.bench_options.min_reps = std::min(cmd.reps, 10);
   a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
   for (const auto& t : rs.suite.tasks) {
@@ -572,7 +573,9 @@ int finish_run(const RunSetup& rs, const RunTally& t) {
   std::fprintf(stderr, "kforge run: report %s (and %s)\n", (cmd.out / "report.md").string().c_str(),
                (cmd.out / "report.html").string().c_str());
   if (cmd.print_report && fs::exists(cmd.out / "report.md")) std::cout << read_file(cmd.out / "report.md");
-  if (const std::string tb = t.tritonbench.line(); !tb.empty()) std::cerr << "kforge run: " << tb << "\n";
+  auto tally = t.tritonbench;
+  tally.interpreter = !rs.runners.empty() && rs.runners.front()->config().device == "cpu";
+  if (const std::string tb = tally.line(); !tb.empty()) std::cerr << "kforge run: " << tb << "\n";
   for (const auto& s : t.retired_slots)
     std::cerr << "kforge run: judge slot " << s << " left the pool (kept failing)\n";
   if (t.budget_stops > 0)

@@ -71,6 +71,7 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
     r.test_source = task.test_source;
     r.test_function = task.test_function;
     r.entries = task.entries;
+    r.perf_script = task.perf_script;
   }
   return r;
 }
@@ -107,6 +108,8 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
   rec.check_ms = ev.check_ms;
   rec.bench_ms = ev.bench_ms;
   rec.seed = static_cast<std::uint64_t>(ev.seed);
+  rec.correct = rec.outcome == Outcome::pass ||
+                (rec.outcome == Outcome::torch_fallback && ev.check && ev.check->correct.value_or(false));
   if (ev.check) {
     rec.trials = ev.check->trials;
     rec.trials_passed = ev.check->trials_passed;
@@ -134,6 +137,36 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
     rec.profile.t_reference_p90_ms = b.reference.p90_ms;
   }
   record_resources(rec, ev);
+}
+
+void record_tritonbench_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks,
+                                 const std::vector<backends::PerfInputTiming>& inputs) {
+  if (!rec.passed()) return;
+  const backends::PerfInputTiming* best = nullptr;
+  double best_fraction = -1;
+  for (const auto& p : inputs) {
+    if (!(p.candidate_ms > 0)) continue;
+    const double bps = p.bytes / (p.candidate_ms * 1e-3), fps = p.flops / (p.candidate_ms * 1e-3);
+    const double f = peaks ? std::max(peaks->dram_bytes_per_s > 0 ? bps / peaks->dram_bytes_per_s : 0,
+                                      peaks->flops_per_s > 0 ? fps / peaks->flops_per_s : 0)
+                           : bps;
+    if (f > best_fraction) {
+      best_fraction = f;
+      best = &p;
+    }
+  }
+  if (!best) return;
+  rec.achieved_gbps = best->bytes / (best->candidate_ms * 1e-3) / 1e9;
+  rec.achieved_tflops = best->flops / (best->candidate_ms * 1e-3) / 1e12;
+  if (!peaks) return;
+  const Roofline r = roofline(best->candidate_ms, best->bytes, best->flops, *peaks);
+  rec.profile.peaks_device = peaks->device;
+  rec.profile.peak_gbps = peaks->dram_bytes_per_s / 1e9;
+  rec.profile.peak_tflops = peaks->flops_per_s / 1e12;
+  rec.profile.dram_fraction = r.dram_fraction;
+  rec.profile.flops_fraction = r.flops_fraction;
+  rec.profile.bottleneck = r.bottleneck == Bottleneck::unknown ? "" : std::string(to_string(r.bottleneck));
+  rec.profile.bottleneck_reason = "performance input " + std::to_string(best->input) + ": " + r.reason;
 }
 
 void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks, double flops,
@@ -503,6 +536,7 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   a.opt.trials = cmd.trials;
   a.opt.bench = cmd.bench;
   a.opt.bench_options.reps = cmd.reps;
+  a.opt.bench_options.perf_inputs = cmd.perf_inputs;
   a.opt.bench_options.compile_baseline = cmd.baseline == "compile";
   a.opt.compile.arch = cmd.arch;
   a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
@@ -642,7 +676,8 @@ int run_eval(const EvalCommand& cmd) {
   EvalStore store(*es.run);
   const RunTally tally = judge_episodes(cmd, es, eval_episodes(cmd, es, unchanged), store);
   const int passed = tally.passes, infra = tally.infra_errors, done = tally.attempts;
-  const TritonBenchTally& tb = tally.tritonbench;
+  TritonBenchTally tb = tally.tritonbench;
+  tb.interpreter = es.runner->config().device == "cpu";
   std::map<std::string, std::string> unusable = store.unusable;  // task -> why its reference cannot be used
   for (const auto& [task, why] : tally.unusable) unusable.emplace(task, why);
   // A test block's reference that failed on a fresh worker: the task is unusable (its

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kforge/backends/python_errors.hpp"
+#include "kforge/backends/tritonbench_perf.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge::backends {
@@ -69,12 +70,22 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   ev.outcome = ev.check->outcome;
   ev.sub_kind = ev.check->sub_kind;
   ev.message = ev.check->message;
+  if (ev.outcome == Outcome::torch_fallback && ev.check->correct)  // compared all the same
+    ev.message += *ev.check->correct ? " (its outputs match the reference: correct, but not a pass)"
+                                     : " (its outputs are wrong as well: " + ev.check->correct_message + ")";
   ev.infrastructure_error = ev.outcome == Outcome::infra_error;
   classify_python_failure(ev);
-  // TritonBench tasks are judged on their test blocks; timing them is not built yet.
-  if (ev.outcome != Outcome::pass || !options.bench || task.test_block()) return;
-  ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
+  if (ev.outcome != Outcome::pass || !options.bench) return;
+  if (task.test_block())  // TritonBench: checked on its test block, timed on its performance inputs
+    ev.bench =
+        bench_tritonbench(runner, task, read_file(ev.compile.artifact),
+                          ev.compile.artifact.parent_path() / "tritonbench_perf", options.bench_options);
+  else
+    ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
   ev.bench_ms = ev.bench->bench_ms;
+  if (ev.bench->ok)  // what of a TritonBench task was not timed, and why
+    for (const auto& f : ev.bench->flags)
+      if (f.find("not timed") != std::string::npos) ev.message += (ev.message.empty() ? "" : "; ") + f;
   if (!ev.bench->ok) {
     // A candidate that passed the check but fails while timed (a hang, a wrong answer on a timed
     // repetition: bench_only), or the judge failed (infra_error).

@@ -483,6 +483,8 @@ CheckResult RunnerClient::run_check(const json& req, int trials) {
   c.tolerance_ratio = number(b, "tolerance_ratio");
   c.mismatch_fraction = number(b, "mismatch_fraction");
   c.phases_ms = phases_of(b);
+  if (auto it = b.find("correct"); it != b.end() && it->is_boolean()) c.correct = it->get<bool>();
+  c.correct_message = b.value("correct_message", std::string());
   if (auto it = b.find("checks"); it != b.end() && it->is_array())
     for (const auto& line : *it)
       if (line.is_string()) c.checks.push_back(line.get<std::string>());
@@ -540,6 +542,13 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.outcome = Outcome::pass;
   if (j.contains("candidate")) b.candidate = stats_of(j["candidate"]);
   b.reference = stats_of(j["reference"]);
+  auto samples = [&](const char* which, std::vector<double>* out) {
+    if (auto it = j.find(which); it != j.end() && it->contains("samples_ms"))
+      for (const auto& v : (*it)["samples_ms"])
+        if (v.is_number()) out->push_back(v.get<double>());
+  };
+  samples("candidate", &b.candidate_samples);
+  samples("reference", &b.reference_samples);
   if (j.contains("reference_compile")) b.reference_compile = stats_of(j["reference_compile"]);
   b.candidate_ms = j.value("candidate_ms", 0.0);
   b.reference_ms = j.value("reference_ms", 0.0);

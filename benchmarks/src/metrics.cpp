@@ -192,8 +192,10 @@ AttemptStats attempt_stats(const std::vector<const AttemptRecord*>& rs) {
     }
     ++st.attempts;
     st.compiled += r->compiled();
+    st.ran_native += r->outcome == Outcome::output_mismatch || r->outcome == Outcome::pass;
     st.ran += r->outcome == Outcome::output_mismatch || r->outcome == Outcome::torch_fallback ||
               r->outcome == Outcome::pass;
+    st.correct += r->passed() || (r->outcome == Outcome::torch_fallback && r->correct);
     st.passed += r->passed();
     st.compile_cached += r->compile_cached;
     add_phase(st.compile, r->compile_ms);
@@ -307,10 +309,14 @@ json stats_json(const AttemptStats& s) {
           {"infra_errors", s.infra_errors},
           {"compiled", s.compiled},
           {"ran", s.ran},
+          {"ran_native", s.ran_native},
+          {"correct", s.correct},
           {"passed", s.passed},
           {"compile_cached", s.compile_cached},
           {"compile_rate", s.compile_rate()},
           {"call_accuracy", s.call_accuracy()},
+          {"call_accuracy_native", s.call_accuracy_native()},
+          {"exec_accuracy_correct", s.exec_accuracy_correct()},
           {"exec_accuracy", s.exec_accuracy()},
           {"outcomes", outcomes},
           {"prompt_tokens", s.prompt_tokens},

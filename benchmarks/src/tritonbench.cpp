@@ -293,6 +293,10 @@ void load_tritonbench(Suite& s, const std::vector<TritonBenchChannel>& channels)
     std::sort(files.begin(), files.end());
     std::set<std::string> listed;
     std::vector<std::string> no_difficulty, odd_entry, odd_result;
+    // TritonBench's performance scripts, beside data/ (its checkout's layout).
+    const fs::path perf =
+        ch.data.parent_path() / "performance_metrics" / ("perf_" + prefix) / "golden_metrics";
+    int with_perf = 0;
     for (const auto& f : files) {
       const std::string fname = f.filename().string();
       listed.insert(fname);
@@ -308,6 +312,10 @@ void load_tritonbench(Suite& s, const std::vector<TritonBenchChannel>& channels)
         no_difficulty.push_back(fname);
       if (auto it = st.description.find(fname); it != st.description.end()) t.description = it->second;
       if (auto it = st.signature.find(fname); it != st.signature.end()) t.signature = it->second;
+      if (const fs::path ps = perf / (f.stem().string() + "_perf.py"); fs::is_regular_file(ps)) {
+        t.perf_script = read_file(ps);
+        ++with_perf;
+      }
       t.category = kernelbench_category(1, f.stem().string());
       if (!t.category.empty()) ++categorised;
       if (is_t && t.entries[0] != f.stem().string()) odd_entry.push_back(fname + " -> " + t.entries[0]);
@@ -318,6 +326,8 @@ void load_tritonbench(Suite& s, const std::vector<TritonBenchChannel>& channels)
         odd_result.push_back(fname);
       s.tasks.push_back(std::move(t));
     }
+    s.notes.push_back(prefix + ": " + std::to_string(with_perf) + " task(s) have a performance script (" +
+                      perf.string() + "): timed as TritonBench times them");
     std::vector<std::string> unlisted;
     for (const auto& [f, d] : st.difficulty)
       if (!listed.count(f)) unlisted.push_back(f);

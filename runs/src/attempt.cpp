@@ -168,6 +168,7 @@ json to_json(const AttemptRecord& r) {
   j["prompt_tokens"] = r.prompt_tokens;
   j["completion_tokens"] = r.completion_tokens;
   j["cost_usd"] = number_or_string(r.cost_usd);
+  j["correct"] = r.correct;
   j["trials_passed"] = r.trials_passed;
   j["trials"] = r.trials;
   j["max_abs_err"] = number_or_string(r.max_abs_err);
@@ -231,6 +232,8 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.integer("prompt_tokens", r.prompt_tokens);
   rd.integer("completion_tokens", r.completion_tokens);
   rd.real("cost_usd", r.cost_usd);
+  r.correct = r.passed();  // records from before the field: only a pass was known correct
+  rd.boolean("correct", r.correct);
   rd.integer("trials_passed", r.trials_passed);
   rd.integer("trials", r.trials);
   rd.real("max_abs_err", r.max_abs_err);

@@ -139,6 +139,26 @@ TEST_CASE("repair curve: a sample that passes at turn 3 scores 0, 0, 1", "[metri
   CHECK(s.overall.stats.passed == 1);
 }
 
+TEST_CASE("TritonBench's figures twice: correct counts a right torch_fallback, pass does not", "[metrics]") {
+  std::vector<AttemptRecord> rs{
+      att("a", 0, 1, Outcome::pass, 1.5),      att("b", 0, 1, Outcome::torch_fallback),
+      att("c", 0, 1, Outcome::torch_fallback), att("d", 0, 1, Outcome::output_mismatch),
+      att("e", 0, 1, Outcome::runtime_error),
+  };
+  rs[1].correct = true;  // its outputs matched: TritonBench would count it
+  rs[3].correct = true;  // not a torch_fallback: the outcome says it is wrong
+  const auto& st = summarize(rs).overall.stats;
+  CHECK(st.attempts == 5);
+  CHECK(st.ran == 4);
+  CHECK(st.ran_native == 2);
+  CHECK(st.correct == 2);
+  CHECK(st.passed == 1);
+  CHECK(near(st.call_accuracy(), 0.8));
+  CHECK(near(st.call_accuracy_native(), 0.4));
+  CHECK(near(st.exec_accuracy_correct(), 0.4));
+  CHECK(near(st.exec_accuracy(), 0.2));
+}
+
 TEST_CASE("final-attempt and best-attempt scoring differ when a later turn regresses", "[metrics]") {
   // Sample 0 passes at turn 2 (2.0x) and breaks its kernel at turn 3; sample 1 passes only at
   // turn 3 (1.2x); sample 2 never passes.

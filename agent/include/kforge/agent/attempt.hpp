@@ -136,13 +136,27 @@ std::string entry_point(const TaskJudging& task);
 backends::Extracted extract_candidate(const backends::Backend& backend, const std::string& reply,
                                       const std::string& entry);
 
-/// TritonBench's names (its paper, section 4) over judged attempts of test-block tasks: Call
-/// accuracy (the test block ran to its results: pass or output_mismatch) and Execution accuracy
-/// (pass). Attempts that are not model outcomes are not counted.
+/// TritonBench's names (its paper, section 4) over judged attempts of test-block tasks, each
+/// twice (issue 22 §3): "correct", as TritonBench counts, any code — Call accuracy (the test
+/// block ran to its results: pass, output_mismatch or torch_fallback) and Execution accuracy
+/// (the outputs match: AttemptRecord::correct) — and "pass", kforge's stricter figure,
+/// Triton-native only — Call accuracy without torch_fallback, Execution accuracy = pass.
+/// Attempts that are not model outcomes are not counted.
 struct TritonBenchTally {
-  int judged = 0, calls = 0, passes = 0;
+  int judged = 0;
+  int calls = 0, correct = 0;        ///< any code
+  int native_calls = 0, passes = 0;  ///< no torch_fallback
+  /// Speed Up (issue 22 §4): passes with a credited speedup (TritonBench's sum-of-times ratio
+  /// over the task's performance inputs), their sum, and the sum of their GPU efficiency (the
+  /// best input's larger fraction of the measured peaks, bandwidth or FLOP/s).
+  int timed = 0;
+  double speedup_sum = 0, efficiency_sum = 0;
+  bool interpreter = false;  ///< the judge's device is the CPU: times are Triton's interpreter's
   void add(const AttemptRecord& rec, bool test_block);
-  std::string line() const;  ///< "TritonBench: Call accuracy ..., Execution accuracy ..." or ""
+  /// "TritonBench: Call accuracy a% correct / b% pass, Execution accuracy c% correct / d% pass
+  /// (...)" and, when passes were timed, TritonBench's Speed Up (mean over tasks, as its
+  /// 2_efficiency.py) and efficiency; "" when nothing was judged.
+  std::string line() const;
 };
 
 }  // namespace kforge::agent

@@ -40,6 +40,13 @@ void record_resources(AttemptRecord& rec, const backends::Evaluation& ev);
 /// time: the fields stay unknown.
 void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks, double flops, double bytes);
 
+/// TritonBench's GPU efficiency (its EVAL/eval_G/2_efficiency.py: the best over the performance
+/// inputs of max(GB/s / peak, TFLOPS / peak), there with an A100's constants) against the
+/// measured peaks: the roofline reading (as record_roofline) of the input whose larger fraction
+/// is highest; achieved_gbps and achieved_tflops are that input's. Without peaks, only those.
+void record_tritonbench_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks,
+                                 const std::vector<backends::PerfInputTiming>& inputs);
+
 /// The device's measured peaks (issue 11 §1): from the peaks file (default_peaks_file(),
 /// KFORGE_PEAKS_FILE) when it holds `device_name`'s, else measured once by the judge
 /// (RunnerClient::measure_peaks) and cached there; nullopt when the measurement failed.
@@ -128,6 +135,7 @@ struct EvalCommand {
   int trials = 5;
   bool bench = true;
   int reps = 100;
+  int perf_inputs = 0;  ///< TritonBench: performance inputs timed per task (BenchOptions; 0 = all)
   std::string arch;    ///< cuda target, "" = detect
   std::string device;  ///< "" = cpu for the cpu backend, cuda:0 for cuda
   std::string baseline = "eager";

@@ -41,7 +41,10 @@
 //   {"cmd":"check","artifact","trials","seed","deadline_ms","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
 //         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms",
-//         "checks":[what ran],"phases"};
+//         "checks":[what ran],"phases","correct"?,"correct_message"?};
+//        a torch_fallback's outputs are still compared, its outcome stays torch_fallback:
+//        "correct" says whether they matched on every trial (issue 22 §3; false with
+//        "correct_message" saying why, absent when they could not be compared).
 //        the candidate only ever sees copies of the inputs and parameters (cpu: read-only).
 //        Error figures (runner Comparison, on passes too, max over trials and outputs):
 //        max_abs_err = max |a - e|; max_rel_err = max |a - e| / (|e| + atol); tolerance_ratio =
@@ -52,7 +55,7 @@
 //         "reference_compile"?:stats, "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],
 //         "sets","timing":"judge_clock","verified_batches","speed_of_light_ms","peak_bytes_per_s",
 //         "timing_anomaly"?,"phases","flags":[],"bench_ms"}; stats = {median_ms,p10_ms,
-//         p90_ms,mean_ms,min_ms,cv,reps,batches} over batches (one sample per batch of `sets`
+//         p90_ms,mean_ms,min_ms,cv,reps,batches,samples_ms} over batches (one sample per batch of `sets`
 //         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
@@ -116,6 +119,9 @@ struct TaskRef {
   /// (the `testblock` request), and the candidate must define `entries`. No model is loaded.
   std::string test_source, test_function;
   std::vector<std::string> entries;
+  /// TritonBench: the task's performance script (benchmarks Task::perf_script), what
+  /// bench_tritonbench() times it on; "" when none.
+  std::string perf_script;
   /// Bytes of one set of get_inputs() tensors, estimated from the source's shapes by the task
   /// model (benchmarks: estimate_input_bytes); 0 = unknown. Only for messages (a worker killed
   /// while loading: likely out of memory, and how much the task needs).
@@ -167,6 +173,10 @@ struct CheckResult {
   std::vector<std::string> checks;          ///< what the check ran, one line each (reply "checks")
   bool worker_replaced = false;             ///< the candidate took the worker down
   bool retried = false;  ///< the first try was an infra failure; this is the fresh worker's result
+  /// A torch_fallback's outputs, still compared (reply "correct"): whether they matched the
+  /// reference on every trial; nullopt when not compared (other outcomes: the outcome says).
+  std::optional<bool> correct;
+  std::string correct_message;  ///< why they did not (reply "correct_message")
 };
 
 struct TimingStats {
@@ -184,6 +194,18 @@ struct BenchOptions {
   /// judge's measurement (0: measure). For tests and for devices the measurement misjudges.
   double peak_bytes_per_s = 0;
   int64_t seed = 2000;
+  /// TritonBench tasks (tritonbench_perf.hpp): how many of the performance script's inputs to
+  /// time, spread evenly over them, the first and the last included; 0 = all, as TritonBench.
+  int perf_inputs = 0;
+};
+
+/// The timing of one TritonBench performance input (tritonbench_perf.hpp; ms per call, medians
+/// over the judge's batches, and the batches themselves).
+struct PerfInputTiming {
+  int input = 0;
+  double candidate_ms = 0, reference_ms = 0;
+  double bytes = 0, flops = 0;  ///< of one call, by the script's formulas
+  std::vector<double> candidate_samples, reference_samples;
 };
 
 struct BenchResult {
@@ -217,6 +239,12 @@ struct BenchResult {
   std::vector<std::string> flags;
   double bench_ms = 0;
   bool retried = false;  ///< as CheckResult::retried
+  /// The judge's per-batch times, ms per call (reply candidate/reference "samples_ms"), for
+  /// intervals over several benches.
+  std::vector<double> candidate_samples, reference_samples;
+  /// A TritonBench task (bench_tritonbench): each performance input; candidate_ms and
+  /// reference_ms are then their sums, speedup TritonBench's Speed Up.
+  std::vector<PerfInputTiming> perf_inputs;
 };
 
 class RunnerClient {

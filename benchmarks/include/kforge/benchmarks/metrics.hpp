@@ -87,6 +87,8 @@ struct AttemptStats {
   int infra_errors = 0;  ///< infra_error records (could not be judged), not in `attempts`
   int compiled = 0;      ///< outcome not in {format_error, compile_error, forbidden_api}
   int ran = 0;           ///< compiled and ran to completion: output_mismatch, torch_fallback or pass
+  int ran_native = 0;    ///< ran without torch_fallback: output_mismatch or pass
+  int correct = 0;       ///< outputs matched, any code: pass, or torch_fallback found correct (issue 22 §3)
   int passed = 0;
   int compile_cached = 0;
   /// outcome name -> sub-kind ("" when none) -> count.
@@ -95,9 +97,13 @@ struct AttemptStats {
   std::int64_t completion_tokens = 0;
   double cost_usd = 0;
   PhaseTime llm, compile, check, bench, total;
-  /// TritonBench's names: call accuracy = compiled-and-ran rate, execution accuracy = pass rate.
+  /// TritonBench's names, twice (issue 22 §3): call accuracy = compiled-and-ran rate, execution
+  /// accuracy = correct rate, as TritonBench counts them (any code); the `_native` call accuracy
+  /// and the pass rate are kforge's stricter figures (no torch_fallback).
   double compile_rate() const { return attempts ? double(compiled) / attempts : 0; }
   double call_accuracy() const { return attempts ? double(ran) / attempts : 0; }
+  double call_accuracy_native() const { return attempts ? double(ran_native) / attempts : 0; }
+  double exec_accuracy_correct() const { return attempts ? double(correct) / attempts : 0; }
   double exec_accuracy() const { return attempts ? double(passed) / attempts : 0; }
 };
 

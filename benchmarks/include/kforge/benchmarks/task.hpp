@@ -100,6 +100,10 @@ struct Task {
   std::vector<std::string> entries;
   std::string test_source;    ///< TritonBench: the test block after the separator, unmodified
   std::string test_function;  ///< TritonBench: the test block's top-level `def test_*()`
+  /// TritonBench: the task's performance script (performance_metrics/perf_<T|G>/golden_metrics/
+  /// <name>_perf.py in the checkout), what its Speed Up is timed on (backends/tritonbench_perf.hpp);
+  /// "" when the checkout has none for it.
+  std::string perf_script;
   /// TritonBench-T: the entry's signature as its instruction states it (the stats file's
   /// `func_inputs`, e.g. "relu_scale(input, scale=2.0, out=None) -> Tensor"); "" when not given.
   std::string signature;

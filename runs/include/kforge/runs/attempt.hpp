@@ -63,6 +63,10 @@ struct AttemptRecord {
   double cost_usd = 0;
 
   // --- correctness (check) ----------------------------------------------------------------
+  /// The outputs matched the reference on every trial, whatever the code ran: true for a pass
+  /// and for a torch_fallback whose outputs the judge still compared and found right (issue 22
+  /// §3: TritonBench's figures count correct PyTorch code; kforge's pass does not).
+  bool correct = false;
   int trials_passed = 0;
   int trials = 0;
   double max_abs_err = 0;  ///< max |out - ref| over the trials, on passes too
