@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <boost/asio/io_context.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,9 +17,9 @@
 
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/hardware.hpp"
+#include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/agent/ports.hpp"
 #include "kforge/agent/scheduler.hpp"
-#include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/resource_usage.hpp"
@@ -139,6 +139,18 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
   record_resources(rec, ev);
 }
 
+/// The record's roofline against the measured peaks; `why` prefixes the bottleneck's reason.
+static void set_roofline(AttemptRecord& rec, const DevicePeaks& peaks, const Roofline& r,
+                         const std::string& why) {
+  rec.profile.peaks_device = peaks.device;
+  rec.profile.peak_gbps = peaks.dram_bytes_per_s / 1e9;
+  rec.profile.peak_tflops = peaks.flops_per_s / 1e12;
+  rec.profile.dram_fraction = r.dram_fraction;
+  rec.profile.flops_fraction = r.flops_fraction;
+  rec.profile.bottleneck = r.bottleneck == Bottleneck::unknown ? "" : std::string(to_string(r.bottleneck));
+  rec.profile.bottleneck_reason = why + r.reason;
+}
+
 void record_tritonbench_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks,
                                  const std::vector<backends::PerfInputTiming>& inputs) {
   if (!rec.passed()) return;
@@ -159,27 +171,14 @@ void record_tritonbench_roofline(AttemptRecord& rec, const std::optional<DeviceP
   rec.achieved_gbps = best->bytes / (best->candidate_ms * 1e-3) / 1e9;
   rec.achieved_tflops = best->flops / (best->candidate_ms * 1e-3) / 1e12;
   if (!peaks) return;
-  const Roofline r = roofline(best->candidate_ms, best->bytes, best->flops, *peaks);
-  rec.profile.peaks_device = peaks->device;
-  rec.profile.peak_gbps = peaks->dram_bytes_per_s / 1e9;
-  rec.profile.peak_tflops = peaks->flops_per_s / 1e12;
-  rec.profile.dram_fraction = r.dram_fraction;
-  rec.profile.flops_fraction = r.flops_fraction;
-  rec.profile.bottleneck = r.bottleneck == Bottleneck::unknown ? "" : std::string(to_string(r.bottleneck));
-  rec.profile.bottleneck_reason = "performance input " + std::to_string(best->input) + ": " + r.reason;
+  set_roofline(rec, *peaks, roofline(best->candidate_ms, best->bytes, best->flops, *peaks),
+               "performance input " + std::to_string(best->input) + ": ");
 }
 
 void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks, double flops,
                      double bytes) {
   if (!peaks || !rec.passed() || !(rec.t_candidate_ms > 0)) return;
-  const Roofline r = roofline(rec.t_candidate_ms, bytes, flops, *peaks);
-  rec.profile.peaks_device = peaks->device;
-  rec.profile.peak_gbps = peaks->dram_bytes_per_s / 1e9;
-  rec.profile.peak_tflops = peaks->flops_per_s / 1e12;
-  rec.profile.dram_fraction = r.dram_fraction;
-  rec.profile.flops_fraction = r.flops_fraction;
-  rec.profile.bottleneck = r.bottleneck == Bottleneck::unknown ? "" : std::string(to_string(r.bottleneck));
-  rec.profile.bottleneck_reason = r.reason;
+  set_roofline(rec, *peaks, roofline(rec.t_candidate_ms, bytes, flops, *peaks), "");
 }
 
 std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const std::string& device_name) {
@@ -631,8 +630,7 @@ std::vector<EpisodeSpec> eval_episodes(const EvalCommand& cmd, EvalSetup& es,
       tj.module_suffix = module_suffix_for(es.attempt, *t);  // an operator task's adapter
       judging[t] = &es.judging.emplace_back(std::move(tj));
     }
-    if (TaskJudging* tj = judging[t])
-      out.push_back({tj, item.sample, 1, 0.0, {}, std::move(source)});
+    if (TaskJudging* tj = judging[t]) out.push_back({tj, item.sample, 1, 0.0, {}, std::move(source)});
   }
   return out;
 }

@@ -60,4 +60,13 @@ inline Ran run_cmd(const std::vector<std::string>& args, const std::map<std::str
   return r;
 }
 
+#ifdef KFORGE_BUILD_DIR
+/// Runs the built `kforge` with `args` (no environment changes), its output under `dir`.
+inline Ran run_kforge(const std::vector<std::string>& args, const std::filesystem::path& dir) {
+  std::vector<std::string> argv{std::string(KFORGE_BUILD_DIR) + "/agent/kforge"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_cmd(argv, {}, dir);
+}
+#endif
+
 }  // namespace kforge::test

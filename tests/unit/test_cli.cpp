@@ -16,8 +16,8 @@
 #include "catch.hpp"
 #include "kforge/common/utf8.hpp"
 #include "kforge/runs/run_dir.hpp"
-#include "scratch_dir.hpp"
 #include "run_cmd.hpp"
+#include "scratch_dir.hpp"
 #include "scripted_server.hpp"
 
 namespace fs = std::filesystem;
@@ -26,15 +26,10 @@ using json = nlohmann::json;
 namespace {
 
 using kforge::test::Ran;
+using kforge::test::run_kforge;
 using kforge::test::slurp;
 
 /// Runs the kforge binary with `args`; stdout and stderr captured through files in `dir`.
-Ran run_kforge(const std::vector<std::string>& args, const fs::path& dir) {
-  std::vector<std::string> argv{std::string(KFORGE_BUILD_DIR) + "/agent/kforge"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return kforge::test::run_cmd(argv, {}, dir);
-}
-
 void write(const fs::path& p, const std::string& content) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << content;

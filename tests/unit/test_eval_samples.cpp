@@ -18,15 +18,10 @@
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using kforge::test::Ran;
+using kforge::test::run_kforge;
 using kforge::test::slurp;
 
 namespace {
-
-Ran run_kforge(const std::vector<std::string>& args, const fs::path& dir) {
-  std::vector<std::string> argv{std::string(KFORGE_BUILD_DIR) + "/agent/kforge"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return kforge::test::run_cmd(argv, {}, dir);
-}
 
 void write(const fs::path& p, const std::string& content) {
   fs::create_directories(p.parent_path());

@@ -22,15 +22,10 @@
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using kforge::test::Ran;
+using kforge::test::run_kforge;
 using kforge::test::slurp;
 
 namespace {
-
-Ran run_kforge(const std::vector<std::string>& args, const fs::path& dir) {
-  std::vector<std::string> argv{std::string(KFORGE_BUILD_DIR) + "/agent/kforge"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return kforge::test::run_cmd(argv, {}, dir);
-}
 
 const fs::path kGenerations = fs::path(KFORGE_TESTS_DIR) / "data/kernelbench_generations";
 const fs::path kSuite = fs::path(KFORGE_TESTS_DIR) / "fixtures/kernelbench";
