@@ -463,7 +463,7 @@ class Host:
                 namespace[name] = self.recorded(namespace[name])
         torch = self.torch
         try:
-            with torch.no_grad():
+            with torch.enable_grad():  # as TritonBench runs its test blocks (some call backward)
                 leaves = TESTBLOCK.run(namespace, self.test["test"], self.test.get("function", ""), seed,
                                        "cpu" if self.device < 0 else "cuda", torch)
             if self.device >= 0:

@@ -115,6 +115,8 @@ def reference_leaves(source, test_source, test_function, seed, device, entries=(
     ops = set()
     if defines_triton_kernels(namespace):
         record_ops(namespace, entries, ops)
-    with torch.no_grad():
+    # Grad enabled, as TritonBench runs its test blocks (some call backward); the runner's
+    # interpreter has it off for KernelBench models.
+    with torch.enable_grad():
         tensors, others = split(run(namespace, test_source, test_function, seed, device, torch), torch)
     return tensors, others, sorted(ops)
