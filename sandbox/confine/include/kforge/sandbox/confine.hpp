@@ -33,7 +33,9 @@ namespace kforge::sandbox {
 inline constexpr int kViolationExit = 101;
 
 struct ConfinePolicy {
-  long max_file_bytes = 1L << 20;  ///< RLIMIT_FSIZE: caps the host's log (its only writable file)
+  /// RLIMIT_FSIZE: caps the host's log (a memfd) and, on a GPU, each file of Triton's cache in
+  /// the scratch directory (a large kernel's cubin and IR pass 1 MiB: issue 22 measured SIGXFSZ).
+  long max_file_bytes = 64L << 20;
   long max_open_files = 1024;      ///< RLIMIT_NOFILE
   bool seccomp = true;             ///< false only for tests of the other layers
   /// Glob patterns of files that may still be opened for writing (Landlock), e.g. the GPU's
