@@ -209,10 +209,7 @@ std::optional<std::string> CandidateHost::read_line(std::chrono::milliseconds ti
         continue;
       }
       if (!key_.empty()) {
-        if (line.compare(0, key_.size(), key_) != 0) {
-          ++dropped_;  // the candidate's own line on the channel: never a reply
-          continue;
-        }
+        if (line.compare(0, key_.size(), key_) != 0) continue;  // the candidate's own line: never a reply
         line.erase(0, key_.size());
       }
       return line;

@@ -94,9 +94,8 @@ class CandidateHost {
   bool frozen_ = false;
   std::chrono::steady_clock::time_point replied_at_{};
   std::string buf_;
-  std::string violation_;    ///< from a "violation <nr>" line
-  std::string key_;          ///< a keyed host's reply prefix ("<hex> "); empty: not keyed
-  std::size_t dropped_ = 0;  ///< lines without the key (written by the candidate)
+  std::string violation_;  ///< from a "violation <nr>" line
+  std::string key_;        ///< a keyed host's reply prefix ("<hex> "); empty: not keyed
 };
 
 }  // namespace kforge::runner

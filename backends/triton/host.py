@@ -131,7 +131,6 @@ class Host:
         self.module = None
         self.test = None
         self.model_spec = None
-        host = self
 
         class Recorder(TorchDispatchMode):
             """Hands allocations the set's outputs (slots). Recording is not done here: the
