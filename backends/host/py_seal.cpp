@@ -3,25 +3,24 @@
 // patch (backends/triton/host.py loads it with ctypes.PyDLL, before the candidate exists, and
 // hands it the host object; kf_seal_serve then never returns until `quit`).
 //
-// - The recorder is a global at::RecordFunction callback: every ATen op that enters the
-//   dispatcher while the candidate runs (armed), at the outermost level the way a
-//   TorchDispatchMode sees it (CompositeImplicitAutograd ops are transparent: their parts count;
-//   ops nested inside a counted op do not). An op whose name is outside the allow-list is a
-//   torch_fallback. Its state (arming, allow-list, what it saw) lives here only.
+// - The recorder (op_tally.hpp: a global at::RecordFunction callback; its state, allow-list
+//   and counts live in native memory only) is armed for the whole of a `run` request (any op
+//   outside the allow-list is a torch_fallback: the reply is rewritten here) and of a
+//   `testblock` request, where it counts ops by the line of the test block that was running
+//   (the block is compiled here from the judge's `testsrc` line; frames of that code object
+//   alone are its lines): the judge compares the counts with the reference's, so compute the
+//   candidate runs anywhere (its functions, code it patched into torch, a thread) is seen.
 // - Every reply carries the judge's key (the first line the judge sends, kept here only): a
-//   line the candidate writes on the channel itself lacks it and the judge drops it. A `run` or
-//   `testblock` reply that claims success while the recorder saw compute becomes a
-//   torch_fallback here, whatever the Python side said.
+//   line the candidate writes on the channel itself lacks it and the judge drops it.
 // - A native audit hook (PEP 578; hooks cannot be removed) seals the interpreter from the
 //   moment the candidate's module code is executed: no ctypes, no gc walks, no trace or profile
 //   functions, no other threads' frames, no /proc files of a process. Its own frames stay
 //   reachable (PyTorch needs sys._getframe), and through them the host's Python objects: they
-//   decide nothing the judge hears (the reply and the recorder of `run` are here). The PyTorch bindings that
-//   switch RecordFunction off or clear its callbacks are deleted by host.py before serve (everywhere gc finds
-//   them).
+//   decide nothing the judge hears (the loop, the reply, the test block's code and the
+//   recorder are here). The PyTorch bindings that switch RecordFunction off or clear its
+//   callbacks are deleted by host.py before serve (everywhere gc finds them).
 // Single-threaded by contract: the host runs one request at a time on its main thread; the
-// recorder's counters are atomic only because RecordFunction may fire on torch's own threads.
-#include <ATen/record_function.h>
+// recorder may fire on torch's own threads (op_tally.cpp locks).
 #include <Python.h>
 #include <unistd.h>
 
@@ -29,57 +28,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
-#include <set>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
-#include <unordered_set>
+#include <vector>
+
+#include "op_tally.hpp"
 
 namespace {
-
-// --- the recorder -------------------------------------------------------------------------
-
-std::atomic<int> g_armed{0};
-std::mutex g_mu;
-std::unordered_set<std::string> g_allowed;      // bare op names ("empty", "copy_")
-std::unordered_set<std::string> g_transparent;  // "aten::to.dtype": CompositeImplicitAutograd only
-std::set<std::string> g_seen;                   // "aten.add": compute outside the allow-list
-thread_local int t_depth = 0;                   // counted ops open on this thread
-
-struct Counted : at::ObserverContext {};
-
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  if (g_armed.load(std::memory_order_relaxed) <= 0 || t_depth > 0) return nullptr;
-  const char* name = fn.name();
-  if (!name) return nullptr;
-  std::string full = name;
-  const char* overload = fn.overload_name();
-  std::string key = overload && *overload ? full + "." + overload : full;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (g_transparent.count(key)) return nullptr;  // its parts are seen one by one
-    const auto sep = full.find("::");
-    const std::string bare = sep == std::string::npos ? full : full.substr(sep + 2);
-    if (!g_allowed.count(bare))
-      g_seen.insert(sep == std::string::npos ? full : full.substr(0, sep) + "." + bare);
-  }
-  ++t_depth;
-  return std::make_unique<Counted>();
-}
-
-void on_end(const at::RecordFunction&, at::ObserverContext* ctx) {
-  if (ctx) --t_depth;
-}
-
-/// The ops seen since the last take, as the JSON string host.py's replies carry ("a,b").
-std::string take_seen() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  std::string s;
-  for (const auto& n : g_seen) s += (s.empty() ? "" : ",") + n;
-  g_seen.clear();
-  std::string json = "\"";
-  for (char c : s) json += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return json + "\"";
-}
 
 // --- the seal -------------------------------------------------------------------------------
 
@@ -157,29 +113,10 @@ int audit(const char* event, PyObject* args, void*) {
 
 // --- services the host's Python calls (harmless in anyone's hands) --------------------------
 
-/// recorded(fn) -> a callable that runs fn armed: a testblock's calls of the candidate's own
-/// functions (arming more is all a caller can do with it).
-PyObject* armed_call(PyObject* self, PyObject* args, PyObject* kwargs) {
-  ++g_armed;
-  PyObject* r = PyObject_Call(PyTuple_GET_ITEM(self, 0), args, kwargs);
-  --g_armed;
-  return r;
-}
-PyMethodDef g_armed_def = {"kforge_recorded",
-                           reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(armed_call)),
-                           METH_VARARGS | METH_KEYWORDS, nullptr};
-
-PyObject* recorded(PyObject*, PyObject* fn) {
-  PyObject* holder = PyTuple_Pack(1, fn);
-  if (!holder) return nullptr;
-  PyObject* f = PyCFunction_New(&g_armed_def, holder);
-  Py_DECREF(holder);
-  return f;
-}
-PyMethodDef g_recorded_def = {"recorded", recorded, METH_O, nullptr};
-
 PyObject* g_format_only = nullptr;  // traceback.format_exception_only, taken before the seal
 PyObject* g_getline = nullptr;      // linecache.getline (host.py caches the candidate's source there)
+PyObject* g_lines = nullptr;        // linecache.cache
+PyObject* g_test_code = nullptr;    // the test block of the last `testsrc`, compiled here
 
 std::string attr_text(PyObject* o, const char* name) {
   PyObject* v = PyObject_GetAttrString(o, name);
@@ -292,28 +229,77 @@ void allow(const std::string& line) {
   std::string list =
       line.substr(std::min(line.size(), line.find(' ') == std::string::npos ? line.size() : line.find(' ')));
   std::replace(list.begin(), list.end(), ' ', ',');
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<std::string> ops;
   std::size_t start = 0;
   while (start < list.size()) {
     std::size_t end = list.find(',', start);
     if (end == std::string::npos) end = list.size();
-    std::string op = list.substr(start, end - start);
-    if (op.rfind("aten.", 0) == 0) op = op.substr(op.rfind('.') + 1);
-    if (!op.empty()) g_allowed.insert(op);
+    ops.push_back(list.substr(start, end - start));
     start = end + 1;
   }
+  kforge::optally::allow(ops);
 }
 
-/// The reply the judge gets: Python's, unless the candidate's call claims success and the
-/// recorder saw compute (a python exception stays one).
-std::string verdict(const std::string& cmd, const std::string& seq, const std::string& reply,
-                    const std::string& seen) {
-  if (seen == "\"\"") return reply;
-  if (cmd == "run" && reply.rfind("done " + seq + " 1 ", 0) != 0)
-    return "done " + seq + " 3 torch_fallback " + seen;
-  if (cmd == "testblock" && reply.rfind("tested " + seq + " err python ", 0) != 0)
-    return "tested " + seq + " err torch_fallback " + seen;
-  return reply;
+/// A `run` reply: Python's, unless the call claims success and the recorder saw compute (a
+/// python exception stays one).
+std::string run_verdict(const std::string& seq, const std::string& reply, const std::string& seen) {
+  if (seen == "\"\"" || reply.rfind("done " + seq + " 1 ", 0) == 0) return reply;
+  return "done " + seq + " 3 torch_fallback " + seen;
+}
+
+/// A `testblock` reply: Python's `tested <seq> ok <others>` gets the recorder's counts as its
+/// fourth word (`tested <seq> ok <counts> <others>`), whatever Python wrote after "ok"; the
+/// judge compares them with the reference's, line by line. Failures pass as they are.
+std::string testblock_verdict(const std::string& seq, const std::string& reply, const std::string& counts) {
+  const std::string ok = "tested " + seq + " ok ";
+  if (reply.rfind(ok, 0) != 0) return reply;
+  return ok + counts + " " + reply.substr(ok.size());
+}
+
+/// 'cuda' / "cuda:0" literals become 'cpu' on the CPU, as testblock.for_device does on the
+/// judge's side (Triton's interpreter runs the block there).
+std::string for_device(const std::string& source, int device) {
+  if (device >= 0) return source;
+  static const std::regex literal(R"((['"])cuda(:\d+)?\1)");
+  return std::regex_replace(source, literal, "$1cpu$1");
+}
+
+/// `testsrc <json>`: the test block is compiled here, from the judge's line, into the code
+/// object the host's Python runs (host.test_code); the recorder counts by its frames' lines.
+/// false when the line holds no test block.
+bool compile_test(PyObject* host, const std::string& line, int device) {
+  const auto j =
+      nlohmann::json::parse(line.substr(std::min(line.size(), line.find(' ') + 1)), nullptr, false);
+  if (!j.is_object() || !j.contains("test") || !j["test"].is_string()) return false;
+  const std::string src = for_device(j["test"].get<std::string>(), device);
+  PyObject* code = Py_CompileString(src.c_str(), "<kforge-test-block>", Py_file_input);
+  if (!code) {
+    PyErr_Clear();
+    return false;
+  }
+  if (g_lines) {  // inspect.getsource (Triton's jit) finds what the block defines
+    PyObject* lines = PyList_New(0);
+    std::size_t pos = 0;
+    while (pos < src.size()) {
+      std::size_t nl = src.find('\n', pos);
+      nl = nl == std::string::npos ? src.size() : nl + 1;
+      PyObject* l = PyUnicode_DecodeUTF8(src.data() + pos, static_cast<Py_ssize_t>(nl - pos), "replace");
+      if (l) PyList_Append(lines, l);
+      Py_XDECREF(l);
+      pos = nl;
+    }
+    PyObject* entry =
+        Py_BuildValue("(nOOs)", static_cast<Py_ssize_t>(src.size()), Py_None, lines, "<kforge-test-block>");
+    if (entry) PyDict_SetItemString(g_lines, "<kforge-test-block>", entry);
+    Py_XDECREF(entry);
+    Py_XDECREF(lines);
+    PyErr_Clear();
+  }
+  Py_XDECREF(g_test_code);
+  g_test_code = code;
+  const int rc = PyObject_SetAttrString(host, "test_code", code);
+  PyErr_Clear();
+  return rc == 0;
 }
 
 std::string call_handler(PyObject* handle, const std::string& line) {
@@ -330,11 +316,12 @@ std::string call_handler(PyObject* handle, const std::string& line) {
   return out;
 }
 
-bool set_list(PyObject* config, const char* key, std::unordered_set<std::string>* into) {
+bool str_list(PyObject* config, const char* key, std::vector<std::string>* into) {
   PyObject* list = PyDict_GetItemString(config, key);
   if (!list || !PyList_Check(list)) return false;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); ++i)
-    if (const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i))) into->insert(s);
+    if (const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i))) into->push_back(s);
+  PyErr_Clear();
   return true;
 }
 
@@ -344,27 +331,29 @@ extern "C" {
 
 /// Serves the judge on `channel` until `quit` or end of file; 0 then, 2 on a bad config or a
 /// first line that is not `key <hex>`. `host` has handle(line) -> reply (str); it receives the
-/// attributes `recorded` and `format_exc`. `config`: {"allowed": [op], "transparent":
-/// ["aten::op.overload"], "artifact": path}. Call with the GIL held (ctypes.PyDLL).
+/// attributes `format_exc` and, with each `testsrc`, `test_code`. `config`: {"allowed": [op],
+/// "artifact": path, "device": int}. Call with the GIL held (ctypes.PyDLL).
 __attribute__((visibility("default"))) int kf_seal_serve(PyObject* host, PyObject* config, int channel) {
-  if (!PyDict_Check(config) || !set_list(config, "allowed", &g_allowed) ||
-      !set_list(config, "transparent", &g_transparent))
-    return 2;
+  std::vector<std::string> allowed;
+  if (!PyDict_Check(config) || !str_list(config, "allowed", &allowed)) return 2;
   PyObject* artifact = PyDict_GetItemString(config, "artifact");
-  if (!artifact || !PyUnicode_Check(artifact)) return 2;
+  PyObject* device_obj = PyDict_GetItemString(config, "device");
+  if (!artifact || !PyUnicode_Check(artifact) || !device_obj || !PyLong_Check(device_obj)) return 2;
   g_artifact = PyUnicode_AsUTF8(artifact);
+  const int device = static_cast<int>(PyLong_AsLong(device_obj));
   PyObject* tb_mod = PyImport_ImportModule("traceback");
   PyObject* lc_mod = PyImport_ImportModule("linecache");
   if (!tb_mod || !lc_mod) return 2;
   g_format_only = PyObject_GetAttrString(tb_mod, "format_exception_only");
   g_getline = PyObject_GetAttrString(lc_mod, "getline");
+  g_lines = PyObject_GetAttrString(lc_mod, "cache");
   PyObject* handle = PyObject_GetAttrString(host, "handle");
-  PyObject* rec = PyCFunction_New(&g_recorded_def, nullptr);
   PyObject* fmt = PyCFunction_New(&g_format_def, nullptr);
-  if (!g_format_only || !g_getline || !handle || !rec || !fmt ||
-      PyObject_SetAttrString(host, "recorded", rec) || PyObject_SetAttrString(host, "format_exc", fmt))
+  if (!g_format_only || !g_getline || !g_lines || !PyDict_Check(g_lines) || !handle || !fmt ||
+      PyObject_SetAttrString(host, "format_exc", fmt))
     return 2;
-  at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end).scopes({at::RecordScope::FUNCTION}));
+  kforge::optally::allow(allowed);
+  kforge::optally::install();
   if (PySys_AddAuditHook(audit, nullptr) != 0) return 2;
   Channel ch{channel, {}};
   std::string line, key;
@@ -378,15 +367,21 @@ __attribute__((visibility("default"))) int kf_seal_serve(PyObject* host, PyObjec
       allow(line);
       reply = call_handler(handle, line);
     } else if (cmd == "run") {
-      take_seen();
-      ++g_armed;
+      kforge::optally::take_seen();
+      kforge::optally::arm_run(true);
       reply = call_handler(handle, line);
-      --g_armed;
-      reply = verdict(cmd, seq, reply, take_seen());
+      kforge::optally::arm_run(false);
+      reply = run_verdict(seq, reply, kforge::optally::take_seen());
+    } else if (cmd == "testsrc") {
+      reply = compile_test(host, line, device) ? call_handler(handle, line) : "err protocol no test block";
     } else if (cmd == "testblock") {
-      take_seen();  // armed by the calls of the candidate's functions (recorded) and the store
-      reply = call_handler(handle, line);
-      reply = verdict(cmd, seq, reply, take_seen());
+      if (!g_test_code) {
+        reply = "tested " + seq + " err protocol nothing loaded";
+      } else {  // armed for the whole request: the block, the candidate's calls, the copies
+        kforge::optally::begin_test(g_test_code);
+        reply = call_handler(handle, line);
+        reply = testblock_verdict(seq, reply, kforge::optally::end_test());
+      }
     } else {
       reply = call_handler(handle, line);
     }

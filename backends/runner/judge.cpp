@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "../host/op_tally.hpp"
 #include "candidate_host.hpp"
 #include "exchange.hpp"
 
@@ -1005,22 +1006,58 @@ py::object testblock_module(const JudgeContext& ctx) {
 }
 
 /// The reference's results under one seed: tensor leaves (held) and the other leaves as JSON;
-/// for a Triton reference (TritonBench-G), the PyTorch ops its entry points ran.
+/// for a Triton reference (TritonBench-G), the PyTorch ops its entry points ran; and the
+/// PyTorch ops its test block itself ran, counted by line (op_tally.hpp), the allowance the
+/// candidate's counts are held to.
 struct Leaves {
   std::vector<HeldTensor> tensors;
   json others;
   std::vector<std::string> ops;
+  json counts;
 };
 
 Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std::string& device) {
+  // The judge's recorder, the candidate host's own code (op_tally.cpp), armed only for the test
+  // block: removed after it, so that no later timing pays for a callback.
+  optally::install();
+  struct Uninstall {
+    ~Uninstall() { optally::uninstall(); }
+  } uninstall;
+  py::tuple tally = py::make_tuple(py::cpp_function([](py::object code) { optally::begin_test(code.ptr()); }),
+                                   py::cpp_function([](bool on) { optally::pause_test(on); }),
+                                   py::cpp_function([]() { return optally::end_test(); }));
   py::tuple r = tb.attr("reference_leaves")(
       req.at("source").get<std::string>(), req.at("test_source").get<std::string>(),
-      req.value("test_function", ""), seed, device, req.value("entries", std::vector<std::string>{}));
+      req.value("test_function", ""), seed, device, req.value("entries", std::vector<std::string>{}), tally);
   Leaves l;
   for (auto t : py::list(r[0])) l.tensors.push_back(hold(t));
   l.others = json::parse(r[1].cast<std::string>(), nullptr, false);
   l.ops = r[2].cast<std::vector<std::string>>();
+  l.counts = json::parse(r[3].cast<std::string>(), nullptr, false);
   return l;
+}
+
+/// The PyTorch ops the candidate's side ran beyond the reference's test block, line by line
+/// ("aten.relu x2 at line 14, aten.mul outside the block"), "" when none: `got` is the
+/// candidate host's counts (ops outside its allow-list only), `allowance` the judge's.
+std::string excess_ops(const json& got, const json& allowance) {
+  std::string out;
+  if (!got.is_object()) return "unreadable op counts";
+  for (const auto& [line, ops] : got.items()) {
+    if (!ops.is_object()) return "unreadable op counts";
+    for (const auto& [op, n] : ops.items()) {
+      const long have = n.is_number_integer() ? n.get<long>() : 1L << 40;
+      long may = 0;
+      if (allowance.is_object() && allowance.contains(line) && allowance[line].contains(op) &&
+          allowance[line][op].is_number_integer())
+        may = allowance[line][op].get<long>();
+      if (have <= may) continue;
+      const std::string where =
+          line.size() > 1 && line[0] == 'L' ? "at line " + line.substr(1) : "outside the block";
+      out += (out.empty() ? "" : ", ") + op + " x" + std::to_string(have - may) + " " + where;
+    }
+  }
+  return out;
 }
 
 /// The Triton host's `allow` lines of a test block: the request's allow_ops, and the PyTorch ops
@@ -1066,32 +1103,9 @@ bool same_value(const json& a, const json& b) {
   return a == b;
 }
 
-/// One seed's run of the test block in the host (already resumed); nullopt when it matched. A
-/// torch_fallback reply also leaves the ops the host named in *fallback_ops (its text, as
-/// `allow` takes it).
-std::optional<json> test_one_seed(Session& s, const Leaves& ref, int64_t seed, const Tolerances& tol,
-                                  const Deadline& dl, const std::string& where, Figures& fig,
-                                  std::string* fallback_ops) {
-  const std::string seq = std::to_string(++s.seq);
-  HostFailure f;
-  auto r = s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f,
-                           "tested " + seq + " ", true);
-  s.host->freeze();  // already, at its reply (and when it failed)
-  if (!r) return failure(f);
-  std::istringstream in(*r);
-  std::string tested, sq, status, kind, rest;
-  in >> tested >> sq >> status;
-  std::getline(in >> std::ws, rest);
-  if (status != "ok") {
-    std::istringstream e(rest);
-    e >> kind;
-    std::getline(e >> std::ws, rest);
-    if (kind == "torch_fallback")  // op names only: the host's text never reaches its channel as more
-      for (char c : host_text(rest))
-        if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ',')
-          *fallback_ops += c;
-    return host_error(kind, host_text(rest), where);
-  }
+/// The results of one seed's run against the reference's: nullopt when they match.
+std::optional<json> compare_results(Session& s, const Leaves& ref, const std::string& others,
+                                    const Tolerances& tol, const std::string& where, Figures& fig) {
   if (!s.ex->canaries_intact())
     return failure("runtime_error", "out_of_bounds_write", "the candidate wrote outside its results' memory");
   for (std::size_t j = 0; j < ref.tensors.size(); ++j) {
@@ -1099,41 +1113,58 @@ std::optional<json> test_one_seed(Session& s, const Leaves& ref, int64_t seed, c
     fig.add(cmp);
     if (!cmp.ok) return mismatch_reply(cmp, cmp.sub_kind, where + ", result " + std::to_string(j));
   }
-  const json got = json::parse(rest, nullptr, false);
+  const json got = json::parse(others, nullptr, false);
   bool same = got.is_array() && got.size() == ref.others.size();
   for (std::size_t i = 0; same && i < got.size(); ++i)
     same = got[i].size() == 2 && got[i][0] == ref.others[i][0] && same_value(got[i][1], ref.others[i][1]);
   if (!same)
     return failure("output_mismatch", "value",
                    where + ": the results that are not tensors differ: expected " + ref.others.dump() +
-                       ", got " + rest.substr(0, 400));
+                       ", got " + others.substr(0, 400));
   return std::nullopt;
 }
 
-/// One seed, its outputs poisoned first; after a torch_fallback (the first is `*verdict`, the
-/// attempt's outcome whatever follows: it is never a pass) the ops the host named are allowed
-/// and the same seed runs again, so that the outputs are still compared: the `correct` figure
-/// (issue 22 §3: TritonBench counts correct PyTorch code). The host's testblock reply carries no
-/// results with a torch_fallback, hence the second run. nullopt when the seed matched.
+/// One seed's run of the test block in the host, its outputs poisoned first; nullopt when it
+/// matched. The host's reply carries its recorder's op counts by line of the block
+/// (`tested <seq> ok <counts> <others>`, written by libkforge_pyseal.so): ops beyond the
+/// reference's own at any line, or outside the block, make a torch_fallback, whose results are
+/// compared all the same (`correct`: TritonBench counts correct PyTorch code, issue 22 §3).
 std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves& ref, int64_t seed,
                               const Tolerances& tol, const Deadline& dl, const std::string& where,
-                              Figures& fig, std::optional<json>* verdict) {
-  std::optional<json> failed;
-  for (int run = 0; run < 3; ++run) {
-    s.ex->poison(0);
-    sync_device(ctx.device);
-    s.host->resume();
-    std::string ops;
-    failed = test_one_seed(s, ref, seed, tol, dl, where, fig, &ops);
-    sync_device(ctx.device);
-    if (!failed || failed->value("outcome", std::string()) != "torch_fallback") return failed;
-    if (!*verdict) *verdict = *failed;
-    HostFailure f;
-    s.host->resume();
-    auto a = s.host->request("allow " + ops, dl.left(), &f, "", true);
-    if (!a || *a != "ok") return failed;
+                              Figures& fig) {
+  s.ex->poison(0);
+  sync_device(ctx.device);
+  s.host->resume();
+  const std::string seq = std::to_string(++s.seq);
+  HostFailure f;
+  auto r = s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f,
+                           "tested " + seq + " ", true);
+  s.host->freeze();  // already, at its reply (and when it failed)
+  sync_device(ctx.device);
+  if (!r) return failure(f);
+  std::istringstream in(*r);
+  std::string tested, sq, status, counts, rest;
+  in >> tested >> sq >> status;
+  if (status != "ok") {
+    std::string kind;
+    std::getline(in >> std::ws, rest);
+    std::istringstream e(rest);
+    e >> kind;
+    std::getline(e >> std::ws, rest);
+    return host_error(kind, host_text(rest), where);
   }
-  return failed;  // still a torch_fallback with every op it named allowed: correctness unknown
+  in >> counts;
+  std::getline(in >> std::ws, rest);
+  const std::string excess = excess_ops(json::parse(counts, nullptr, false), ref.counts);
+  auto failed = compare_results(s, ref, rest, tol, where, fig);
+  if (excess.empty()) return failed;
+  json fallback = failure("torch_fallback", "",
+                          "the candidate ran PyTorch compute instead of Triton kernels, beyond what the test "
+                          "block itself runs: " +
+                              host_text(excess));
+  fallback["correct"] = !failed;
+  if (failed) fallback["correct_message"] = failed->value("message", std::string());
+  return fallback;
 }
 
 }  // namespace
@@ -1182,25 +1213,35 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
       checks.push_back(where + ": skipped (the reference's results change shape with the seed)");
       continue;
     }
-    auto failed = test_seed(ctx, s, refs[i], seed + i, tol, dl, where, fig, &verdict);
-    if (verdict && !verdict->contains("trials_passed")) (*verdict)["trials_passed"] = passed;
-    if (failed && !verdict) {
+    auto failed = test_seed(ctx, s, refs[i], seed + i, tol, dl, where, fig);
+    if (!failed) {
+      checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) + " tensor result(s) match");
+      ++passed;
+      continue;
+    }
+    if (!verdict && failed->value("outcome", std::string()) != "torch_fallback") {
       (*failed)["trials"] = trials;
       (*failed)["trials_passed"] = passed;
       (*failed)["checks"] = checks;
       (*failed)["check_ms"] = ms_since(t0);
       return *failed;
     }
-    if (failed) {  // after a torch_fallback: the candidate's outputs are not correct (or unknown)
-      if (failed->value("outcome", std::string()) != "torch_fallback") (*verdict)["correct"] = false;
-      (*verdict)["correct_message"] = failed->value("message", std::string());
+    if (!verdict) {  // the attempt's outcome, whatever follows; the seeds go on for `correct`
+      verdict = *failed;
+      (*verdict)["trials_passed"] = passed;
+    }
+    const bool correct =
+        failed->value("outcome", std::string()) == "torch_fallback" && failed->value("correct", false);
+    if (!correct) {
+      (*verdict)["correct"] = false;
+      (*verdict)["correct_message"] =
+          failed->value("correct_message", failed->value("message", std::string()));
       break;
     }
-    checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) + " tensor result(s) match");
-    ++passed;
+    checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) +
+                     " tensor result(s) match (PyTorch compute)");
   }
   if (verdict) {
-    if (!verdict->contains("correct_message")) (*verdict)["correct"] = true;
     (*verdict)["trials"] = trials;
     (*verdict)["checks"] = checks;
     (*verdict)["check_ms"] = ms_since(t0);

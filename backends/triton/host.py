@@ -27,9 +27,10 @@ the same seccomp filter and Landlock rules as kforge-host) and after backends/tr
 has refused what a kernel has no use for. After `ready`, libkforge_pyseal.so (native, out of the
 candidate's Python's reach) serves the protocol: it reads the judge's key (every reply carries
 it, so lines the candidate writes on the channel are dropped), records every ATen op that
-enters dispatch while the candidate runs (armed for a whole `run`; in a `testblock`, for the
-calls of the candidate's functions and the copies), turns a claimed success into a
-torch_fallback when that saw compute outside the allow-list, and seals this interpreter with an
+enters dispatch during a whole `run` (a claimed success becomes a torch_fallback when it saw
+compute outside the allow-list) or a whole `testblock` (counted by the line of the test block,
+which it compiles itself, that was running: the judge compares with the reference's counts),
+and seals this interpreter with an
 audit hook once the candidate's code executes (no ctypes, gc walks, trace functions, other
 threads' frames or /proc files of a process). This module leaves sys.modules before that.
 
@@ -124,7 +125,7 @@ class Host:
         self.tensors = {}
         self.sets = {}
         self.format_exc = traceback.format_exc  # until serve: then the sealed one (native)
-        self.recorded = None  # set by serve: recorded(fn) runs fn under the native recorder
+        self.test_code = None  # set by kf_seal_serve with each `testsrc`: the block it compiled
         self.entry = None
         self.takes_out = False
         self.results = {}
@@ -448,23 +449,20 @@ class Host:
         return "ok"
 
     def testblock(self, a):
-        """Runs the test block over the candidate's functions under torch.manual_seed(seed); only
-        the candidate's own calls, and the copies of what the block returned, run under the
-        native recorder (the block's input construction does not). The tensor results go to set
-        0's outputs as `store` puts them; the others come back as JSON. Whether compute ran is
-        the recorder's to say: kf_seal_serve turns a claimed success into a torch_fallback."""
+        """Runs the test block (compiled by kf_seal_serve from the judge's `testsrc` line:
+        self.test_code) over a copy of the candidate's namespace under torch.manual_seed(seed).
+        The tensor results go to set 0's outputs as `store` puts them; the others come back as
+        JSON. Whether PyTorch compute ran is not decided here: kf_seal_serve arms its recorder
+        for the whole request and puts its counts, by line of the block, into the reply."""
         seq, seed = a[0], int(a[1])
-        if self.module is None or self.test is None:
+        if self.module is None or self.test is None or self.test_code is None:
             return "tested %s err protocol nothing loaded" % seq
         namespace = dict(self.module.__dict__)
-        for name in self.test.get("entries", []):
-            if callable(namespace.get(name)):
-                namespace[name] = self.recorded(namespace[name])
         torch = self.torch
         try:
             with torch.enable_grad():  # as TritonBench runs its test blocks (some call backward)
                 leaves = TESTBLOCK.run(namespace, self.test["test"], self.test.get("function", ""), seed,
-                                       "cpu" if self.device < 0 else "cuda", torch)
+                                       "cpu" if self.device < 0 else "cuda", torch, code=self.test_code)
             if self.device >= 0:
                 torch.cuda.synchronize()
         except BaseException:  # noqa: B902
@@ -472,7 +470,7 @@ class Host:
         tensors, others = TESTBLOCK.split(leaves, torch)
         self.results[0] = tuple(tensors)
         try:
-            err = self.recorded(self.store_set)(0)  # as in `run`: the copies may run allowed ops only
+            err = self.store_set(0)
             if self.device >= 0:
                 torch.cuda.synchronize()
         except BaseException:  # noqa: B902
@@ -671,14 +669,10 @@ def main(argv):
 
 def seal_config(host):
     """What kf_seal_serve needs, gathered before anything of the candidate runs: the base
-    allow-list, the ops whose parts the recorder sees instead of them (CompositeImplicitAutograd
-    kernels only), the candidate's file. Deletes, wherever gc finds them, the bindings that would
-    switch PyTorch's RecordFunction off or clear its callbacks (the recorder is one)."""
+    allow-list, the candidate's file, the device. Deletes, wherever gc finds them, the bindings
+    that would switch PyTorch's RecordFunction off or clear its callbacks (the recorder is one)."""
     import gc
     torch = host.torch
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    transparent = [n for n in torch._C._dispatch_get_all_op_names()
-                   if has(n, "CompositeImplicitAutograd") and not has(n, "CPU") and not has(n, "CUDA")]
     for name in ("_clear_callbacks", "_enable_record_function", "_set_empty_test_observer"):
         fn = getattr(torch._C._autograd, name, None)
         if fn is None:
@@ -687,7 +681,7 @@ def seal_config(host):
             if isinstance(holder, dict):
                 for key in [k for k, v in holder.items() if v is fn]:
                     del holder[key]
-    return {"allowed": sorted(ALLOWED_OPS), "transparent": transparent, "artifact": host.artifact}
+    return {"allowed": sorted(ALLOWED_OPS), "artifact": host.artifact, "device": host.device}
 
 
 if __name__ == "__main__":

@@ -53,11 +53,12 @@ def flatten(value, torch, out=None):
     return out
 
 
-def run(namespace, test_source, test_function, seed, device, torch):
+def run(namespace, test_source, test_function, seed, device, torch, code=None):
     """Executes the test block in `namespace` (which holds the implementation) under
-    torch.manual_seed(seed) and returns its results' leaves."""
+    torch.manual_seed(seed) and returns its results' leaves. `code`: the block already compiled
+    (the candidate's host runs the code object its native recorder counts by)."""
     torch.manual_seed(seed)
-    exec(_compiled(for_device(test_source, device), "kforge-test-block"), namespace)
+    exec(code if code is not None else _compiled(for_device(test_source, device), "kforge-test-block"), namespace)
     for name in RESULT_NAMES:
         if name in namespace:
             return flatten(namespace[name], torch)
@@ -101,10 +102,25 @@ def record_ops(namespace, entries, ops):
             namespace[name] = recorded(namespace[name])
 
 
-def reference_leaves(source, test_source, test_function, seed, device, entries=()):
+def _paused(fn, pause):
+    """fn, with the judge's op counts paused while it runs (the reference's own entry points)."""
+    def call(*args, **kwargs):
+        pause(True)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            pause(False)
+    return call
+
+
+def reference_leaves(source, test_source, test_function, seed, device, entries=(), tally=None):
     """The judge's side: the reference implementation and its test block in a fresh namespace;
-    returns split()'s pair and, for a Triton reference (TritonBench-G), the names of the PyTorch
-    ops its entry points ran (the task's own: a candidate may run them too), else []."""
+    returns split()'s pair; for a Triton reference (TritonBench-G), the names of the PyTorch ops
+    its entry points ran (the task's own: a candidate may run them too), else []; and the
+    PyTorch ops the test block itself ran, counted by line (JSON, "{}" without `tally`).
+    `tally`: (begin(code), pause(bool), end() -> JSON), the judge's native recorder
+    (op_tally.hpp), the same one that counts the candidate's side; the reference's entry points
+    are paused, so their compute is no allowance for the candidate's."""
     import os
 
     import torch
@@ -115,8 +131,20 @@ def reference_leaves(source, test_source, test_function, seed, device, entries=(
     ops = set()
     if defines_triton_kernels(namespace):
         record_ops(namespace, entries, ops)
-    # Grad enabled, as TritonBench runs its test blocks (some call backward); the runner's
-    # interpreter has it off for KernelBench models.
-    with torch.enable_grad():
-        tensors, others = split(run(namespace, test_source, test_function, seed, device, torch), torch)
-    return tensors, others, sorted(ops)
+    code = _compiled(for_device(test_source, device), "kforge-test-block")
+    if tally is not None:
+        for name in entries:
+            if callable(namespace.get(name)):
+                namespace[name] = _paused(namespace[name], tally[1])
+        tally[0](code)
+    counts = "{}"
+    try:
+        # Grad enabled, as TritonBench runs its test blocks (some call backward); the runner's
+        # interpreter has it off for KernelBench models.
+        with torch.enable_grad():
+            tensors, others = split(run(namespace, test_source, test_function, seed, device, torch, code=code),
+                                    torch)
+    finally:
+        if tally is not None:
+            counts = tally[2]()
+    return tensors, others, sorted(ops), counts

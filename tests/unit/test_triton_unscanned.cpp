@@ -124,6 +124,43 @@ void run_unscanned_triton(const std::string& device) {
   CHECK(runner.workers_started() == 1);
 }
 
+/// The TritonBench form (issue 19, frames and patched functions): each candidate of
+/// triton_unscanned_tb against the fixture checkout's T/relu_scale, straight to the judge.
+void run_unscanned_testblock(const std::string& device) {
+  const fs::path dir = fs::path(KFORGE_TESTS_DIR) / "data/adversarial/triton_unscanned_tb";
+  const auto manifest = nlohmann::json::parse(read_file(dir / "manifest.json"));
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
+  const Task* t = suite.find(manifest["task"].get<std::string>());
+  REQUIRE(t);
+  const auto task = agent::task_ref(*t, "");
+  REQUIRE(task.test_block());
+  backends::RunnerConfig rc;
+  rc.device = device;
+  rc.check_timeout = std::chrono::milliseconds(60'000);
+  backends::RunnerClient runner(rc);
+  const fs::path work = scratch("triton-unscanned-tb-" + device.substr(0, 4));
+  int judged = 0;
+  for (const auto& k : manifest["kernels"]) {
+    const std::string name = k["name"];
+    const std::string source = read_file(dir / name / "kernel.py");
+    auto scanned = backends::compile(backends::get_backend("triton"), source, work / "scan" / name,
+                                     backends::CompileOptions{});
+    INFO(name << " scan -> " << to_string(scanned.status) << ": " << scanned.summary);
+    CHECK((scanned.status == backends::CompileStatus::ok) == k.value("scanned", false));
+    fs::create_directories(work / name);
+    write_file(work / name / "kernel.py", source);
+    auto r = runner.check(task, fs::absolute(work / name / "kernel.py"), 3, 1234);
+    check_verdict(r, k, name);
+    if (k.contains("correct")) {
+      REQUIRE(r.correct.has_value());
+      CHECK(*r.correct == k["correct"].get<bool>());
+    }
+    ++judged;
+  }
+  CHECK(judged >= 4);
+  CHECK(runner.workers_started() == 1);
+}
+
 }  // namespace
 
 TEST_CASE("unscanned triton candidates get the runtime's expected outcomes", "[runner]") {
@@ -132,4 +169,13 @@ TEST_CASE("unscanned triton candidates get the runtime's expected outcomes", "[r
 
 TEST_CASE("unscanned triton candidates get the runtime's expected outcomes on the GPU", "[.gpu]") {
   run_unscanned_triton("cuda:0");
+}
+
+TEST_CASE("unscanned triton candidates of a TritonBench test block get the runtime's expected outcomes",
+          "[runner]") {
+  run_unscanned_testblock("cpu");
+}
+
+TEST_CASE("unscanned triton candidates of a TritonBench test block, on the GPU", "[.gpu]") {
+  run_unscanned_testblock("cuda:0");
 }
