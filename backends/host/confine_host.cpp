@@ -90,9 +90,8 @@ std::string confine_host(int device, const std::string& scratch, bool allow_sock
   if (!scratch.empty()) policy.scratch_dirs = {scratch};
   policy.allow_sockets = allow_sockets;
   // Not root: the user "nobody" (a GPU host only where the device nodes let it keep its GPU;
-  // the scratch directory, Triton's cache, is handed to it; the profile mode stays, for Nsight
-  // Compute's lock and socket in its scratch directory).
-  if (!allow_sockets && (device < 0 || device_nodes_open_to_all())) policy.run_as_uid = kUnprivilegedUid;
+  // the profile mode stays, for Nsight Compute's lock in its scratch directory).
+  if (scratch.empty() && (device < 0 || device_nodes_open_to_all())) policy.run_as_uid = kUnprivilegedUid;
   if (own_image) policy.protected_ranges = {kforge::sandbox::own_image_range()};
   // Reads only where a host needs them, plus the paths a Triton host names (its sys.path, its
   // caches: KFORGE_HOST_READABLE, colon-separated, set by host.py itself before it confines).

@@ -36,18 +36,13 @@ __attribute__((visibility("default"))) int kf_py_confine(int device, const char*
 
 /// The Triton host's build helper (forked before the candidate is imported): it runs the C
 /// compiler on the launcher sources Triton generates, so it may start processes, but it writes
-/// nowhere but beneath `scratch` (and /dev/null), gains no privilege, holds no capability and,
-/// where it starts as root, runs as "nobody", as the confined host does.
+/// nowhere but beneath `scratch` (and /dev/null), gains no privilege and holds no capability.
 __attribute__((visibility("default"))) int kf_py_confine_builder(const char* scratch, char* err,
                                                                  std::size_t err_len) {
   kforge::sandbox::ConfinePolicy policy;
   policy.seccomp = false;
   policy.scratch_dirs = {scratch ? scratch : ""};
   policy.writable_paths = {"/dev/null"};
-  // Where it starts as root: the user the host becomes too ("nobody", who then owns the scratch
-  // directory), so that it reads only what every user may, and the launcher sources the
-  // confined host writes there (in directories of its own, mode 0700) are its to read.
-  policy.run_as_uid = kforge::host::kUnprivilegedUid;
   const std::string e = kforge::sandbox::confine_self(policy);
   if (e.empty()) return 0;
   if (err && err_len > 0) std::snprintf(err, err_len, "%s", e.c_str());
