@@ -176,6 +176,6 @@ TEST_CASE("unscanned triton candidates of a TritonBench test block get the runti
   run_unscanned_testblock("cpu");
 }
 
-TEST_CASE("unscanned triton candidates of a TritonBench test block, on the GPU", "[.gpu]") {
+TEST_CASE("unscanned triton candidates of a TritonBench test block on the GPU", "[.gpu]") {
   run_unscanned_testblock("cuda:0");
 }
