@@ -7,6 +7,8 @@
 #include <frameobject.h>
 
 #include <atomic>
+#include <cctype>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,13 +58,25 @@ std::string line_of_caller() {
   return key;
 }
 
+/// An operator's name ("aten::add", "triton::foo"): a namespace, "::" and an identifier. The
+/// other RecordFunction scopes of FUNCTION kind ("autograd::engine::evaluate_function:
+/// SumBackward0", user scopes) are transparent: the ops inside them are seen one by one.
+bool is_op_name(const char* name) {
+  const char* sep = std::strstr(name, "::");
+  if (!sep || sep == name) return false;
+  for (const char* c = name; *c; ++c)
+    if (c != sep && c != sep + 1 && !(std::isalnum(static_cast<unsigned char>(*c)) || *c == '_' || *c == '.'))
+      return false;
+  return std::strstr(sep + 2, "::") == nullptr;
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool run = g_run.load(std::memory_order_relaxed) > 0;
   const bool test =
       g_test.load(std::memory_order_relaxed) > 0 && g_paused.load(std::memory_order_relaxed) <= 0;
   if ((!run && !test) || t_depth > 0) return nullptr;
   const char* name = fn.name();
-  if (!name) return nullptr;
+  if (!name || !is_op_name(name)) return nullptr;  // a scope, not an op: what it runs counts
   const std::string full = name;
   const char* overload = fn.overload_name();
   const std::string key = overload && *overload ? full + "." + overload : full;
@@ -94,7 +108,9 @@ std::string json_quoted(const std::string& s) {
   for (char c : s)
     if (c == '"' || c == '\\')
       out += std::string("\\") + c;
-    else if (static_cast<unsigned char>(c) >= 0x20)
+    else if (c == ' ')
+      out += "\\u0020";  // the reply is split on spaces
+    else if (static_cast<unsigned char>(c) > 0x20)
       out += c;
   return out + "\"";
 }

@@ -546,6 +546,49 @@ TEST_CASE("triton: a TritonBench-G candidate may run the PyTorch ops the gold re
   CHECK(bad.message.find("exp") != std::string::npos);
 }
 
+TEST_CASE("triton: a test block that calls backward is counted op for op on both sides", "[runner]") {
+  // G/log_softmax and G/layer_norm_triton call backward in their test blocks: the autograd
+  // engine's scopes are not ops (their ops count one by one), the gold's own Triton backward
+  // passes, and a candidate whose backward is PyTorch is a torch_fallback at the block's line.
+  const fs::path root = scratch("triton-tritonbench-backward") / "checkout";
+  const std::string head =
+      "import torch\nimport triton\nimport triton.language as tl\n\n"
+      "@triton.jit\ndef _twice(x_ptr, o_ptr, n, BLOCK: tl.constexpr):\n"
+      "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+      "    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)\n\n"
+      "def _run(x):\n    out = torch.empty_like(x)\n"
+      "    _twice[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), BLOCK=128)\n    return out\n\n"
+      "class Twice(torch.autograd.Function):\n"
+      "    @staticmethod\n    def forward(ctx, x):\n        return _run(x)\n\n"
+      "    @staticmethod\n    def backward(ctx, g):\n        return BACKWARD\n\n"
+      "def twice(x):\n    return Twice.apply(x)\n";
+  auto with_backward = [&](const std::string& b) {
+    std::string s = head;
+    s.replace(s.find("BACKWARD"), 8, b);
+    return s;
+  };
+  const std::string test =
+      "\n" + std::string(146, '#') +
+      "\n\ndef test_twice():\n    x = torch.randn(300, device='cuda', requires_grad=True)\n"
+      "    y = twice(x)\n    y.sum().backward()\n    return {'y': y, 'grad': x.grad}\n\n"
+      "result_gold = test_twice()\n";
+  const std::string gold = with_backward("_run(g.contiguous())");
+  const auto task = one_g_task(root, "twice", gold + test);
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path work = scratch("triton-tritonbench-backward-work");
+  auto ev = backends::evaluate(triton(), gold, work / "gold", runner, task, check_only());
+  INFO("gold -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+  auto torch_bw = backends::evaluate(triton(), with_backward("g * 2.0"), work / "torch_backward", runner,
+                                     task, check_only());
+  INFO("torch backward -> " << to_string(torch_bw.outcome) << "/" << torch_bw.sub_kind << ": "
+                            << torch_bw.message);
+  CHECK(torch_bw.outcome == Outcome::torch_fallback);
+  CHECK(torch_bw.message.find("aten.mul") != std::string::npos);
+  REQUIRE(torch_bw.check);
+  CHECK(torch_bw.check->correct.value_or(false));
+}
+
 TEST_CASE("triton: a test block's int8 results may hold the poison byte; subnormals may flush to zero",
           "[runner]") {
   // TritonBench-G's quantize_global writes int8 codes, some of them 90 (0x5A, the int8 poison):
