@@ -85,8 +85,10 @@ def profile_main(host_module, argv):
     lib = ctypes.CDLL(confine_lib)
     if lib.kf_py_prepare() != 0:  # killed with ncu, not dumpable
         return 2
-    # As the judge's host_command sets them; the scratch directory is the profile step's.
+    # As the judge's host_command and host_env set them (the driver compiles Triton's PTX and
+    # keeps no cache it could not write once confined); the scratch directory is the profile step's.
     os.environ["USER"] = os.environ["LOGNAME"] = "kforge-candidate"
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
     scratch = os.environ.get("KFORGE_PROFILE_SCRATCH", "")
     if scratch:
         os.makedirs(os.path.join(scratch, "triton"), exist_ok=True)

@@ -387,11 +387,13 @@ namespace {
 /// step removes it); it reports a recorded report.
 struct ArgvRuns {
   std::vector<std::vector<std::string>> argvs;
+  std::vector<std::chrono::milliseconds> timeouts;
   std::string first_input;
   backends::NcuRunFn fn() {
     return [this](const std::vector<backends::NcuMetric>& metrics, const std::vector<std::string>& target,
-                  const backends::NcuOptions& o, std::chrono::milliseconds) {
+                  const backends::NcuOptions& o, std::chrono::milliseconds timeout) {
       argvs.push_back(backends::ncu_argv(metrics, target, o));
+      timeouts.push_back(timeout);
       for (const auto& a : target)
         if (a.size() > 4 && a.compare(a.size() - 4, 4, ".bin") == 0 && first_input.empty()) {
           std::ifstream f(a);
@@ -473,6 +475,11 @@ TEST_CASE("ncu argv: a cuda candidate under kernel replay, cold caches, its laun
   CHECK(after(r, "--replay-mode") == "kernel");
   CHECK(after(r, "--log-file") == (work / "a1/ncu_reference.csv").string());
   CHECK(after(r, "--profile-reference") == fs::absolute(work / "a1/profile_reference.json").string());
+  // Each run's timeout is what is left of the step's budget (120 s by default).
+  REQUIRE(runs.timeouts.size() == 2);
+  CHECK(runs.timeouts[0] <= backends::NcuProfilerOptions().budget);
+  CHECK(runs.timeouts[0] > backends::NcuProfilerOptions().budget - std::chrono::milliseconds(60'000));
+  CHECK(runs.timeouts[1] <= runs.timeouts[0]);
 }
 
 TEST_CASE("ncu argv: a Triton candidate is profiled through the Triton host's profile mode",
