@@ -639,3 +639,34 @@ TEST_CASE("scale_for_profile: KernelBench 19_ReLU's 6.0 GiB of inputs become 96 
   t.source = "import torch\ndef get_inputs():\n    return [make()]\n";
   CHECK_FALSE(agent::scale_for_profile(t, 1024));
 }
+
+TEST_CASE("profile step on the GPU: ncu profiles a Triton candidate through host.py --profile", "[.gpu]") {
+  const auto ncu = backends::find_ncu();
+  if (!ncu) {
+    WARN("SKIPPED: ncu not found (KFORGE_NCU, PATH, CUDA_HOME, /usr/local/cuda/bin)");
+    return;
+  }
+  const fs::path work = scratch("profile-triton-gpu");
+  const auto artifact = triton_artifact(work / "build",
+                                        "def kf_forward(x, y):\n"
+                                        "    out = torch.empty_like(x)\n"
+                                        "    launch(x, y, out)\n"
+                                        "    return out\n");
+  backends::RunnerConfig rc;
+  rc.device = "cuda:0";
+  backends::RunnerClient runner(rc);
+  backends::NcuProfiler prof(*ncu, backends::load_ncu_metrics());
+  auto p = prof.profile(runner, adversarial_task(), artifact, work / "a1");
+  INFO(p.note);
+  if (p.note.find("ERR_NVGPUCTRPERM") != std::string::npos) {
+    WARN("SKIPPED: no permission for the GPU's performance counters");
+    return;
+  }
+  CHECK(p.note.empty());
+  CHECK(p.replay_mode == "kernel");
+  REQUIRE_FALSE(p.candidate.empty());
+  CHECK(p.candidate.kernels[0].name.find("relu2_add_kernel") != std::string::npos);
+  CHECK(p.candidate.kernels.size() == 1);  // the profiled call alone: not the warm-up, not Triton's own
+  CHECK_FALSE(backends::ncu_findings(p.candidate).empty());
+  CHECK_FALSE(p.reference.empty());
+}
