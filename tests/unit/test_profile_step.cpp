@@ -2,8 +2,11 @@
 // profile files and command lines (profile_setup), the candidate host's profile mode (one
 // confined untimed call and one profiled call; a forbidden syscall is still stopped), the
 // runner's reference-call mode, and NcuProfiler/record_profiler against a fake `ncu` that
-// checks its arguments, writes a recorded CSV and runs the target. Live ncu runs on the GPU
-// machine (scripts/gpu-check).
+// checks its arguments, writes a recorded CSV and runs the target. Issue 21 §4: the ncu command
+// lines for cuda and Triton candidates (replay mode, cache control, launch cap, budget), the
+// Triton host's profile mode (its calls and its confinement, on the CPU) and the scaled profile of
+// huge inputs. Live ncu runs on the GPU machine (the [.gpu] case here, scripts/gpu-check,
+// scripts/gpu-ncu-cost).
 #include <unistd.h>
 
 #include <algorithm>
