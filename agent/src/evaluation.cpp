@@ -194,6 +194,17 @@ std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const st
   return p;
 }
 
+std::optional<backends::ScaledTask> scale_for_profile(const backends::TaskRef& task, double target_bytes) {
+  auto sp = scale_to_bytes(task.source, target_bytes, "ncu");
+  if (!sp || sp->factor <= 1) return std::nullopt;
+  backends::ScaledTask s{task, ""};
+  s.task.source = sp->source;
+  s.task.input_bytes_estimate = sp->after.bytes;
+  for (const auto& c : sp->changes) s.description += (s.description.empty() ? "" : ", ") + c;
+  s.description += fmt(": %.0f MiB of inputs", sp->after.bytes / (1024.0 * 1024));
+  return s;
+}
+
 std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend) {
   auto step = std::make_unique<ProfileStep>();
   const backends::Backend* b = backends::find_backend(backend);
@@ -214,6 +225,7 @@ std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, con
     po.reference_cache = backends::NcuReferenceCache::default_dir();
     if (const char* s = std::getenv("KFORGE_NCU_BUDGET_S"); s && std::atof(s) > 0)
       po.budget = std::chrono::milliseconds(static_cast<int64_t>(std::atof(s) * 1000));
+    po.scale = scale_for_profile;
     step->ncu = std::make_unique<backends::NcuProfiler>(*ncu, backends::load_ncu_metrics(), po);
   }
   return step;

@@ -34,6 +34,19 @@ __attribute__((visibility("default"))) int kf_py_confine(int device, const char*
   return 1;
 }
 
+/// The Triton host's profile mode (backends/triton/profile_host.py): kf_py_confine with what
+/// Nsight Compute's injected library needs, as kforge-host's profile mode has it
+/// (confine_and_load with a scratch directory): the socket calls stay open and reads are not
+/// limited; files may be created beneath `scratch` alone. Only a process that the profile step
+/// runs under ncu calls this: nothing it does decides a verdict.
+__attribute__((visibility("default"))) int kf_py_confine_profile(int device, const char* scratch, char* err,
+                                                                 std::size_t err_len) {
+  const std::string e = kforge::host::confine_host(device, scratch ? scratch : "", true, false);
+  if (e.empty()) return 0;
+  if (err && err_len > 0) std::snprintf(err, err_len, "%s", e.c_str());
+  return 1;
+}
+
 /// The Triton host's build helper (forked before the candidate is imported): it runs the C
 /// compiler on the launcher sources Triton generates, so it may start processes, but it writes
 /// nowhere but beneath `scratch` (and /dev/null), gains no privilege and holds no capability.

@@ -173,14 +173,7 @@ std::vector<std::string> allow_lines(const json& req) {
 /// uses it only when the module defines ModelNew and no kf_forward.
 std::vector<std::string> model_lines(LoadedTask& task, const json& req) {
   if (!is_python_module(req.at("artifact").get<std::string>())) return {};
-  const std::size_t n_inputs = task.in_specs.size() - task.params.size();
-  json state = json::array();
-  for (std::size_t i = n_inputs; i < task.in_specs.size(); ++i)
-    state.push_back({task.in_specs[i].name, task.in_specs[i].kind});
-  json m{{"init", json::parse(task.ref.init_inputs_json(), nullptr, false)},
-         {"inputs", n_inputs},
-         {"state", state},
-         {"mode", task.ref.module_mode()}};
+  const json m = model_spec(task);
   return {"model " + m.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 

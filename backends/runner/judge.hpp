@@ -47,6 +47,29 @@ struct JudgeContext {
   double peak_bytes_per_s = 0;
 };
 
+/// What the Triton host needs to build a KernelBench `ModelNew` candidate (get_init_inputs(),
+/// the state's names in the exchange's order after the inputs, the module mode): the judged
+/// host's `model` line and the profile mode's profile_model.json.
+nlohmann::json model_spec(LoadedTask& task);
+
+/// The candidate's command line under Nsight Compute: `kforge-host --profile <artifact> <device>
+/// <tensors>` for a shared object; for a Python module (`.py`) the Triton host's profile mode,
+/// `<python> -I -B host.py --profile <artifact> <device> <tensors> <pyconfine.so> <model file>
+/// <Triton cache>` (backends/triton/profile_host.py). Throws std::runtime_error when this
+/// runner has no Triton host.
+std::vector<std::string> profile_candidate_argv(const JudgeContext& ctx, const std::string& artifact,
+                                                const std::string& device, const std::string& tensors,
+                                                const std::string& model_file);
+
+/// The `profile_setup` request (runner_client.hpp): in req["dir"], profile_tensors.bin (the
+/// task's inputs under req["seed"], its parameters and output specs), profile_reference.json
+/// (`load_request` plus the seed) and, for a Triton candidate, profile_model.json
+/// (model_spec); replies with the two command lines to run under Nsight Compute: the
+/// candidate's (profile_candidate_argv) on req["artifact"], and this runner's
+/// --profile-reference mode. Throws std::runtime_error when a file cannot be written.
+nlohmann::json profile_setup(LoadedTask& task, nlohmann::json load_request, const nlohmann::json& req,
+                             const JudgeContext& ctx, const std::string& runner_exe);
+
 /// One candidate's host and the exchange it maps: created by a check, handed to the bench of
 /// the same artifact (one fresh host per candidate, not per request), destroyed before the
 /// reference is timed or when anything else is asked of the judge.

@@ -7,6 +7,7 @@
 #include <cuda_profiler_api.h>
 #endif
 
+#include "judge.hpp"
 #include "runner.hpp"
 
 namespace kforge::runner {
@@ -36,24 +37,58 @@ void write_tensor_file(const std::string& path, const std::vector<at::Tensor>& a
   if (!f.flush()) throw std::runtime_error("cannot write " + path);
 }
 
+nlohmann::json model_spec(LoadedTask& task) {
+  const std::size_t n_inputs = task.in_specs.size() - task.params.size();
+  nlohmann::json state = nlohmann::json::array();
+  for (std::size_t i = n_inputs; i < task.in_specs.size(); ++i)
+    state.push_back({task.in_specs[i].name, task.in_specs[i].kind});
+  return {{"init", nlohmann::json::parse(task.ref.init_inputs_json(), nullptr, false)},
+          {"inputs", n_inputs},
+          {"state", state},
+          {"mode", task.ref.module_mode()}};
+}
+
+std::vector<std::string> profile_candidate_argv(const JudgeContext& ctx, const std::string& artifact,
+                                                const std::string& device, const std::string& tensors,
+                                                const std::string& model_file) {
+  const bool python_module = artifact.size() > 3 && artifact.compare(artifact.size() - 3, 3, ".py") == 0;
+  if (!python_module) return {ctx.host_exe, "--profile", artifact, device, tensors};
+  if (ctx.python.empty() || ctx.triton_host.empty())
+    throw std::runtime_error("this kforge-runner has no Triton candidate host (python / host.py not set)");
+  return {ctx.python,      "-I",   "-B",    ctx.triton_host,   "--profile",
+          artifact,        device, tensors, ctx.pyconfine_lib, model_file,
+          ctx.triton_cache};
+}
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text << '\n';
+  if (!f.flush()) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
 nlohmann::json profile_setup(LoadedTask& task, nlohmann::json load_request, const nlohmann::json& req,
-                             const std::string& host_exe, const std::string& runner_exe,
-                             const at::Device& device) {
+                             const JudgeContext& ctx, const std::string& runner_exe) {
   const std::string dir = req.at("dir").get<std::string>();
   const int64_t seed = req.value("seed", 3000);
   std::vector<at::Tensor> args;
   for (const auto& h : task.ref.make_inputs(seed)) args.push_back(h.t);
   for (const auto& h : task.params) args.push_back(h.t);
-  const std::string tensors = dir + "/profile_tensors.bin", reference = dir + "/profile_reference.json";
+  const std::string tensors = dir + "/profile_tensors.bin", reference = dir + "/profile_reference.json",
+                    model = dir + "/profile_model.json";
   write_tensor_file(tensors, args, task.out_specs);
   load_request["profile_seed"] = seed;
-  std::ofstream rf(reference, std::ios::trunc);
-  rf << load_request.dump() << '\n';
-  if (!rf.flush()) throw std::runtime_error("cannot write " + reference);
-  const std::string dev = std::to_string(device.is_cuda() ? device.index() : -1);
-  return {{"ok", true},
-          {"candidate", {host_exe, "--profile", req.at("artifact").get<std::string>(), dev, tensors}},
-          {"reference", {runner_exe, "--profile-reference", reference}}};
+  write_text(reference, load_request.dump());
+  const std::string artifact = req.at("artifact").get<std::string>();
+  const std::string dev = std::to_string(ctx.device.is_cuda() ? ctx.device.index() : -1);
+  auto candidate = profile_candidate_argv(ctx, artifact, dev, tensors, model);
+  if (candidate.size() > 5)  // the Triton host builds a ModelNew from the judge's description
+    write_text(model, model_spec(task).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return {
+      {"ok", true}, {"candidate", candidate}, {"reference", {runner_exe, "--profile-reference", reference}}};
 }
 
 void profile_reference_call(Reference& ref, int64_t seed, const at::Device& device) {

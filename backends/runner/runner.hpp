@@ -214,14 +214,7 @@ std::string peak_measurements(const at::Device& device);
 void write_tensor_file(const std::string& path, const std::vector<at::Tensor>& args,
                        const std::vector<TensorSpec>& out_specs);
 
-/// The `profile_setup` request (runner_client.hpp): in req["dir"], profile_tensors.bin (the
-/// task's inputs under req["seed"], its parameters and output specs) and
-/// profile_reference.json (`load_request` plus the seed); replies with the two command lines
-/// to run under Nsight Compute: the candidate host's profile mode on req["artifact"], and this
-/// runner's --profile-reference mode. Throws std::runtime_error when a file cannot be written.
-nlohmann::json profile_setup(LoadedTask& task, nlohmann::json load_request, const nlohmann::json& req,
-                             const std::string& host_exe, const std::string& runner_exe,
-                             const at::Device& device);
+/// (profile_setup, the request that writes these files: judge.hpp.)
 
 /// `kforge-runner --profile-reference FILE`: one untimed reference call, then one between
 /// cudaProfilerStart/Stop (what Nsight Compute profiles with --profile-from-start off).

@@ -89,7 +89,7 @@ class Worker {
       else if (cmd == "peaks")
         r = peaks(req);
       else if (cmd == "profile_setup")
-        r = profile_setup(cur().task, cur().load_request, req, host_exe(), self_exe(), device_);
+        r = profile_setup(cur().task, cur().load_request, req, judge_context(), self_exe());
       else if (cmd == "testblock")
         r = testblock(req);
       else if (cmd == "triton_bench")

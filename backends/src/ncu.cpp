@@ -56,6 +56,7 @@ std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
                                    "--target-processes", "all"};
   if (!opt.profile_from_start) argv.insert(argv.end(), {"--profile-from-start", "off"});
   if (!opt.replay_mode.empty()) argv.insert(argv.end(), {"--replay-mode", opt.replay_mode});
+  if (!opt.cache_control.empty()) argv.insert(argv.end(), {"--cache-control", opt.cache_control});
   if (!opt.kernel_filter.empty()) argv.insert(argv.end(), {"-k", "regex:" + opt.kernel_filter});
   if (opt.launch_count > 0) argv.insert(argv.end(), {"-c", std::to_string(opt.launch_count)});
   if (!opt.report_csv.empty()) argv.insert(argv.end(), {"--log-file", opt.report_csv.string()});
@@ -63,11 +64,13 @@ std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
   return argv;
 }
 
-std::string choose_replay_mode(bool idempotent, bool cheap_restart, double device_bytes) {
+std::string choose_replay_mode(bool idempotent, bool cheap_restart, double device_bytes,
+                               double device_memory) {
   if (const char* o = std::getenv("KFORGE_NCU_REPLAY");
       o && (std::string(o) == "kernel" || std::string(o) == "application"))
     return o;
-  return idempotent && cheap_restart && device_bytes >= kApplicationReplayBytes ? "application" : "kernel";
+  return idempotent && cheap_restart && device_memory > 0 && 2 * device_bytes > device_memory ? "application"
+                                                                                              : "kernel";
 }
 
 double KernelProfile::get(const std::string& m, double dflt) const {

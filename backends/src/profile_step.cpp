@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -167,7 +168,56 @@ std::string NcuProfiler::environment(RunnerClient& runner) {
   return env;
 }
 
-NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const fs::path& artifact,
+double NcuProfiler::device_memory(RunnerClient& runner) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (device_memory_ >= 0) return device_memory_;
+  }
+  // The smallest GPU the runner lists (it uses one of them).
+  double m = 0;
+  auto hello = nlohmann::json::parse(runner.hello(), nullptr, false);
+  if (hello.is_object() && hello.contains("devices") && hello["devices"].is_array())
+    for (const auto& d : hello["devices"])
+      if (d.is_object() && d.contains("memory_bytes") && d["memory_bytes"].is_number()) {
+        const double b = d["memory_bytes"].get<double>();
+        m = m == 0 ? b : std::min(m, b);
+      }
+  std::lock_guard<std::mutex> lock(mu_);
+  device_memory_ = m;
+  return m;
+}
+
+namespace {
+
+/// "6.0 GiB", "256 MiB", "512 KiB".
+std::string binary_bytes(double bytes) {
+  char b[32];
+  if (bytes >= 1024.0 * 1024 * 1024)
+    std::snprintf(b, sizeof b, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  else if (bytes >= 1024.0 * 1024)
+    std::snprintf(b, sizeof b, "%.0f MiB", bytes / (1024.0 * 1024));
+  else
+    std::snprintf(b, sizeof b, "%.0f KiB", bytes / 1024);
+  return b;
+}
+
+}  // namespace
+
+std::optional<ScaledTask> NcuProfiler::scaled(RunnerClient& runner, const TaskRef& task) {
+  if (!opt_.scale || task.test_block()) return std::nullopt;
+  const LoadResult full = runner.load(task);  // loaded already: selected
+  if (!full.ok || static_cast<double>(full.input_bytes) <= opt_.full_input_bytes) return std::nullopt;
+  auto s = opt_.scale(task, opt_.scaled_input_bytes);
+  if (!s) return std::nullopt;
+  s->description = "ncu profiled the call on smaller inputs than the judge's: the task's " +
+                   binary_bytes(static_cast<double>(full.input_bytes)) + " of inputs are above " +
+                   binary_bytes(opt_.full_input_bytes) + ", so its get_inputs() constants were scaled (" +
+                   s->description +
+                   ") for both the candidate and the reference; findings and kernel times are of that call";
+  return s;
+}
+
+NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, const fs::path& artifact,
                                 const fs::path& dir) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -175,20 +225,27 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const
     return opt_.budget - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
   };
   NcuProfile p;
+  const auto smaller = scaled(runner, full_task);
+  const TaskRef& task = smaller ? smaller->task : full_task;
+  const std::string scaled_note = smaller ? smaller->description : "";
   std::string error;
   auto targets = runner.profile_targets(task, artifact, dir, 3000, &error);
   if (!targets) {
-    p.note = "not profiled: " + error;
+    p.note = "not profiled: " + error + (scaled_note.empty() ? "" : " (" + scaled_note + ")");
     return p;
   }
   NcuOptions opt;
   opt.ncu = ncu_;
   opt.profile_from_start = false;
   opt.launch_count = kMaxLaunches;
+  opt.cache_control = "all";
   opt.report_csv = dir / "ncu_candidate.csv";
   // A passing candidate's call is idempotent (the judge verified that it leaves its inputs and
-  // parameters intact and writes every output element); the C++ host restarts cheaply.
-  p.replay_mode = opt.replay_mode = choose_replay_mode(true, true, call_bytes(runner.load(task)));
+  // parameters intact and writes every output element); kforge-host restarts cheaply, the
+  // Triton host (torch, Triton, its JIT) does not.
+  const bool cheap_restart = artifact.extension() != ".py";
+  p.replay_mode = opt.replay_mode =
+      choose_replay_mode(true, cheap_restart, call_bytes(runner.load(task)), device_memory(runner));
   std::error_code ec;
   if (left() <= std::chrono::milliseconds(0)) {
     fs::remove(dir / "profile_tensors.bin", ec);
@@ -208,6 +265,8 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const
                   : "");
   if (p.candidate.kernels.size() >= static_cast<std::size_t>(kMaxLaunches))
     p.note = "ncu profiled only the first " + std::to_string(kMaxLaunches) + " kernel launches of the call";
+  auto add_note = [&](const std::string& n) { p.note += std::string(p.note.empty() ? "" : "; ") + n; };
+  if (!scaled_note.empty()) add_note(scaled_note);
   const std::string key = NcuReferenceCache::key(task, environment(runner), metrics_);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -226,7 +285,6 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const
       return p;
     }
   }
-  auto add_note = [&](const std::string& n) { p.note += std::string(p.note.empty() ? "" : "; ") + n; };
   const auto reference_limit = left();
   if (reference_limit <= std::chrono::milliseconds(0)) {
     add_note("reference not profiled: the profile budget of " + seconds(opt_.budget) +

@@ -638,6 +638,13 @@ def reset_crash_handlers():
 
 
 def main(argv):
+    if len(argv) > 1 and argv[1] == "--profile":  # one call for Nsight Compute: profile_host.py beside this
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "kforge_profile_host", os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile_host.py"))
+        profile_host = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(profile_host)
+        return profile_host.profile_main(sys.modules[__name__], argv)
     if len(argv) != 5:
         return 2
     os.closerange(int(argv[3]), 1 << 16)  # nothing but what the judge gave

@@ -444,6 +444,11 @@ std::optional<double> profile_target_bytes(const std::string& profile) {
 std::optional<ScaledProfile> scale_profile(const std::string& source, const std::string& profile) {
   const auto target = profile_target_bytes(profile);
   if (!target) return std::nullopt;
+  return scale_to_bytes(source, *target, profile);
+}
+
+std::optional<ScaledProfile> scale_to_bytes(const std::string& source, double target_bytes,
+                                            const std::string& profile) {
   const Parsed p = parse(source);
   ScaledProfile sp;
   sp.before = estimate(p);
@@ -452,7 +457,7 @@ std::optional<ScaledProfile> scale_profile(const std::string& source, const std:
   sp.source = source;
   const auto used = used_names(p);
   std::vector<std::string> changes;
-  for (std::int64_t f = 2; sp.after.bytes > *target && f <= (std::int64_t{1} << 24); f *= 2) {
+  for (std::int64_t f = 2; sp.after.bytes > target_bytes && f <= (std::int64_t{1} << 24); f *= 2) {
     auto src = scaled_source(source, p, used, f, profile, &changes);
     if (!src || *src == sp.source) break;  // nothing (more) to shrink: every constant at 16
     ShapeEstimate e = estimate_inputs(*src);
@@ -462,11 +467,11 @@ std::optional<ScaledProfile> scale_profile(const std::string& source, const std:
     sp.factor = f;
     sp.after = std::move(e);
   }
-  if (sp.after.bytes > *target) {
+  if (sp.after.bytes > target_bytes) {
     char b[160];
     std::snprintf(b, sizeof b,
                   "the target (%.0f KiB) is not reached: no constant of get_inputs() can shrink further",
-                  *target / 1024);
+                  target_bytes / 1024);
     sp.note = b;
   }
   return sp;

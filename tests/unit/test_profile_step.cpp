@@ -2,13 +2,19 @@
 // profile files and command lines (profile_setup), the candidate host's profile mode (one
 // confined untimed call and one profiled call; a forbidden syscall is still stopped), the
 // runner's reference-call mode, and NcuProfiler/record_profiler against a fake `ncu` that
-// checks its arguments, writes a recorded CSV and runs the target. Live ncu runs on the GPU
-// machine (scripts/gpu-check).
+// checks its arguments, writes a recorded CSV and runs the target. Issue 21 §4: the ncu command
+// lines for cuda and Triton candidates (replay mode, cache control, launch cap, budget), the
+// Triton host's profile mode (its calls and its confinement, on the CPU) and the scaled profile of
+// huge inputs. Live ncu runs on the GPU machine (the [.gpu] case here, scripts/gpu-check,
+// scripts/gpu-ncu-cost).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "catch.hpp"
@@ -75,7 +81,8 @@ fs::path fake_ncu(const fs::path& dir, bool deny = false) {
     << "    --log-file) log=$2; shift 2;;\n"
     << "    --profile-from-start) [ \"$2\" = off ] && off=1; shift 2;;\n"
     << "    --csv) shift;;\n"
-    << "    --page|--print-units|--metrics|--target-processes|--replay-mode|-k|-c) shift 2;;\n"
+    << "    --page|--print-units|--metrics|--target-processes|--replay-mode|--cache-control|-k|-c) shift "
+       "2;;\n"
     << "    *) break;;\n"
     << "  esac\n"
     << "done\n"
@@ -280,24 +287,30 @@ struct FakeRuns {
 
 }  // namespace
 
-TEST_CASE("ncu replay: application where the call is idempotent, restarts cheaply and is large",
-          "[profile][ncu]") {
+TEST_CASE("ncu replay: kernel replay unless ncu's saved copy would not fit on the device", "[profile][ncu]") {
   ::unsetenv("KFORGE_NCU_REPLAY");  // the override, tested below
-
-  const double big = backends::kApplicationReplayBytes, small = 1 << 20;
-  CHECK(backends::choose_replay_mode(true, true, big) == "application");
-  CHECK(backends::choose_replay_mode(true, true, small) == "kernel");  // a start per pass costs more
-  CHECK(backends::choose_replay_mode(false, true, big) == "kernel");   // not idempotent: needs restores
-  CHECK(backends::choose_replay_mode(true, false, big) == "kernel");   // PyTorch's start-up per pass
+  const double gpu = 80e9, small = 1 << 20, huge = 12.8e9, over_half = 41e9;
+  // KernelBench 19_ReLU's 12.8 GB call (6.4 GB in, 6.4 GB out): application replay restarted
+  // the host, which read 6.4 GB of tensor file, once per pass (over 120 s on an H100).
+  CHECK(backends::choose_replay_mode(true, true, huge, gpu) == "kernel");
+  CHECK(backends::choose_replay_mode(true, true, small, gpu) == "kernel");
+  CHECK(backends::choose_replay_mode(true, true, over_half, gpu) == "application");  // no room to save
+  CHECK(backends::choose_replay_mode(false, true, over_half, gpu) == "kernel");  // not idempotent: restores
+  CHECK(backends::choose_replay_mode(true, false, over_half, gpu) == "kernel");  // Python's start-up per pass
+  CHECK(backends::choose_replay_mode(true, true, over_half, 0) == "kernel");  // the device's memory unknown
   backends::NcuOptions o;
   o.replay_mode = "application";
+  o.cache_control = "all";
   auto a = backends::ncu_argv({}, {"target"}, o);
   auto at = std::find(a.begin(), a.end(), "--replay-mode");
   REQUIRE(at != a.end());
   CHECK(*(at + 1) == "application");
+  at = std::find(a.begin(), a.end(), "--cache-control");
+  REQUIRE(at != a.end());
+  CHECK(*(at + 1) == "all");
   CHECK(a.back() == "target");
   ::setenv("KFORGE_NCU_REPLAY", "application", 1);
-  CHECK(backends::choose_replay_mode(false, false, small) == "application");
+  CHECK(backends::choose_replay_mode(false, false, small, gpu) == "application");
   ::unsetenv("KFORGE_NCU_REPLAY");
 }
 
@@ -368,4 +381,295 @@ TEST_CASE("profile step: ncu's wall-clock budget; a run it leaves no time for is
              Catch::Contains("reference not profiled: the profile budget of 3 s was spent on the candidate"));
   CHECK(p.candidate.empty());
   CHECK(p.reference.empty());
+}
+
+namespace {
+
+/// A fake NcuRunFn that keeps the whole ncu command line of each run (ncu_argv, as run_ncu
+/// builds it) and the first `in` line of the candidate's tensor file (read before the profile
+/// step removes it); it reports a recorded report.
+struct ArgvRuns {
+  std::vector<std::vector<std::string>> argvs;
+  std::vector<std::chrono::milliseconds> timeouts;
+  std::string first_input;
+  backends::NcuRunFn fn() {
+    return [this](const std::vector<backends::NcuMetric>& metrics, const std::vector<std::string>& target,
+                  const backends::NcuOptions& o, std::chrono::milliseconds timeout) {
+      argvs.push_back(backends::ncu_argv(metrics, target, o));
+      timeouts.push_back(timeout);
+      for (const auto& a : target)
+        if (a.size() > 4 && a.compare(a.size() - 4, 4, ".bin") == 0 && first_input.empty()) {
+          std::ifstream f(a);
+          std::string line;
+          while (std::getline(f, line) && line.rfind("in ", 0) != 0) {
+          }
+          first_input = line;
+        }
+      const fs::path rec = fs::path(KFORGE_TESTS_DIR) / "data/profile/ncu_raw.csv";
+      write_file(o.report_csv, read_file(rec));
+      backends::NcuRun r;
+      r.report = backends::parse_ncu_csv(read_file(rec));
+      r.wall_ms = 1;
+      return r;
+    };
+  }
+};
+
+/// The value after `opt` in `argv` ("" when absent).
+std::string after(const std::vector<std::string>& argv, const std::string& opt) {
+  auto it = std::find(argv.begin(), argv.end(), opt);
+  return it == argv.end() || it + 1 == argv.end() ? "" : *(it + 1);
+}
+
+backends::NcuProfilerOptions argv_options(ArgvRuns& runs) {
+  backends::NcuProfilerOptions po;
+  po.run = runs.fn();
+  po.environment = [] { return std::string("gpu=test"); };
+  return po;
+}
+
+/// A Triton candidate module for the adversarial task (relu(x) * 2 + y), written as the
+/// artifact the triton build would leave; `body` is kf_forward's.
+fs::path triton_artifact(const fs::path& dir, const std::string& body) {
+  fs::create_directories(dir);
+  std::string src = read_file(fs::path(KFORGE_TESTS_DIR) / "data/adversarial/triton/correct/kernel.py");
+  src = src.substr(0, src.find("def kf_forward"));
+  write_file(dir / "kernel.py", src + body);
+  return dir / "kernel.py";
+}
+
+backends::TaskRef adversarial_task() {
+  auto parsed =
+      parse_task_file(fs::path(KFORGE_TESTS_DIR) / "data/adversarial/task.py", "adversarial/relu2_add");
+  REQUIRE(parsed.task);
+  return agent::task_ref(*parsed.task, "");
+}
+
+}  // namespace
+
+TEST_CASE("ncu argv: a cuda candidate under kernel replay, cold caches, its launches capped, then the host",
+          "[runner][profile][ncu]") {
+  const fs::path work = scratch("profile-argv-cuda");
+  auto c = compile_adversarial("correct", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  ArgvRuns runs;
+  backends::NcuProfiler prof("/opt/ncu/ncu", backends::load_ncu_metrics(), argv_options(runs));
+  auto p = prof.profile(runner, c.task, c.artifact, work / "a1");
+  INFO(p.note);
+  REQUIRE(runs.argvs.size() == 2);  // the candidate, then the reference
+  const auto& a = runs.argvs[0];
+  CHECK(a[0] == "/opt/ncu/ncu");
+  CHECK(after(a, "--profile-from-start") == "off");
+  CHECK(after(a, "--replay-mode") == "kernel");
+  CHECK(after(a, "--cache-control") == "all");
+  CHECK(after(a, "-c") == std::to_string(backends::NcuProfiler::kMaxLaunches));
+  CHECK(after(a, "--log-file") == (work / "a1/ncu_candidate.csv").string());
+  CHECK(after(a, "--target-processes") == "all");
+  CHECK(std::find(a.begin(), a.end(), "-k") == a.end());  // the profiled window holds the call alone
+  // The target: kforge-host's profile mode on the artifact, the device, the judge's tensor file.
+  auto host = std::find(a.begin(), a.end(), "--profile");
+  REQUIRE(host != a.end());
+  CHECK(fs::path(*(host - 1)).filename() == "kforge-host");
+  CHECK(std::vector<std::string>(host + 1, a.end()) ==
+        std::vector<std::string>{fs::absolute(c.artifact).string(), "-1",
+                                 fs::absolute(work / "a1/profile_tensors.bin").string()});
+  CHECK(p.replay_mode == "kernel");
+  const auto& r = runs.argvs[1];
+  CHECK(after(r, "--replay-mode") == "kernel");
+  CHECK(after(r, "--log-file") == (work / "a1/ncu_reference.csv").string());
+  CHECK(after(r, "--profile-reference") == fs::absolute(work / "a1/profile_reference.json").string());
+  // Each run's timeout is what is left of the step's budget (120 s by default).
+  REQUIRE(runs.timeouts.size() == 2);
+  CHECK(runs.timeouts[0] <= backends::NcuProfilerOptions().budget);
+  CHECK(runs.timeouts[0] > backends::NcuProfilerOptions().budget - std::chrono::milliseconds(60'000));
+  CHECK(runs.timeouts[1] <= runs.timeouts[0]);
+}
+
+TEST_CASE("ncu argv: a Triton candidate is profiled through the Triton host's profile mode",
+          "[runner][profile][ncu][triton]") {
+  const fs::path work = scratch("profile-argv-triton");
+  const auto artifact = triton_artifact(work / "build",
+                                        "def kf_forward(x, y):\n"
+                                        "    out = torch.empty_like(x)\n"
+                                        "    launch(x, y, out)\n"
+                                        "    return out\n");
+  backends::RunnerClient runner(cpu_runner());
+  ArgvRuns runs;
+  backends::NcuProfiler prof("/opt/ncu/ncu", backends::load_ncu_metrics(), argv_options(runs));
+  auto p = prof.profile(runner, adversarial_task(), artifact, work / "a1");
+  INFO(p.note);
+  REQUIRE(runs.argvs.size() == 2);
+  const auto& a = runs.argvs[0];
+  // Kernel replay: the Triton host's start (torch, Triton, its JIT) per pass would cost more.
+  CHECK(after(a, "--replay-mode") == "kernel");
+  CHECK(after(a, "--cache-control") == "all");
+  auto mode = std::find(a.begin(), a.end(), "--profile");
+  REQUIRE(mode != a.end());
+  CHECK(fs::path(*(mode - 1)).filename() == "host.py");
+  CHECK(*(mode - 2) == "-B");
+  CHECK(*(mode - 3) == "-I");  // isolated, as the judged host runs
+  const std::vector<std::string> rest(mode + 1, a.end());
+  REQUIRE(rest.size() == 6);
+  CHECK(rest[0] == fs::absolute(artifact).string());
+  CHECK(rest[1] == "-1");
+  CHECK(rest[2] == fs::absolute(work / "a1/profile_tensors.bin").string());
+  CHECK(fs::path(rest[3]).filename() == "libkforge_pyconfine.so");
+  CHECK(rest[4] == fs::absolute(work / "a1/profile_model.json").string());
+  auto model = nlohmann::json::parse(read_file(rest[4]));
+  CHECK(model["inputs"] == 2);
+  CHECK(model["mode"] == "eval");
+}
+
+TEST_CASE("profile step: the Triton host's profile mode makes its calls, confined (cpu, no ncu)",
+          "[runner][profile][triton]") {
+  const fs::path work = scratch("profile-triton-host");
+  backends::RunnerClient runner(cpu_runner());
+  const auto task = adversarial_task();
+  fs::create_directories(work / "scratch");
+  auto run_candidate = [&](const std::string& name, const std::string& body) {
+    const auto artifact = triton_artifact(work / name, body);
+    std::string error;
+    auto targets = runner.profile_targets(task, artifact, work / name / "profile", 3000, &error);
+    INFO(error);
+    REQUIRE(targets);
+    return run_argv(targets->candidate, (work / "scratch").string());
+  };
+  // kf_forward, and KernelBench's ModelNew built from the judge's description (profile_model.json).
+  auto r = run_candidate("kf_forward",
+                         "def kf_forward(x, y):\n"
+                         "    out = torch.empty_like(x)\n"
+                         "    launch(x, y, out)\n"
+                         "    return out\n");
+  INFO(r.out << r.err);
+  CHECK(r.ok());
+  CHECK_THAT(r.out, Catch::Contains("kforge triton host: profiled one call"));
+  r = run_candidate("model_new",
+                    "class ModelNew(torch.nn.Module):\n"
+                    "    def forward(self, x, y):\n"
+                    "        out = torch.empty_like(x)\n"
+                    "        launch(x, y, out)\n"
+                    "        return out\n");
+  INFO(r.out << r.err);
+  CHECK(r.ok());
+  // What ncu needs (sockets, reads) is no licence to write or to start a process: the artifact
+  // here skips the build's scan, so the confinement alone stops these.
+  const std::string outside = "/tmp/kforge_profile_escape_" + std::to_string(::getpid());
+  r = run_candidate("writes",
+                    "def kf_forward(x, y):\n"
+                    "    open('" +
+                        outside +
+                        "', 'w').write('x')\n"
+                        "    out = torch.empty_like(x)\n"
+                        "    launch(x, y, out)\n"
+                        "    return out\n");
+  INFO(r.out << r.err);
+  CHECK_FALSE(r.ok());
+  CHECK_FALSE(fs::exists(outside));
+  r = run_candidate("spawns",
+                    "def kf_forward(x, y):\n"
+                    "    import os\n"
+                    "    os.system('touch " +
+                        outside +
+                        "')\n"
+                        "    out = torch.empty_like(x)\n"
+                        "    launch(x, y, out)\n"
+                        "    return out\n");
+  INFO(r.out << r.err);
+  CHECK_FALSE(r.ok());
+  CHECK_FALSE(fs::exists(outside));
+  // A bad tensor file is the host's error (exit 2), not a crash.
+  write_file(work / "bad.bin", std::string("kforge-tensors 1\nin 0 1 4\ndata\nab"));
+  auto targets_bad = [&] {
+    std::string error;
+    auto t = runner.profile_targets(task, work / "kf_forward/kernel.py", work / "bad", 3000, &error);
+    REQUIRE(t);
+    auto argv = t->candidate;
+    argv[7] = (work / "bad.bin").string();
+    return argv;
+  }();
+  r = run_argv(targets_bad, (work / "scratch").string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("the data ends early"));
+}
+
+TEST_CASE("profile step: huge inputs are profiled on the scaled task, and the note says so",
+          "[runner][profile][ncu]") {
+  const fs::path work = scratch("profile-scaled");
+  auto c = compile_adversarial("correct", work / "build");
+  backends::RunnerClient runner(cpu_runner());
+  ArgvRuns runs;
+  auto po = argv_options(runs);
+  po.scale = agent::scale_for_profile;
+  // The fixture's 1 MiB of inputs (x, y: 256 x 512 float32) stand for a task's gigabytes.
+  po.full_input_bytes = 512 * 1024;
+  po.scaled_input_bytes = 64 * 1024;
+  backends::NcuProfiler prof("/opt/ncu/ncu", backends::load_ncu_metrics(), po);
+  auto p = prof.profile(runner, c.task, c.artifact, work / "a1");
+  INFO(p.note);
+  REQUIRE(runs.argvs.size() == 2);
+  CHECK(runs.first_input == "in 0 2 64 128");  // N 256 -> 64, D 512 -> 128: what the host read
+  CHECK_THAT(p.note, Catch::Contains("ncu profiled the call on smaller inputs than the judge's"));
+  CHECK_THAT(p.note, Catch::Contains("N 256->64"));
+  CHECK_THAT(p.note, Catch::Contains("for both the candidate and the reference"));
+  // The reference was loaded scaled too (its load request is the scaled source).
+  CHECK_THAT(read_file(work / "a1/profile_reference.json"), Catch::Contains("# profile ncu"));
+  // Below the threshold: the task's own shapes, no note.
+  po.full_input_bytes = 4 * 1024 * 1024;
+  ArgvRuns full;
+  po.run = full.fn();
+  backends::NcuProfiler prof2("/opt/ncu/ncu", backends::load_ncu_metrics(), po);
+  auto q = prof2.profile(runner, c.task, c.artifact, work / "a2");
+  CHECK(full.first_input == "in 0 2 256 512");
+  CHECK(q.note.empty());
+}
+
+TEST_CASE("scale_for_profile: KernelBench 19_ReLU's 6.0 GiB of inputs become 96 MiB", "[profile]") {
+  backends::TaskRef t;
+  t.id = "level1/19_ReLU";
+  t.source =
+      "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+      "        super(Model, self).__init__()\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+      "        return torch.relu(x)\n\nbatch_size = 4096\ndim = 393216\n\ndef get_inputs():\n"
+      "    x = torch.rand(batch_size, dim)\n    return [x]\n\ndef get_init_inputs():\n    return []\n";
+  auto s = agent::scale_for_profile(t, 256.0 * 1024 * 1024);
+  REQUIRE(s);
+  CHECK_THAT(s->description, Catch::Contains("batch_size 4096->512"));
+  CHECK_THAT(s->description, Catch::Contains("dim 393216->49152"));
+  CHECK_THAT(s->description, Catch::Contains(": 96 MiB of inputs"));
+  CHECK(s->task.id == t.id);
+  CHECK(s->task.cache_key() != t.cache_key());  // another task for the runner and the reference cache
+  // Shapes the scaling rule does not understand: no scaled task (the call is profiled as it is).
+  t.source = "import torch\ndef get_inputs():\n    return [make()]\n";
+  CHECK_FALSE(agent::scale_for_profile(t, 1024));
+}
+
+TEST_CASE("profile step on the GPU: ncu profiles a Triton candidate through host.py --profile", "[.gpu]") {
+  const auto ncu = backends::find_ncu();
+  if (!ncu) {
+    WARN("SKIPPED: ncu not found (KFORGE_NCU, PATH, CUDA_HOME, /usr/local/cuda/bin)");
+    return;
+  }
+  const fs::path work = scratch("profile-triton-gpu");
+  const auto artifact = triton_artifact(work / "build",
+                                        "def kf_forward(x, y):\n"
+                                        "    out = torch.empty_like(x)\n"
+                                        "    launch(x, y, out)\n"
+                                        "    return out\n");
+  backends::RunnerConfig rc;
+  rc.device = "cuda:0";
+  backends::RunnerClient runner(rc);
+  backends::NcuProfiler prof(*ncu, backends::load_ncu_metrics());
+  auto p = prof.profile(runner, adversarial_task(), artifact, work / "a1");
+  INFO(p.note);
+  if (p.note.find("ERR_NVGPUCTRPERM") != std::string::npos) {
+    WARN("SKIPPED: no permission for the GPU's performance counters");
+    return;
+  }
+  CHECK(p.note.empty());
+  CHECK(p.replay_mode == "kernel");
+  REQUIRE_FALSE(p.candidate.empty());
+  CHECK(p.candidate.kernels[0].name.find("relu2_add_kernel") != std::string::npos);
+  CHECK(p.candidate.kernels.size() == 1);  // the profiled call alone: not the warm-up, not Triton's own
+  CHECK_FALSE(backends::ncu_findings(p.candidate).empty());
+  CHECK_FALSE(p.reference.empty());
 }

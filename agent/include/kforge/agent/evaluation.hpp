@@ -61,9 +61,16 @@ struct ProfileStep {
   std::unique_ptr<backends::NcuProfiler> ncu;
 };
 
+/// The profile step's smaller version of a task with huge inputs (backends::ScaleTaskFn): the
+/// shape profiles' scaling rule (benchmarks/shapes.hpp scale_to_bytes, lines marked
+/// `# profile ncu`) down to `target_bytes`; nullopt when the shapes are not understood or no
+/// constant shrinks.
+std::optional<backends::ScaledTask> scale_for_profile(const backends::TaskRef& task, double target_bytes);
+
 /// Resolves `requested` (none | basic | ncu | auto) for `backend`: ncu only for cuda and where
 /// ncu is found (backends::find_ncu) with the curated metric set; else basic with a note for
-/// cuda ("ncu not found ...: basic profile only"). Throws std::invalid_argument for an unknown
+/// cuda ("ncu not found ...: basic profile only"); huge inputs are profiled scaled
+/// (scale_for_profile). Throws std::invalid_argument for an unknown
 /// name, std::runtime_error when the metric set cannot be read.
 std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend);
 

@@ -48,20 +48,29 @@ struct NcuOptions {
   /// is saved before the first pass and restored before each other one) or "application" (the
   /// whole target runs once per pass; nothing is saved; the target must repeat its launches).
   std::string replay_mode;
+  /// --cache-control when not empty: "all" (ncu's default: caches flushed before each pass, so
+  /// every pass and every launch starts cold, as the judge's timed calls do) or "none".
+  std::string cache_control;
 };
 
-/// The cheapest replay mode that still reads a call right (ncu's replay modes, above):
-/// "application" when the call is idempotent (it leaves its inputs intact and overwrites every
-/// output element: what the judge verified of a passing candidate), the target process starts
-/// cheaply (the C++ candidate host, not the PyTorch reference), and the device memory ncu would
-/// save and restore per pass (`device_bytes`: inputs, parameters and outputs) is at least
-/// `kApplicationReplayBytes`; "kernel" otherwise (for small tensors a process start per pass
-/// costs more than the copies). KFORGE_NCU_REPLAY=kernel|application overrides the choice.
-inline constexpr double kApplicationReplayBytes = 256.0 * (1 << 20);
-std::string choose_replay_mode(bool idempotent, bool cheap_restart, double device_bytes);
+/// The cheapest replay mode that still reads a call right (ncu's replay modes, above). Kernel
+/// replay saves what a launch may write once and restores it on the device before each pass
+/// (a device-to-device copy, where the device has room for it); application replay starts the
+/// target again for every pass, and the profile targets' start costs more than that copy: both
+/// hosts read the whole tensor file, and the Triton host (or the PyTorch reference) imports torch
+/// and Triton first. So "kernel", unless ncu's saved copy would not fit: "application" only when
+/// the call is idempotent (it leaves its inputs intact and overwrites every output element:
+/// what the judge verified of a passing candidate), its target starts cheaply (kforge-host, not
+/// a Python process), and the call's device memory (`device_bytes`: inputs, parameters and
+/// outputs) is more than half the device's memory (`device_memory`, 0 when unknown: "kernel"),
+/// so that kernel replay would save and restore through host memory on every pass.
+/// KFORGE_NCU_REPLAY=kernel|application overrides the choice.
+std::string choose_replay_mode(bool idempotent, bool cheap_restart, double device_bytes,
+                               double device_memory);
 
 /// `ncu --csv --page raw --print-units base --metrics m1,m2,... --target-processes all
-///  [--profile-from-start off] [--replay-mode M] [-k regex:F] [-c N] [--log-file F] <target argv...>`
+///  [--profile-from-start off] [--replay-mode M] [--cache-control C] [-k regex:F] [-c N]
+///  [--log-file F] <target argv...>`
 std::vector<std::string> ncu_argv(const std::vector<NcuMetric>& metrics,
                                   const std::vector<std::string>& target, const NcuOptions& opt = {});
 

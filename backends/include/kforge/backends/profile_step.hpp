@@ -2,8 +2,9 @@
 // kforge/backends/profile_step.hpp — the Nsight Compute part of the profile step (issue 11 §1).
 //
 // For a passing cuda attempt the judge writes the inputs and names two processes
-// (RunnerClient::profile_targets): the candidate host's profile mode (the candidate confined
-// exactly as when it is judged, one untimed and one profiled call) and the runner's
+// (RunnerClient::profile_targets): the candidate host's profile mode (kforge-host --profile for
+// a shared object, host.py --profile for a Triton module: the candidate confined as when it is
+// judged, with what ncu needs; one untimed and one profiled call) and the runner's
 // reference-call mode. Each runs under `ncu --profile-from-start off` in a process tree of its
 // own, after the timed bench and never while anything is timed; its CSV (written by ncu to a
 // file in the attempt directory) is parsed by ncu.hpp.
@@ -13,9 +14,11 @@
 // holds nothing of the judge's.
 //
 // Cost (issue 21 §4): the candidate runs under ncu's cheapest fitting replay mode
-// (choose_replay_mode), the whole step has a wall-clock budget (a skipped run is a note), and the
-// reference is profiled at most once per task, shape profile, GPU, driver and toolchain (kept
-// across runs beside the compile cache: NcuReferenceCache).
+// (choose_replay_mode: kernel replay unless the saved copy would not fit on the device), huge
+// inputs are profiled scaled down (NcuProfilerOptions::scale; the note says so), the whole
+// step has a wall-clock budget (a skipped run is a note), and the reference is profiled at most
+// once per task, shape profile, GPU, driver and toolchain (kept across runs beside the compile
+// cache: NcuReferenceCache).
 //
 // Thread-safety: NcuProfiler::profile may be called from several threads (its reference cache
 // is locked). Callers hold the runner lease of the GPU while profiling, so that no profile
@@ -85,6 +88,16 @@ struct NcuProfile {
   bool reference_cached = false;  ///< the reference's report came from this run's or the disk cache
 };
 
+/// A smaller version of a task for its profile, and what changed in words.
+struct ScaledTask {
+  TaskRef task;
+  std::string description;  ///< "batch_size 4096->512, dim 393216->49152: 96 MiB of inputs"
+};
+/// Scales a task's inputs to at most `target_bytes` (the agent's: benchmarks/shapes.hpp
+/// scale_to_bytes, which backends do not link); nullopt when its shapes are not understood or
+/// nothing shrinks.
+using ScaleTaskFn = std::function<std::optional<ScaledTask>(const TaskRef&, double target_bytes)>;
+
 struct NcuProfilerOptions {
   /// Wall clock for one attempt's whole profile step (the judge's files, the candidate's ncu run
   /// and, when not cached, the reference's). What is left when a run starts is its timeout; a
@@ -94,6 +107,17 @@ struct NcuProfilerOptions {
   std::filesystem::path reference_cache;
   NcuRunFn run;                              ///< empty: run_ncu
   std::function<std::string()> environment;  ///< GPU, driver, toolchain in one line; empty: probed
+  /// Inputs above full_input_bytes are profiled on smaller ones (this scaling, down to
+  /// scaled_input_bytes), the same for the candidate and the reference, and the note says so;
+  /// empty: always the task's own shapes. ncu replays each launch once per pass, and a call on
+  /// a GPU's worth of inputs made the candidate's run alone outlast the budget (KernelBench
+  /// 19_ReLU, 6.4 GB of inputs: over 120 s on an H100). 256 MiB stays several times larger than
+  /// any GPU's L2 (50 MB on an H100), so a streaming kernel's memory behaviour, coalescing,
+  /// occupancy and stalls read as at full size; what changes is the kernels' times (those of the
+  /// smaller call) and grids that scale with the inputs (fewer blocks).
+  ScaleTaskFn scale;
+  double full_input_bytes = 1024.0 * 1024 * 1024;
+  double scaled_input_bytes = 256.0 * 1024 * 1024;
 };
 
 class NcuProfiler {
@@ -107,7 +131,9 @@ class NcuProfiler {
   /// within the options' budget. Files go to `dir`: ncu_candidate.csv, ncu_reference.csv and
   /// profile_reference.json stay; profile_tensors.bin (a copy of the inputs) is removed once
   /// the candidate's run is over. The candidate's replay mode: choose_replay_mode (a passing
-  /// candidate's call is idempotent: the judge verified it).
+  /// candidate's call is idempotent: the judge verified it; kforge-host restarts cheaply, the
+  /// Triton host does not); caches are flushed before every pass (--cache-control all). Inputs
+  /// above the options' full_input_bytes: both calls on the scaled task (options' scale).
   NcuProfile profile(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
                      const std::filesystem::path& dir);
   /// The environment line of the cache key (probed once: the runner's hello, `nvidia-smi`'s
@@ -121,6 +147,11 @@ class NcuProfiler {
   std::mutex mu_;
   std::map<std::string, ProfileReport> references_;  ///< by NcuReferenceCache::key
   std::string environment_;                          ///< probed once (under mu_)
+  double device_memory_ = -1;                        ///< the runner's GPU memory, probed once; 0: unknown
+  double device_memory(RunnerClient& runner);
+  /// The scaled task when `task`'s inputs are above opt_.full_input_bytes and opt_.scale shrinks them;
+  /// its description is the record's note.
+  std::optional<ScaledTask> scaled(RunnerClient& runner, const TaskRef& task);
 };
 
 }  // namespace kforge::backends

@@ -67,6 +67,12 @@ struct ScaledProfile {
 /// no target (profile_target_bytes) or the shapes are not understood (estimate not ok).
 std::optional<ScaledProfile> scale_profile(const std::string& source, const std::string& profile);
 
+/// The same rule for any target (bytes of one input set); `profile` names the comment of the
+/// rewritten lines (`# profile <name>`). The profile step's ncu run uses it for huge inputs
+/// (backends/profile_step.hpp, NcuProfilerOptions::scale).
+std::optional<ScaledProfile> scale_to_bytes(const std::string& source, double target_bytes,
+                                            const std::string& profile);
+
 /// True when apply_profile can produce `profile` for the task: the task defines it, or it is a
 /// scaled profile (small, ci) and the task's shapes are understood.
 bool has_profile(const Task& task, const std::string& profile);
