@@ -110,11 +110,9 @@ double host_ms(const Timed& t) {
   return 0;
 }
 
-}  // namespace
-
-TEST_CASE(
-    "triton: hosts are forked warm from the runner's zygote (check time per candidate, with and without)",
-    "[runner]") {
+/// The fixture's correct kernel checked kChecks times by a runner without the zygote, then by
+/// one with it: every host of the first spawned, of the second forked; the times printed.
+void compare_warm_and_spawned(const std::string& device) {
   const auto task = fixture_task();
   const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
   constexpr int kChecks = 4;  // the first of each runner also loads the task (and starts the zygote)
@@ -122,7 +120,7 @@ TEST_CASE(
   for (const char* mode : {"0", "1"}) {
     ScopedEnv env("KFORGE_TRITON_ZYGOTE", mode);
     backends::RunnerConfig rc;
-    rc.device = "cpu";
+    rc.device = device;
     rc.check_timeout = std::chrono::milliseconds(120'000);
     backends::RunnerClient runner(rc);
     for (int i = 0; i < kChecks; ++i) by_mode[mode].push_back(timed_check(runner, task, correct));
@@ -135,11 +133,25 @@ TEST_CASE(
     return s / static_cast<double>(v.size() - 1);
   };
   auto wall = [](const Timed& t) { return t.ms; };
-  WARN("Triton check on the cpu, per candidate after the runner's first (mean of "
-       << kChecks - 1 << "): spawned host " << mean(by_mode["0"], wall) << " ms (host start "
-       << mean(by_mode["0"], host_ms) << " ms); forked from the zygote " << mean(by_mode["1"], wall)
-       << " ms (host start " << mean(by_mode["1"], host_ms) << " ms); first check " << by_mode["0"][0].ms
-       << " ms spawned, " << by_mode["1"][0].ms << " ms with the zygote's start");
+  WARN("Triton check on " << device << ", per candidate after the runner's first (mean of " << kChecks - 1
+                          << "): spawned host " << mean(by_mode["0"], wall) << " ms (host start "
+                          << mean(by_mode["0"], host_ms) << " ms); forked from the zygote "
+                          << mean(by_mode["1"], wall) << " ms (host start " << mean(by_mode["1"], host_ms)
+                          << " ms); first check " << by_mode["0"][0].ms << " ms spawned, "
+                          << by_mode["1"][0].ms << " ms with the zygote's start");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "triton: hosts are forked warm from the runner's zygote (check time per candidate, with and without)",
+    "[runner]") {
+  compare_warm_and_spawned("cpu");
+}
+
+TEST_CASE("triton: hosts are forked warm from the runner's zygote on the GPU (check time, with and without)",
+          "[.gpu]") {
+  compare_warm_and_spawned("cuda:0");
 }
 
 TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is spawned, the zygote restarted",
