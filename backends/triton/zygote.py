@@ -169,6 +169,10 @@ def fork_host(host_module, control, fds, judge, pyconfine):
                     fd = control.detach()
                     os.close(fd)
                     become_host(host_module, fds, judge, pyconfine)
+                except BaseException:  # noqa: B902 - into the host's log, when it is laid out
+                    import traceback
+                    traceback.print_exc()
+                    sys.stderr.flush()
                 finally:
                     os._exit(5)
             os.write(w, str(pid).encode())
