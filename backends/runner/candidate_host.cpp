@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 
 #include "kforge/sandbox/confine.hpp"
+#include "zygote.hpp"
 
 extern char** environ;
 
@@ -27,47 +29,78 @@ namespace kforge::runner {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-/// The host's environment: an allow-list (no LD_PRELOAD, no credentials, no Python paths).
-std::vector<std::string> host_env() {
+std::string signal_text(int sig) {
+  return std::to_string(sig) + " (" + strsignal(sig) + ")";
+}
+
+/// The host's command line: `prefix..., <artifact>, <device>, <first fd to close>, suffix...`.
+std::vector<std::string> host_args(const HostCommand& cmd, const std::string& artifact, int device,
+                                   std::size_t n_fds) {
+  std::vector<std::string> args;
+  for (const auto& a : cmd.prefix) args.push_back(a.find('/') != std::string::npos ? absolute_path(a) : a);
+  args.insert(args.end(), {absolute_path(artifact), std::to_string(device), std::to_string(4 + n_fds)});
+  for (const auto& a : cmd.suffix) args.push_back(absolute_path(a));
+  return args;
+}
+
+/// What a forked host reads first on its channel (zygote.py read_spec): the command line,
+/// environment and working directory it would have been spawned with.
+std::string spec_line(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                      const std::string& cwd) {
+  auto quote = [](const std::string& v) {
+    std::string q = "\"";
+    for (unsigned char c : v) {
+      if (c == '"' || c == '\\') {
+        q += '\\';
+        q += static_cast<char>(c);
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        q += buf;
+      } else {
+        q += static_cast<char>(c);
+      }
+    }
+    return q + "\"";
+  };
+  auto list = [&](const std::vector<std::string>& v) {
+    std::string l = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) l += (i ? "," : "") + quote(v[i]);
+    return l + "]";
+  };
+  return "{\"argv\":" + list(args) + ",\"env\":" + list(env) + ",\"cwd\":" + quote(cwd) + "}\n";
+}
+}  // namespace
+
+std::vector<std::string> host_environment(const HostCommand& cmd) {
   std::vector<std::string> env{"CUDA_CACHE_DISABLE=1", "HOME=/nonexistent", "LANG=C"};
   for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING",
                            "OMP_NUM_THREADS", "KFORGE_HOST_NO_SECCOMP"})
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
+  env.insert(env.end(), cmd.env.begin(), cmd.env.end());
   return env;
 }
 
-std::string signal_text(int sig) {
-  return std::to_string(sig) + " (" + strsignal(sig) + ")";
+std::string absolute_path(const std::string& p) {
+  if (p.empty() || p[0] == '/') return p;
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + p : p;
 }
-}  // namespace
 
-std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, const std::string& artifact,
-                                                    int device, const std::vector<int>& fds,
-                                                    std::string* error) {
-  if (cmd.prefix.empty()) throw std::invalid_argument("CandidateHost::start: empty host command");
-  const std::string& host_exe = cmd.prefix.front();
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    *error = std::string("socketpair: ") + std::strerror(errno);
-    return nullptr;
-  }
-  std::unique_ptr<CandidateHost> h(new CandidateHost());
-  h->channel_ = sv[0];
-  h->log_fd_ = ::memfd_create("kforge-host-log", MFD_CLOEXEC);
+pid_t spawn_confined(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                     const std::string& cwd, int log_fd, const std::vector<int>& fds, std::string* error) {
   // Sources far above the targets, so that no dup2 maps a descriptor onto itself (which would
   // keep its close-on-exec flag).
-  std::vector<int> src;
-  for (int fd : std::vector<int>{sv[1], h->log_fd_}) src.push_back(::fcntl(fd, F_DUPFD_CLOEXEC, 512));
+  std::vector<int> src{::fcntl(log_fd, F_DUPFD_CLOEXEC, 512)};
   for (int fd : fds) src.push_back(::fcntl(fd, F_DUPFD_CLOEXEC, 512));
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (!cmd.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cmd.cwd.c_str());
-  posix_spawn_file_actions_adddup2(&fa, src[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, src[1], 2);
-  posix_spawn_file_actions_adddup2(&fa, src[0], 3);
-  for (std::size_t i = 2; i < src.size(); ++i)
-    posix_spawn_file_actions_adddup2(&fa, src[i], static_cast<int>(4 + i - 2));
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  posix_spawn_file_actions_adddup2(&fa, src[0], 1);
+  posix_spawn_file_actions_adddup2(&fa, src[0], 2);
+  for (std::size_t i = 1; i < src.size(); ++i)
+    posix_spawn_file_actions_adddup2(&fa, src[i], static_cast<int>(3 + i - 1));
   posix_spawnattr_t at;
   posix_spawnattr_init(&at);
   sigset_t none, all;
@@ -76,42 +109,78 @@ std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, cons
   posix_spawnattr_setsigmask(&at, &none);
   posix_spawnattr_setsigdefault(&at, &all);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  // Absolute paths: the host runs in cmd.cwd, not in the judge's working directory.
-  // (Joined with the working directory, symlinks kept: a venv's python must stay itself.)
-  auto absolute = [](const std::string& p) {
-    if (p.empty() || p[0] == '/') return p;
-    char cwd[4096];
-    return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + p : p;
-  };
-  std::vector<std::string> args;
-  for (const auto& a : cmd.prefix) args.push_back(a.find('/') != std::string::npos ? absolute(a) : a);
-  args.insert(args.end(), {absolute(artifact), std::to_string(device), std::to_string(4 + fds.size())});
-  for (const auto& a : cmd.suffix) args.push_back(absolute(a));
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  auto env = host_env();
-  env.insert(env.end(), cmd.env.begin(), cmd.env.end());
-  for (auto& e : env) envp.push_back(e.data());
+  std::vector<std::string> args = argv, vars = env;
+  std::vector<char*> argp, envp;
+  for (auto& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  for (auto& e : vars) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int rc = ::posix_spawn(&h->pid_, args.front().c_str(), &fa, &at, argv.data(), envp.data());
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, args.front().c_str(), &fa, &at, argp.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   for (int fd : src) ::close(fd);
+  if (rc == 0) return pid;
+  *error = "cannot start " + args.front() + ": " + std::strerror(rc);
+  return -1;
+}
+
+std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, const std::string& artifact,
+                                                    int device, const std::vector<int>& fds,
+                                                    std::string* error) {
+  if (cmd.prefix.empty()) throw std::invalid_argument("CandidateHost::start: empty host command");
+  if (cmd.zygotes) {
+    std::string why;
+    if (auto h = launch(cmd, artifact, device, fds, true, &why)) return h;
+    if (why.rfind("the forked", 0) == 0) cmd.zygotes->host_failed();
+    std::fprintf(stderr, "kforge-runner: no warm Triton host (%s); spawning one\n", why.c_str());
+  }
+  return launch(cmd, artifact, device, fds, false, error);
+}
+
+std::unique_ptr<CandidateHost> CandidateHost::launch(const HostCommand& cmd, const std::string& artifact,
+                                                     int device, const std::vector<int>& fds, bool forked,
+                                                     std::string* error) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    *error = std::string("socketpair: ") + std::strerror(errno);
+    return nullptr;
+  }
+  std::unique_ptr<CandidateHost> h(new CandidateHost());
+  h->channel_ = sv[0];
+  h->log_fd_ = ::memfd_create("kforge-host-log", MFD_CLOEXEC);
+  const auto args = host_args(cmd, artifact, device, fds.size());
+  const auto env = host_environment(cmd);
+  std::vector<int> passed{sv[1]};
+  passed.insert(passed.end(), fds.begin(), fds.end());
+  if (forked) {
+    const std::string spec = spec_line(args, env, cmd.cwd);
+    if (::send(h->channel_, spec.data(), spec.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(spec.size())) {
+      *error = std::string("cannot write the host's command line: ") + std::strerror(errno);
+      ::close(sv[1]);
+      return nullptr;
+    }
+    std::vector<int> with_log{h->log_fd_};
+    with_log.insert(with_log.end(), passed.begin(), passed.end());
+    h->pid_ = cmd.zygotes->fork_host(cmd, env, device, with_log, error);
+  } else {
+    h->pid_ = spawn_confined(args, env, cmd.cwd, h->log_fd_, passed, error);
+  }
   ::close(sv[1]);
-  if (rc != 0) {
+  if (h->pid_ <= 0) {
     h->pid_ = -1;
-    *error = "cannot start " + host_exe + ": " + std::strerror(rc);
     return nullptr;
   }
   HostFailure f;
   // The Triton host imports torch and triton and, on a GPU, compiles its warm-up kernel first.
   auto ready = h->read_line(std::chrono::milliseconds(180'000), &f);
   if (!ready || *ready != "ready") {
-    *error = "kforge-host did not start: " + (ready ? *ready : f.message) + "\n" + h->log_tail();
+    *error = std::string(forked ? "the forked Triton host" : "kforge-host") +
+             " did not start: " + (ready ? *ready : f.message) + "\n" + h->log_tail();
     return nullptr;
   }
   if (cmd.keyed && !h->send_key(error)) return nullptr;
+  h->forked_ = forked;
   return h;
 }
 

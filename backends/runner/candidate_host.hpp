@@ -20,6 +20,8 @@
 
 namespace kforge::runner {
 
+class Zygotes;
+
 /// A failure of the candidate, as an attempt outcome.
 struct HostFailure {
   std::string outcome;  ///< "runtime_error", "timeout", "forbidden_api", "format_error"
@@ -40,13 +42,32 @@ struct HostCommand {
   /// where the candidate's Python cannot read it); a line the candidate writes on the channel
   /// itself is dropped. kforge-host's candidate is native code in its process: it is not keyed.
   bool keyed = false;
+  /// The runner's Triton zygotes (zygote.hpp), when the host may be forked warm from one
+  /// instead of spawned (null: spawned). A host that cannot be forked is spawned.
+  Zygotes* zygotes = nullptr;
 };
+
+/// The host's whole environment for `cmd`: an allow-list of the runner's (no LD_PRELOAD, no
+/// credentials, no Python paths), then cmd.env.
+std::vector<std::string> host_environment(const HostCommand& cmd);
+
+/// `p` joined with the working directory when it is relative (symlinks kept: a venv's python
+/// must stay itself).
+std::string absolute_path(const std::string& p);
+
+/// posix_spawn as every candidate-side process starts: /dev/null on 0, `log_fd` on 1 and 2,
+/// `fds` on 3, 4, ...; no other descriptor; every signal's default action, none blocked;
+/// `cwd` ("": this process's). The pid, or -1 with *error set.
+pid_t spawn_confined(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                     const std::string& cwd, int log_fd, const std::vector<int>& fds, std::string* error);
 
 class CandidateHost {
  public:
   /// Starts `cmd` for `artifact` on `device` (-1: cpu; else the CUDA ordinal) with the
-  /// descriptors `fds` (numbered 4, 5, ... in the host). Returns null with *error set when the
-  /// process cannot be started (the judge's failure, not the candidate's).
+  /// descriptors `fds` (numbered 4, 5, ... in the host): forked from the runner's zygote where
+  /// cmd.zygotes is set (and spawned when that fails before the host is ready), else spawned.
+  /// Returns null with *error set when the process cannot be started (the judge's failure,
+  /// not the candidate's).
   static std::unique_ptr<CandidateHost> start(const HostCommand& cmd, const std::string& artifact, int device,
                                               const std::vector<int>& fds, std::string* error);
   ~CandidateHost();
@@ -79,11 +100,17 @@ class CandidateHost {
   /// Kills (SIGKILL) and reaps the process; idempotent.
   void kill();
   bool alive() const { return pid_ > 0; }
+  /// Whether the host was forked warm from the runner's zygote (else spawned).
+  bool forked() const { return forked_; }
   /// The last bytes the candidate wrote to stdout/stderr.
   std::string log_tail(std::size_t max_bytes = 2000) const;
 
  private:
   CandidateHost() = default;
+  /// One try: forked from cmd.zygotes when `forked`, else spawned.
+  static std::unique_ptr<CandidateHost> launch(const HostCommand& cmd, const std::string& artifact,
+                                               int device, const std::vector<int>& fds, bool forked,
+                                               std::string* error);
   std::optional<std::string> read_line(std::chrono::milliseconds timeout, HostFailure* failure);
   HostFailure reap(const std::string& context);
   bool send_key(std::string* error);
@@ -92,6 +119,7 @@ class CandidateHost {
   int channel_ = -1;
   int log_fd_ = -1;
   bool frozen_ = false;
+  bool forked_ = false;
   std::chrono::steady_clock::time_point replied_at_{};
   std::string buf_;
   std::string violation_;  ///< from a "violation <nr>" line

@@ -148,7 +148,8 @@ HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, S
                  // asks NSS, whose nscd socket the filter stops
                  "USER=kforge-candidate", "LOGNAME=kforge-candidate"},
                 empty_workdir(&s.workdir),
-                /*keyed=*/true};
+                /*keyed=*/true,
+                ctx.zygotes};
   if (!ctx.device.is_cuda()) {
     c.env.push_back("TRITON_INTERPRET=1");  // Triton's interpreter runs the kernels on the CPU
     return c;
@@ -316,7 +317,7 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   s.host = CandidateHost::start(host_command(ctx, artifact, s), artifact,
                                 ctx.device.is_cuda() ? ctx.device.index() : -1, s.ex->host_fds(), &err);
   if (!s.host) throw std::runtime_error(err);
-  laps.lap("host_start_ms");
+  laps.lap(s.host->forked() ? "host_fork_ms" : "host_start_ms");  // warm from the zygote, or spawned
   HostFailure f;
   std::string bad;
   if (!s.host->pipeline(s.ex->host_lines(4), dl.left(), &bad, &f))

@@ -28,6 +28,7 @@
 #include "exchange.hpp"
 #include "lead_in.hpp"
 #include "runner.hpp"
+#include "zygote.hpp"
 
 namespace kforge::runner {
 
@@ -41,6 +42,9 @@ struct JudgeContext {
   std::string triton_host;
   std::string pyconfine_lib;
   std::string triton_cache;
+  /// The runner's Triton zygotes (zygote.hpp): Triton hosts are forked warm from one; null:
+  /// spawned (KFORGE_TRITON_ZYGOTE=0).
+  Zygotes* zygotes = nullptr;
   int64_t l2_bytes = 0;  ///< the device's L2 (cpu: 0, a fixed working-set target is used)
   /// The device's peak bandwidth in bytes/s (measure_peak_bandwidth), for the speed-of-light
   /// bound; 0 = not known (no bound).

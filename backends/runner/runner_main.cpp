@@ -118,9 +118,12 @@ class Worker {
     uint64_t last_use = 0;
   };
   std::map<std::string, std::unique_ptr<Loaded>> tasks_;  ///< key: task, device, seed, source, formulas
-  std::unique_ptr<CandidateSession> session_;             ///< the last passed check's host, for its bench
-  std::map<std::string, double> peak_bytes_per_s_;        ///< device -> measured peak bandwidth (bytes/s)
-  Loaded* cur_ = nullptr;                                 ///< the task check/bench use; null: none
+  /// Triton hosts forked warm (zygote.hpp); null with KFORGE_TRITON_ZYGOTE=0. Outlives session_.
+  std::unique_ptr<Zygotes> zygotes_ =
+      Zygotes::enabled_by_environment() ? std::make_unique<Zygotes>() : nullptr;
+  std::unique_ptr<CandidateSession> session_;       ///< the last passed check's host, for its bench
+  std::map<std::string, double> peak_bytes_per_s_;  ///< device -> measured peak bandwidth (bytes/s)
+  Loaded* cur_ = nullptr;                           ///< the task check/bench use; null: none
   uint64_t use_clock_ = 0;
   at::Device device_{at::kCPU};
 
@@ -330,6 +333,7 @@ class Worker {
     c.triton_host = setting("KFORGE_TRITON_HOST", KFORGE_TRITON_HOST_DEFAULT);
     c.pyconfine_lib = setting("KFORGE_PYCONFINE", KFORGE_PYCONFINE_DEFAULT);
     c.triton_cache = temp_dir() + "/kforge-triton-host-" + std::to_string(::getuid());
+    c.zygotes = zygotes_.get();
 #ifdef KFORGE_RUNNER_CUDA
     if (device_.is_cuda()) {
       int l2 = 0;

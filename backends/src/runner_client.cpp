@@ -79,7 +79,8 @@ bool RunnerClient::ensure_started(std::string* error) {
   spec.network_without_userns_as_root = true;  // its candidate hosts then become "nobody"
   if (const char* v = std::getenv("KFORGE_PYTHONPATH")) spec.env_set["KFORGE_PYTHONPATH"] = v;
   // The judge's choice of candidate hosts (runner_main.cpp), for tests and other installs.
-  for (const char* v : {"KFORGE_HOST", "KFORGE_HOST_PYTHON", "KFORGE_TRITON_HOST", "KFORGE_PYCONFINE"})
+  for (const char* v : {"KFORGE_HOST", "KFORGE_HOST_PYTHON", "KFORGE_TRITON_HOST", "KFORGE_PYCONFINE",
+                        "KFORGE_TRITON_ZYGOTE"})
     spec.env_allow.push_back(v);
   child_ = sandbox::LineChild::start(spec, error);
   if (!child_) return false;

@@ -637,6 +637,26 @@ def reset_crash_handlers():
     faulthandler.enable(all_threads=True)
 
 
+def warm_up():
+    """What every host imports before Host() needs it, done once by the zygote
+    (backends/triton/zygote.py) before it forks hosts: torch and Triton imported, a dispatch
+    mode used once (its first use imports torch._dynamo). Nothing of a candidate; CUDA is not
+    initialised (each forked host initialises it in Host())."""
+    import tempfile  # noqa: F401
+
+    import torch
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        torch.empty(1)
+
+
 def main(argv):
     if len(argv) > 1 and argv[1] == "--profile":  # one call for Nsight Compute: profile_host.py beside this
         import importlib.util

@@ -1,0 +1,239 @@
+"""kforge's Triton zygote (issue 21 §2): warm Triton candidate hosts.
+
+Usage (started by kforge-runner, never by hand; backends/runner/zygote.cpp):
+  python3 -I -B zygote.py <host.py> <libkforge_pyconfine.so>
+
+One process per runner and device, started the way the judge starts a Triton candidate host
+(an allow-listed environment, an empty read-only working directory of the judge's, /dev/null on
+0, a log on 1 and 2, nothing else open but descriptor 3), that imports host.py and what it
+imports (torch, Triton) once, does not initialise CUDA, and forks one host per candidate.
+
+Descriptor 3 is a SOCK_SEQPACKET socket whose other end only the judge holds. Protocol:
+  zygote -> judge   ready                        after the warm-up
+  judge  -> zygote  fork  + descriptors (SCM_RIGHTS): the host's log, its channel, then the
+                    exchange's descriptors (numbered 1 and 2, 3, 4... in the host)
+  zygote -> judge   pid <n>                      the host, now the judge's own child
+                    err <text>                   refused (the judge starts a host itself)
+The zygote never reads or writes the descriptors it passes on, never runs or imports candidate
+code and learns nothing of the candidate (not even its path: the host reads what it is to load
+from its channel). The host is forked twice (the middle process exits at once) while the judge
+is a child subreaper, so that it becomes the judge's child: the judge waits for it, freezes it
+(SIGSTOP, waitpid WUNTRACED) and kills it exactly as a host it started itself, and the host's
+death signal is the judge's death. The zygote dies with the judge (its own death signal) and
+when the judge closes descriptor 3.
+
+The host, once forked, does what a host started by the judge does: it waits until the judge is
+its parent, takes its descriptors (0 /dev/null, 1 and 2 its log, 3 its channel, 4... the
+exchange's; everything else closed), reads one line from its channel ({"argv", "env", "cwd"}:
+the command line, environment and working directory the judge would have started it with),
+moves there, replaces its environment and runs host.py's main() with that command line: the
+death signal, not dumpable, Host() (on a GPU: CUDA initialised and Triton's warm-up compile),
+confinement through libkforge_pyconfine.so, the native seal (libkforge_pyseal.so) and the
+candidate's load, unchanged.
+"""
+
+import ctypes
+import fcntl
+import importlib.util
+import json
+import os
+import socket
+import sys
+import time
+
+CONTROL = 3
+MAX_FDS = 64
+
+
+def load_host(path):
+    """host.py as a module that is not in sys.modules (its main() takes __main__, this module,
+    out of sys.modules in the host before the candidate exists)."""
+    spec = importlib.util.spec_from_file_location("kforge_triton_host", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def cuda_initialised():
+    """Whether CUDA's driver was initialised in this process (a fork would break it): torch's
+    own flag, and the driver itself where it is loaded (every call before cuInit answers
+    CUDA_ERROR_NOT_INITIALIZED, 3)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return True
+    with open("/proc/self/maps") as maps:
+        loaded = any("libcuda.so" in line for line in maps)
+    if not loaded:
+        return False
+    ctx = ctypes.c_void_p(0)
+    return ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent(ctypes.byref(ctx)) != 3
+
+
+def shared_mappings():
+    """Mappings a child would share with this process (and so with the next child): none may be
+    writable. Read-only ones of files opened read-only (the system's locale cache) cannot be
+    made writable by mprotect."""
+    found = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            f = line.split()
+            if f[1][3] == "s" and (f[1][1] == "w" or (len(f) < 6 or not f[5].startswith("/usr/"))):
+                found.append(line.strip())
+    return found
+
+
+def unsafe_to_fork(warm_threads):
+    """Why a fork now could hand a host something of this process it must not have, or a broken
+    runtime; "" when it is safe."""
+    if cuda_initialised():
+        return "CUDA is initialised in the zygote"
+    n = threads()
+    if n > warm_threads:
+        return "the zygote runs %d threads (%d after its warm-up)" % (n, warm_threads)
+    shared = shared_mappings()
+    if shared:
+        return "the zygote has shared mappings: " + "; ".join(shared[:3])
+    return ""
+
+
+def read_spec(fd):
+    """The host's first line on its channel (byte by byte: nothing after it is consumed)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        c = os.read(fd, 1)
+        if not c:
+            raise EOFError("the judge closed the channel before the host's command line")
+        data += c
+        if len(data) > (1 << 20):
+            raise ValueError("the host's command line is too long")
+    return json.loads(data)
+
+
+def become_host(host_module, fds, judge, pyconfine):
+    """The forked host (never returns). Until host.main() loads the candidate, only this code
+    and host.py's run here."""
+    deadline = time.monotonic() + 30
+    while os.getppid() != judge:  # the middle process is exiting: the judge adopts this one
+        if time.monotonic() > deadline:
+            os._exit(4)
+        time.sleep(0.0002)
+    lib = ctypes.CDLL(pyconfine)
+    if lib.kf_py_prepare() != 0 or os.getppid() != judge:  # death signal: the judge's death
+        os._exit(4)
+    # Descriptors as the judge's posix_spawn lays them out: sources far above the targets first.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 512) for fd in fds]
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(high[0], 1)
+    os.dup2(high[0], 2)
+    os.dup2(high[1], 3)
+    for i, fd in enumerate(high[2:]):
+        os.dup2(fd, 4 + i)
+    os.closerange(4 + len(high) - 2, 1 << 16)  # the zygote's socket, the passed copies, /dev/null
+    spec = read_spec(3)
+    os.chdir(spec["cwd"])
+    os.environ.clear()
+    for entry in spec["env"]:
+        name, _, value = entry.partition("=")
+        os.environ[name] = value
+    argv = list(spec["argv"][3:])  # python3 -I -B <host.py> <artifact> ...: host.py's sys.argv
+    if not argv or os.path.abspath(argv[0]) != os.path.abspath(host_module.__file__):
+        os._exit(4)
+    sys.argv = argv
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:  # the zygote's draw is every host's otherwise
+        numpy.random.seed()
+    code = host_module.main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 3)
+
+
+def fork_host(host_module, control, fds, judge, pyconfine):
+    """Forks the host through a middle process that exits at once; returns its pid, or raises."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    middle = os.fork()
+    if middle == 0:
+        try:
+            os.close(r)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(w)
+                    fd = control.detach()
+                    os.close(fd)
+                    become_host(host_module, fds, judge, pyconfine)
+                except BaseException:  # noqa: B902 - into the host's log, when it is laid out
+                    import traceback
+                    traceback.print_exc()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(5)
+            os.write(w, str(pid).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(middle, 0)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    if not data:
+        raise RuntimeError("the middle process did not report the host")
+    return int(data)
+
+
+def serve(host_module, control, judge, pyconfine, warm_threads):
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(control, 64, MAX_FDS)
+        except OSError:
+            return 0
+        if not msg:
+            return 0  # the judge is gone
+        try:
+            if msg != b"fork" or len(fds) < 2:
+                reply = "err bad request"
+            else:
+                why = unsafe_to_fork(warm_threads)
+                reply = ("err " + why) if why else "pid %d" % fork_host(host_module, control, fds, judge, pyconfine)
+        except Exception as e:  # noqa: BLE001 - the judge starts the host itself
+            reply = "err %s: %s" % (type(e).__name__, e)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        control.send(reply.encode())
+
+
+def main(argv):
+    if len(argv) != 3:
+        return 2
+    os.closerange(CONTROL + 1, 1 << 16)  # nothing but what the judge gave
+    import faulthandler
+    faulthandler.enable(all_threads=True)
+    lib = ctypes.CDLL(argv[2])
+    if lib.kf_py_prepare() != 0:  # death signal with the judge, not dumpable
+        return 2
+    judge = os.getppid()
+    control = socket.socket(fileno=CONTROL)
+    try:
+        host_module = load_host(argv[1])
+        host_module.warm_up()
+        why = unsafe_to_fork(threads())
+        if why:
+            raise RuntimeError(why)
+    except BaseException as e:  # noqa: B902
+        control.send(("err warm-up: %s: %s" % (type(e).__name__, e)).replace("\n", " ").encode())
+        return 3
+    control.send(b"ready")
+    return serve(host_module, control, judge, argv[2], threads())
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    os._exit(code)

@@ -1,0 +1,177 @@
+// Warm Triton candidate hosts (issue 21 §2; backends/triton/zygote.py, backends/runner/
+// zygote.cpp): the runner forks each Triton host from its zygote instead of spawning a fresh
+// Python; the check reply's phases say which (host_fork_ms / host_start_ms). Here: the check
+// time per candidate with and without the zygote (KFORGE_TRITON_ZYGOTE=0), printed; and a
+// zygote that dies is never the candidate's failure (the host is spawned, the zygote restarted).
+// Without a GPU the kernels run under Triton's interpreter on the CPU.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "catch.hpp"
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/evaluate.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/util.hpp"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kAdversarial = fs::path(KFORGE_TESTS_DIR) / "data/adversarial";
+
+backends::TaskRef fixture_task() {
+  auto parsed = parse_task_file(kAdversarial / "task.py", "adversarial/relu2_add");
+  REQUIRE(parsed.task);
+  return agent::task_ref(*parsed.task, "");
+}
+
+/// Sets (or, with nullptr, unsets) a variable of this process for the runners it starts; the
+/// previous value comes back on destruction.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto close = s.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(s.substr(close + 2));
+  char state = 0;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+/// Whether the process runs under a seccomp filter (a confined host, forked from a zygote
+/// with the same command line; the zygote itself is not).
+bool confined(const fs::path& proc) {
+  std::ifstream f(proc / "status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Seccomp:", 0) == 0) return line.find('0') == std::string::npos;
+  return false;
+}
+
+/// The zygotes among this process's descendants (its runners' own: another test's are not).
+std::vector<pid_t> own_zygotes() {
+  std::vector<pid_t> found;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string cmdline = read_file(e.path() / "cmdline");
+    if (cmdline.find("zygote.py") == std::string::npos || confined(e.path())) continue;
+    pid_t p = static_cast<pid_t>(std::stol(name));
+    for (int depth = 0; depth < 6 && p > 1; ++depth)
+      if ((p = parent_of(p)) == ::getpid()) {
+        found.push_back(static_cast<pid_t>(std::stol(name)));
+        break;
+      }
+  }
+  return found;
+}
+
+struct Timed {
+  backends::CheckResult r;
+  double ms = 0;
+};
+
+Timed timed_check(backends::RunnerClient& runner, const backends::TaskRef& task, const fs::path& artifact) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Timed t{runner.check(task, artifact, 2, 1234), 0};
+  t.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  INFO(to_string(t.r.outcome) << "/" << t.r.sub_kind << ": " << t.r.message);
+  CHECK(t.r.outcome == Outcome::pass);
+  return t;
+}
+
+bool forked(const Timed& t) {
+  return t.r.phases_ms.count("host_fork_ms") > 0;
+}
+
+double host_ms(const Timed& t) {
+  for (const char* k : {"host_fork_ms", "host_start_ms"})
+    if (auto it = t.r.phases_ms.find(k); it != t.r.phases_ms.end()) return it->second;
+  return 0;
+}
+
+/// The fixture's correct kernel checked kChecks times by a runner without the zygote, then by
+/// one with it: every host of the first spawned, of the second forked; the times printed.
+void compare_warm_and_spawned(const std::string& device) {
+  const auto task = fixture_task();
+  const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
+  constexpr int kChecks = 4;  // the first of each runner also loads the task (and starts the zygote)
+  std::map<std::string, std::vector<Timed>> by_mode;
+  for (const char* mode : {"0", "1"}) {
+    ScopedEnv env("KFORGE_TRITON_ZYGOTE", mode);
+    backends::RunnerConfig rc;
+    rc.device = device;
+    rc.check_timeout = std::chrono::milliseconds(120'000);
+    backends::RunnerClient runner(rc);
+    for (int i = 0; i < kChecks; ++i) by_mode[mode].push_back(timed_check(runner, task, correct));
+  }
+  for (const auto& t : by_mode["0"]) CHECK_FALSE(forked(t));
+  for (const auto& t : by_mode["1"]) CHECK(forked(t));
+  auto mean = [](const std::vector<Timed>& v, double (*of)(const Timed&)) {
+    double s = 0;
+    for (std::size_t i = 1; i < v.size(); ++i) s += of(v[i]);
+    return s / static_cast<double>(v.size() - 1);
+  };
+  auto wall = [](const Timed& t) { return t.ms; };
+  WARN("Triton check on " << device << ", per candidate after the runner's first (mean of " << kChecks - 1
+                          << "): spawned host " << mean(by_mode["0"], wall) << " ms (host start "
+                          << mean(by_mode["0"], host_ms) << " ms); forked from the zygote "
+                          << mean(by_mode["1"], wall) << " ms (host start " << mean(by_mode["1"], host_ms)
+                          << " ms); first check " << by_mode["0"][0].ms << " ms spawned, "
+                          << by_mode["1"][0].ms << " ms with the zygote's start");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "triton: hosts are forked warm from the runner's zygote (check time per candidate, with and without)",
+    "[runner]") {
+  compare_warm_and_spawned("cpu");
+}
+
+TEST_CASE("triton: hosts are forked warm from the runner's zygote on the GPU (check time, with and without)",
+          "[.gpu]") {
+  compare_warm_and_spawned("cuda:0");
+}
+
+TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is spawned, the zygote restarted",
+          "[runner]") {
+  ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
+  const auto task = fixture_task();
+  const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
+  backends::RunnerConfig rc;
+  rc.device = "cpu";
+  rc.check_timeout = std::chrono::milliseconds(120'000);
+  backends::RunnerClient runner(rc);
+  CHECK(forked(timed_check(runner, task, correct)));
+  const auto zygotes = own_zygotes();
+  REQUIRE(zygotes.size() == 1);
+  REQUIRE(::kill(zygotes[0], SIGKILL) == 0);
+  const auto after = timed_check(runner, task, correct);  // the zygote is found dead: spawned
+  CHECK_FALSE(forked(after));
+  CHECK(forked(timed_check(runner, task, correct)));  // a new zygote
+  const auto now = own_zygotes();
+  REQUIRE(now.size() == 1);
+  CHECK(now[0] != zygotes[0]);
+  CHECK(runner.workers_started() == 1);
+}
