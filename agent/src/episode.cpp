@@ -239,6 +239,7 @@ int open_run(RunSetup& rs) {
   json manifest{
       {"command", "run"},
       {"config", run_config_json(rs.cmd, {rs.suite.name, rs.suite.root.string()})},
+      {"option_rules", run_option_rules()},
       {"runner", rs.devices[0]["runner"]},
       {"devices", rs.devices},
       {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
@@ -250,7 +251,7 @@ int open_run(RunSetup& rs) {
       // The manifest keeps the configuration in effect (a resume may change options) and a
       // log of the resumes with the options each gave.
       json m = rs.run->manifest();
-      for (const char* k : {"config", "runner", "devices"}) m[k] = manifest[k];
+      for (const char* k : {"config", "option_rules", "runner", "devices"}) m[k] = manifest[k];
       if (!m.contains("resumes") || !m["resumes"].is_array()) m["resumes"] = json::array();
       m["resumes"].push_back({{"at", utc_now()}, {"given", rs.cmd.given}});
       rs.run->update_manifest(m);

@@ -325,6 +325,14 @@ json run_config_json(const RunCommand& cmd, const RunFacts& facts) {
   return config;
 }
 
+json run_option_rules() {
+  json rules = json::object();
+  for (const auto& o : run_options())
+    if (o.rule != R::not_recorded)
+      rules[o.key] = o.rule == R::free ? "free" : o.rule == R::grow ? "grow" : "same";
+  return rules;
+}
+
 std::optional<ResumeError> resume_run_config(const json& config, RunCommand& cmd) {
   if (!config.is_object())
     return ResumeError{ResumeError::Kind::bad_value, "",

@@ -53,6 +53,7 @@ TEST_CASE("run options: one table, unique flags and keys, every `kforge run` opt
     CHECK_FALSE(o.help.empty());
     CHECK(bool(o.write) == (o.rule != ResumeRule::not_recorded));
     CHECK(bool(o.read) == (o.rule != ResumeRule::not_recorded));
+    CHECK(run_option_rules().contains(o.key) == (o.rule != ResumeRule::not_recorded));  // for kforge merge
   }
   RunCommand cmd;
   CLI::App app;

@@ -72,6 +72,10 @@ std::set<std::string> given_run_options(const CLI::App& run);
 /// The manifest's "config": every recorded option of the table.
 nlohmann::json run_config_json(const RunCommand& cmd, const RunFacts& facts);
 
+/// The manifest's "option_rules": each recorded option's key and ResumeRule ("free", "same",
+/// "grow"); `kforge merge` lets shards differ in the free ones.
+nlohmann::json run_option_rules();
+
 /// Why a resume refuses the recorded configuration.
 struct ResumeError {
   enum class Kind {
