@@ -1,6 +1,6 @@
 // kforge — the command-line interface. Subcommands: suites, doctor, task, eval, import-kernelbench,
-// run, merge, report, compare. Exit status 2 for bad arguments (CLI11's parse errors included) and an unknown
-// subcommand. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
+// run, merge, report, stats, compare. Exit status 2 for bad arguments (CLI11's parse errors included) and an
+// unknown subcommand. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 
@@ -16,6 +16,7 @@
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/kernelbench_import.hpp"
+#include "kforge/agent/run_options.hpp"
 #include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/backend_export.hpp"
@@ -23,7 +24,9 @@
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/runs/judge_stats.hpp"
 #include "kforge/runs/merge.hpp"
+#include "kforge/runs/run_dir.hpp"
 #include "kforge/runs/shard.hpp"
 
 using namespace kforge;
@@ -140,7 +143,8 @@ void add_profiler_option(CLI::App* cmd, std::string& profiler, bool& profile_fai
 /// refused (the message names the field and the runs).
 /// `kforge library export RUN [--as-backend DIR [--watermark V]]`: the run's library/ (as at the
 /// end of a run), or its passing operator kernels as a PyTorch backend package.
-int cmd_library_export(const std::string& run, const std::string& as_backend, const std::optional<double>& watermark) {
+int cmd_library_export(const std::string& run, const std::string& as_backend,
+                       const std::optional<double>& watermark) {
   if (as_backend.empty()) {
     LibraryExport ex = export_library(run);
     for (const auto& m : ex.missing) std::cerr << "kforge library export: " << m << "\n";
@@ -176,6 +180,21 @@ int cmd_merge(const std::string& out, const std::vector<std::string>& runs) {
     std::cerr << " (their episodes are not in the merged run; `kforge run --resume " << out
               << "` runs them)\n";
   }
+  return 0;
+}
+
+/// `kforge stats RUN`: the judge slots' time by phase and by slot (runs/judge_stats.hpp).
+int cmd_stats(const std::string& run) {
+  if (!std::filesystem::exists(std::filesystem::path(run) / "attempts.jsonl")) {
+    std::cerr << "kforge stats: " << run << ": no attempts.jsonl\n";
+    return 2;
+  }
+  const LoadedAttempts la = load_attempts(run);
+  for (const auto& w : la.warnings) std::cerr << "kforge stats: warning: " << w << "\n";
+  const JudgeStats st = judge_stats(la.records);
+  std::cout << render_judge_stats(st);
+  if (st.timed == 0)
+    std::cerr << "kforge stats: no attempt has judge timing (a run made before it was recorded)\n";
   return 0;
 }
 
@@ -275,84 +294,7 @@ int main(int argc, char** argv) {
   agent::RunCommand rn;
   auto* run = app.add_subcommand(
       "run", "the agent loop: an LLM writes kernels for a suite, turn by turn with feedback");
-  run->add_option("--suite", rn.suite, "suite name or directory");
-  add_backend_option(run, rn.backend);
-  run->add_option("--llm", rn.llm, "PROVIDER:MODEL (openai:..., anthropic:..., replay:RUN_DIR)");
-  run->add_option("--base-url", rn.base_url, "OpenAI/Anthropic-compatible endpoint");
-  run->add_option("--api-key-env", rn.api_key_env, "environment variable holding the API key");
-  run->add_option("--samples", rn.samples, "samples (independent episodes) per task")
-      ->check(CLI::Range(1, 1000));
-  run->add_option("--turns", rn.turns, "turns per episode")->check(CLI::Range(1, 100));
-  run->add_option("--stop-on", rn.stop_on, "pass or never")->check(CLI::IsMember({"pass", "never"}));
-  run->add_option("--exemplar", rn.exemplar, "none, add, category, bm25 or library")
-      ->check(CLI::IsMember({"none", "add", "category", "bm25", "library"}));
-  run->add_option("--history", rn.history, "last or all")->check(CLI::IsMember({"last", "all"}));
-  run->add_option("--profile", rn.profile, "shape profile (e.g. ci)");
-  run->add_option("--out", rn.out, "run directory to create");
-  run->add_option("--resume", rn.resume, "continue the run in this directory");
-  run->add_option("--only", rn.only, "only task ids containing this text");
-  run->add_option("--tasks", rn.tasks, "only these task ids (comma-separated)")->delimiter(',');
-  run->add_option("--max-tasks", rn.max_tasks, "at most this many tasks");
-  std::string shard_arg;
-  run->add_option("--shard", shard_arg,
-                  "K/N: run only the (task, sample) episodes of shard K of N (by a stable hash of the "
-                  "key); merge the shards' runs with `kforge merge`")
-      ->check(
-          [](const std::string& v) { return parse_shard(v) ? std::string() : "expected K/N, 0 <= K < N"; });
-  run->add_option("--temperature", rn.temperatures,
-                  "sampling temperature, or one per sample (comma-separated; the last repeats): 0,0.8")
-      ->delimiter(',');
-  run->add_option("--top-p", rn.top_p, "nucleus sampling top_p")->check(CLI::Range(0.0, 1.0));
-  run->add_option("--max-tokens", rn.max_tokens, "completion tokens per reply")
-      ->check(CLI::Range(1, 1 << 24));
-  run->add_option("--reasoning-effort", rn.reasoning_effort,
-                  "reasoning models: low, medium, high (anthropic: or a thinking-token budget)");
-  run->add_option("--seed", rn.seed, "request seed = SEED + sample (openai-compatible servers)");
-  double price_in = 0, price_out = 0;
-  auto* price_in_opt = run->add_option("--price-in", price_in, "USD per 1M prompt tokens (cost is recorded)")
-                           ->check(CLI::NonNegativeNumber);
-  auto* price_out_opt = run->add_option("--price-out", price_out, "USD per 1M completion tokens")
-                            ->check(CLI::NonNegativeNumber);
-  run->add_option("--token-budget", rn.token_budget, "history tokens in a prompt (~4 chars each)");
-  run->add_option("--task-token-budget", rn.task_token_budget,
-                  "LLM tokens (prompt + completion) per task over all its samples and turns; no new "
-                  "turn starts once spent (0: no limit)");
-  run->add_option("--max-llm-failures", rn.max_llm_failures,
-                  "consecutive LLM failures (after retries) that stop the run, exit 75 (0: never)");
-  run->add_option("--max-infra-failures", rn.max_infra_failures,
-                  "consecutive infrastructure failures (toolchain, runner, reference) that stop the "
-                  "run, exit 76 (0: never)");
-  run->add_option("--llm-concurrency", rn.llm_concurrency,
-                  "in-flight LLM requests (no thread is held per request)")
-      ->check(CLI::Range(1, 4096));
-  run->add_option("--compile-jobs", rn.compile_jobs, "concurrent compiles (default: cores)");
-  run->add_option("--llm-timeout-ms", rn.llm_timeout_ms, "per-request LLM timeout");
-  run->add_option("--llm-retries", rn.llm_retries, "retries after 429/5xx/timeouts");
-  run->add_option("--trials", rn.trials, "correctness trials")->check(CLI::Range(1, 100));
-  run->add_option("--reps", rn.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
-  run->add_option("--perf-inputs", rn.perf_inputs,
-                  "TritonBench: performance inputs timed per task, spread evenly (default 0: all)")
-      ->check(CLI::Range(0, 1000));
-  run->add_flag("!--no-bench", rn.bench, "skip timing");
-  run->add_option("--device", rn.device, "runner device: cpu or cuda:N");
-  run->add_option("--devices", rn.devices,
-                  "judge runners, one slot each: all (every GPU; the host for cpu) or a list such as "
-                  "cuda:0,cuda:2 or cpu,cpu (comma-separated)")
-      ->delimiter(',');
-  add_profiler_option(run, rn.profiler, rn.profile_failing);
-  run->add_flag("--profile-every-pass", rn.profile_every_pass,
-                "run the ncu profile on every pass (default: only on a pass that improves its episode's "
-                "best speedup; other passes get the basic profile)");
-  run->add_option("--allow-ops", rn.allow_ops,
-                  "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
-                  "(comma-separated)")
-      ->delimiter(',');
-  run->add_option(
-         "--allow-precision", rn.allow_precision,
-         "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"tf32", "fp16", "bf16"}));
-  run->add_flag("!--no-print-report", rn.print_report, "do not print report.md at the end");
+  agent::add_run_options(*run, rn);  // the one table of run options (run_options.hpp)
 
   agent::ImportCommand im;
   auto* import_kb = app.add_subcommand(
@@ -374,20 +316,27 @@ int main(int argc, char** argv) {
   std::string lib_run, lib_backend;
   std::optional<double> lib_watermark;
   auto* library = app.add_subcommand("library", "a run's kernel library");
-  auto* lib_export = library->add_subcommand(
-      "export", "write the run's library/ again, or with --as-backend its operator kernels as a PyTorch backend package");
+  auto* lib_export = library->add_subcommand("export",
+                                             "write the run's library/ again, or with --as-backend its "
+                                             "operator kernels as a PyTorch backend package");
   lib_export->add_option("run_dir", lib_run, "run directory")->required();
-  lib_export->add_option("--as-backend", lib_backend,
-                         "write an installable Python package registering every passing operator kernel through "
-                         "torch.library");
-  lib_export->add_option("--watermark", lib_watermark,
-                         "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
+  lib_export->add_option(
+      "--as-backend", lib_backend,
+      "write an installable Python package registering every passing operator kernel through "
+      "torch.library");
+  lib_export->add_option(
+      "--watermark", lib_watermark,
+      "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
   library->require_subcommand(1);
 
   std::string report_dir;
   auto* report = app.add_subcommand(
       "report", "regenerate summary.json, report.md and report.html of a run, and print report.md");
   report->add_option("run_dir", report_dir, "run directory")->required();
+  std::string stats_dir;
+  auto* stats = app.add_subcommand(
+      "stats", "where a run's judge slots spent their time: total per phase, busy fraction per slot");
+  stats->add_option("run_dir", stats_dir, "run directory")->required();
   std::string cmp_a, cmp_b;
   auto* compare = app.add_subcommand(
       "compare", "compare two runs on the tasks both attempted; prints the tables and writes compare.html");
@@ -426,21 +375,14 @@ int main(int argc, char** argv) {
         std::cerr << "kforge run: --suite, --llm and --out are required (or --resume RUN_DIR)\n";
         return 2;
       }
-      if (!shard_arg.empty()) rn.shard = *parse_shard(shard_arg);
-      if (price_in_opt->count()) rn.price_input_per_mtok = price_in;
-      if (price_out_opt->count()) rn.price_output_per_mtok = price_out;
-      for (const CLI::Option* o : run->get_options()) {
-        if (o->count() == 0 || o->get_lnames().empty()) continue;
-        std::string name = o->get_lnames().front();
-        std::replace(name.begin(), name.end(), '-', '_');
-        rn.given.insert(name.rfind("no_", 0) == 0 ? name.substr(3) : name);  // --no-bench: "bench"
-      }
+      rn.given = agent::given_run_options(*run);
       return agent::run_agent(rn);
     }
     if (import_kb->parsed()) return agent::run_import_kernelbench(im);
     if (merge->parsed()) return cmd_merge(merge_out, merge_in);
     if (lib_export->parsed()) return cmd_library_export(lib_run, lib_backend, lib_watermark);
     if (report->parsed()) return agent::run_report(report_dir);
+    if (stats->parsed()) return cmd_stats(stats_dir);
     if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";

@@ -85,6 +85,47 @@ std::vector<std::string> allowed_precision(const AttemptSetup& setup, const Task
 
 }  // namespace
 
+namespace {
+
+/// Wall time since the last call (or construction), ms.
+class Lap {
+ public:
+  double operator()() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+/// The judge's phases of an attempt (judge_timing.hpp): check and bench (the client's wall time
+/// of each request) with the runner's laps inside them, the precision inspection, the profile.
+void record_judge_phases(AttemptRecord& rec, const backends::Evaluation& ev, double precision_ms,
+                         double profile_ms) {
+  auto& p = rec.judge.phases_ms;
+  auto laps = [&](const std::string& prefix, const std::map<std::string, double>& m) {
+    for (const auto& [name, ms] : m) {
+      const bool suffix = name.size() > 3 && name.compare(name.size() - 3, 3, "_ms") == 0;
+      p[prefix + (suffix ? name.substr(0, name.size() - 3) : name)] += ms;
+    }
+  };
+  if (ev.check) {
+    p["judge.check"] = ev.check_ms;
+    laps("judge.check.", ev.check->phases_ms);
+  }
+  if (ev.bench) {
+    p["judge.bench"] = ev.bench_ms;
+    laps("judge.bench.", ev.bench->phases_ms);
+  }
+  p["judge.precision"] = precision_ms;
+  p["judge.profile"] = profile_ms;
+}
+
+}  // namespace
+
 bool wants_deep_profile(const AttemptRecord& rec, const DeepProfile& p) {
   if (!rec.passed() || p.every_pass || !p.best) return true;
   return credited_speedup(rec) > *p.best;
@@ -101,13 +142,17 @@ Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner
   const double flops = task.load.flops, bytes = task_bytes(task.load);
   if (ev.compile.ok()) {
     if (!runner) throw std::logic_error("judge_candidate: a compiled candidate needs a runner");
+    Lap lap;
     backends::check_and_bench(ev, *runner, task.ref, setup.opt);
+    lap();
     fill_record(rec, ev, flops, bytes);
     // The precision contract first: a pass on disallowed math is credited no speedup, so it
     // cannot be the episode's best (wants_deep_profile).
     record_precision(rec, ev, setup.backend_name, task.load, allowed_precision(setup, *task.task));
+    const double precision_ms = lap();
     record_profiler(rec, *setup.profile, *runner, task.ref, ev, workdir / "profile",
                     wants_deep_profile(rec, deep) ? std::nullopt : deep.best);
+    record_judge_phases(rec, ev, precision_ms, lap());
   } else {
     fill_record(rec, ev, flops, bytes);
     rec.profile.profiler = setup.profile ? setup.profile->profiler : "";
@@ -134,10 +179,13 @@ std::optional<Failure> failure_of(const AttemptRecord& rec) {
 }
 
 void write_attempt(RunDir& run, const AttemptRecord& rec, const AttemptFiles& files) {
+  Lap lap;
   for (const auto& [name, text] : files.files)
     run.write_attempt_file(rec.task, rec.sample, rec.turn, name, text);
   run.write_attempt_json(rec.task, rec.sample, rec.turn, "result.json", files.result);
-  run.append(rec);
+  AttemptRecord r = rec;
+  r.judge.phases_ms["record"] = lap();  // the files; the record's own line follows
+  run.append(r);
 }
 
 namespace {
@@ -189,9 +237,10 @@ prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& 
     in.aten_op = t.aten_op;
     in.entries = t.entries;
     in.checks = judged_checks(t, task.load.outputs, trials, allowed_precision(setup, t));
-    in.checks.insert(in.checks.begin(), "every case is one call of `" + t.entries.front() + "`; its outputs are " +
-                                            "compared with the operator's, case by case (BackendBench's tolerance: " +
-                                            "atol = rtol = 1e-2 for floating outputs, integers exact)");
+    in.checks.insert(in.checks.begin(),
+                     "every case is one call of `" + t.entries.front() + "`; its outputs are " +
+                         "compared with the operator's, case by case (BackendBench's tolerance: " +
+                         "atol = rtol = 1e-2 for floating outputs, integers exact)");
     return in;
   }
   for (const auto& x : task.load.inputs) in.tensors.push_back({"input", x.name, x.kind, x.dtype, x.shape});

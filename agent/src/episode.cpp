@@ -21,6 +21,7 @@
 #include "kforge/agent/ports.hpp"
 #include "kforge/agent/progress.hpp"
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/agent/run_options.hpp"
 #include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/report.hpp"
@@ -63,127 +64,6 @@ std::vector<prompts::PastAttempt> history_from_run(const RunDir& run, const std:
   return h;
 }
 
-/// The manifest's "config": every option that shapes the run's results (restore_config reads
-/// it back on --resume).
-json config_json(const RunCommand& cmd, const Suite& suite) {
-  json c{{"suite", suite.name},
-         {"suite_root", suite.root.string()},
-         {"backend", cmd.backend},
-         {"llm", cmd.llm},
-         {"base_url", cmd.base_url},
-         {"api_key_env", cmd.api_key_env},
-         {"samples", cmd.samples},
-         {"turns", cmd.turns},
-         {"stop_on", cmd.stop_on},
-         {"exemplar", cmd.exemplar},
-         {"history", cmd.history},
-         {"profile", cmd.profile},
-         {"only", cmd.only},
-         {"tasks", cmd.tasks},
-         {"max_tasks", cmd.max_tasks},
-         {"shard", to_string(cmd.shard)},
-         {"temperature", cmd.temperatures},
-         {"top_p", cmd.top_p},
-         {"max_tokens", cmd.max_tokens},
-         {"reasoning_effort", cmd.reasoning_effort},
-         {"seed", cmd.seed},
-         {"token_budget", cmd.token_budget},
-         {"task_token_budget", cmd.task_token_budget},
-         {"max_llm_failures", cmd.max_llm_failures},
-         {"max_infra_failures", cmd.max_infra_failures},
-         {"llm_timeout_ms", cmd.llm_timeout_ms},
-         {"llm_retries", cmd.llm_retries},
-         {"trials", cmd.trials},
-         {"allow_precision", cmd.allow_precision},
-         {"allow_ops", cmd.allow_ops},
-         {"bench", cmd.bench},
-         {"reps", cmd.reps},
-         {"device", cmd.device},
-         {"devices", cmd.devices},
-         {"profiler", cmd.profiler},
-         {"profile_failing", cmd.profile_failing},
-         {"profile_every_pass", cmd.profile_every_pass}};
-  c["price_input_per_mtok"] = cmd.price_input_per_mtok ? json(*cmd.price_input_per_mtok) : json(nullptr);
-  c["price_output_per_mtok"] = cmd.price_output_per_mtok ? json(*cmd.price_output_per_mtok) : json(nullptr);
-  return c;
-}
-
-/// --resume: the recorded shard; a different --shard would mix two shards in one run.
-void restore_shard(const json& c, RunCommand& cmd) {
-  if (!c.contains("shard")) return;  // a run made before --shard: 0/1
-  auto s = c["shard"].is_string() ? parse_shard(c["shard"].get<std::string>()) : std::nullopt;
-  if (!s) throw std::runtime_error("config.shard: " + c["shard"].dump() + " is not K/N");
-  if (cmd.given.count("shard") && !(*s == cmd.shard))
-    throw std::runtime_error("config.shard: the run is shard " + to_string(*s) + ", not " +
-                             to_string(cmd.shard));
-  cmd.shard = *s;
-}
-
-/// --resume: takes every recorded option that the command line did not give again. Throws
-/// (naming the field) when a recorded value has the wrong type.
-void restore_config(const json& c, RunCommand& cmd) {
-  auto take = [&](const char* key, auto& field) {
-    if (cmd.given.count(key) || !c.contains(key) || c[key].is_null()) return;
-    try {
-      c[key].get_to(field);
-    } catch (const json::exception& e) {
-      throw std::runtime_error(std::string("config.") + key + ": " + e.what());
-    }
-  };
-  if (!cmd.given.count("suite")) {
-    if (c.contains("suite_root") && c["suite_root"].is_string())
-      cmd.suite = c["suite_root"];
-    else
-      take("suite", cmd.suite);
-  }
-  take("backend", cmd.backend);
-  take("llm", cmd.llm);
-  take("base_url", cmd.base_url);
-  take("api_key_env", cmd.api_key_env);
-  take("samples", cmd.samples);
-  take("turns", cmd.turns);
-  take("stop_on", cmd.stop_on);
-  take("exemplar", cmd.exemplar);
-  take("history", cmd.history);
-  if (!cmd.given.count("profile") && c.value("profile", "") != "default") take("profile", cmd.profile);
-  take("only", cmd.only);
-  take("tasks", cmd.tasks);
-  take("max_tasks", cmd.max_tasks);
-  restore_shard(c, cmd);
-  if (!cmd.given.count("temperature") && c.contains("temperature")) {
-    if (c["temperature"].is_number())
-      cmd.temperatures = {c["temperature"].get<double>()};
-    else
-      take("temperature", cmd.temperatures);
-  }
-  take("top_p", cmd.top_p);
-  take("max_tokens", cmd.max_tokens);
-  take("reasoning_effort", cmd.reasoning_effort);
-  take("seed", cmd.seed);
-  take("token_budget", cmd.token_budget);
-  take("task_token_budget", cmd.task_token_budget);
-  take("max_llm_failures", cmd.max_llm_failures);
-  take("max_infra_failures", cmd.max_infra_failures);
-  take("llm_timeout_ms", cmd.llm_timeout_ms);
-  take("llm_retries", cmd.llm_retries);
-  take("trials", cmd.trials);
-  take("allow_precision", cmd.allow_precision);
-  take("allow_ops", cmd.allow_ops);
-  take("bench", cmd.bench);
-  take("reps", cmd.reps);
-  take("device", cmd.device);
-  take("devices", cmd.devices);
-  take("profiler", cmd.profiler);
-  take("profile_failing", cmd.profile_failing);
-  take("profile_every_pass", cmd.profile_every_pass);
-  if (!cmd.given.count("price_in") && c.contains("price_input_per_mtok") &&
-      c["price_input_per_mtok"].is_number())
-    cmd.price_input_per_mtok = c["price_input_per_mtok"].get<double>();
-  if (!cmd.given.count("price_out") && c.contains("price_output_per_mtok") &&
-      c["price_output_per_mtok"].is_number())
-    cmd.price_output_per_mtok = c["price_output_per_mtok"].get<double>();
-}
-
 /// Everything `kforge run` sets up before its episodes start. One owner: run_agent's frame.
 struct RunSetup {
   RunCommand cmd;
@@ -214,14 +94,16 @@ int restore_command(RunSetup& rs) {
     return 2;
   }
   if (!rs.resuming) return 0;
+  std::optional<ResumeError> refused;
   try {
     auto m = json::parse(read_file(cmd.out / "manifest.json"));
-    restore_config(m.at("config"), cmd);
+    refused = resume_run_config(m.at("config"), cmd);
   } catch (const std::exception& e) {
-    std::cerr << "kforge run: --resume " << cmd.out.string() << ": manifest.json: " << e.what() << "\n";
-    return 2;
+    refused = ResumeError{ResumeError::Kind::bad_value, "", e.what()};
   }
-  return 0;
+  if (!refused) return 0;
+  std::cerr << "kforge run: --resume " << cmd.out.string() << ": manifest.json: " << refused->message << "\n";
+  return 2;
 }
 
 /// The backend, exemplar strategy, suite and the tasks the filters select. 0 or 2.
@@ -356,7 +238,8 @@ int open_run(RunSetup& rs) {
   auto compiler = rs.backend->find_compiler(co);
   json manifest{
       {"command", "run"},
-      {"config", config_json(rs.cmd, rs.suite)},
+      {"config", run_config_json(rs.cmd, {rs.suite.name, rs.suite.root.string()})},
+      {"option_rules", run_option_rules()},
       {"runner", rs.devices[0]["runner"]},
       {"devices", rs.devices},
       {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
@@ -368,7 +251,7 @@ int open_run(RunSetup& rs) {
       // The manifest keeps the configuration in effect (a resume may change options) and a
       // log of the resumes with the options each gave.
       json m = rs.run->manifest();
-      for (const char* k : {"config", "runner", "devices"}) m[k] = manifest[k];
+      for (const char* k : {"config", "option_rules", "runner", "devices"}) m[k] = manifest[k];
       if (!m.contains("resumes") || !m["resumes"].is_array()) m["resumes"] = json::array();
       m["resumes"].push_back({{"at", utc_now()}, {"given", rs.cmd.given}});
       rs.run->update_manifest(m);

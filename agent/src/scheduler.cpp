@@ -158,6 +158,9 @@ RunTally Scheduler::run() {
         spdlog::warn("stopping: no new turns; finishing {} in-flight attempts (again to quit now)", active_);
     });
   }
+  const Stamp start = now();
+  session_ = start.utc;
+  t0_ = start.ms;
   tally_.episodes = static_cast<int>(states_.size());
   active_ = static_cast<int>(states_.size());
   schedule_progress();
@@ -243,11 +246,12 @@ void Scheduler::start_load(int ep) {
   waiting.push_back(ep);
   if (waiting.size() > 1) return;  // single flight: one load per task
   const backends::TaskRef ref = tasks_[id]->ref;
-  submit_judge(pick_slot(id), ep, [this, id, ref](int slot) {
-    Completion<backends::LoadResult> done = [this, g = guard_, io = &io_, id,
+  submit_judge(pick_slot(id), ep, "load", [this, ep, id, ref](int slot) {
+    Completion<backends::LoadResult> done = [this, g = guard_, io = &io_, ep, id,
                                              slot](Expected<backends::LoadResult> lr) {
-      post_via(g, *io, [this, id, slot, lr = std::move(lr)] {
+      post_via(g, *io, [this, ep, id, slot, lr = std::move(lr)] {
         slots_[static_cast<std::size_t>(slot)].busy = false;
+        end_slot_job(ep);
         after_judge(slot, !lr.ok(), false);  // a load that works proves little of the judge
         finish_load(id, lr);
       });
@@ -333,10 +337,11 @@ void Scheduler::finish_build(const std::string& key, Expected<backends::Evaluati
 void Scheduler::start_judge(int ep, const Judge& j) {
   EpisodeState& s = states_[static_cast<std::size_t>(ep)];
   JudgeJob job{s.task, j.ev, s.rec, ports_.store->attempt_dir(s.rec), j.deep};
-  submit_judge(pick_slot(s.task->task->id), ep, [this, ep, job](int slot) {
+  submit_judge(pick_slot(s.task->task->id), ep, "judge", [this, ep, job](int slot) {
     Completion<Judged> done = [this, g = guard_, io = &io_, ep, slot](Expected<Judged> r) {
       post_via(g, *io, [this, ep, slot, r = std::move(r)] {
         slots_[static_cast<std::size_t>(slot)].busy = false;
+        end_slot_job(ep);
         const bool failed =
             !r.ok() || (r->rec.outcome == Outcome::infra_error &&
                         (r->rec.sub_kind.rfind("judge", 0) == 0 || r->rec.sub_kind.rfind("runner", 0) == 0));
@@ -350,6 +355,16 @@ void Scheduler::start_judge(int ep, const Judge& j) {
 
 std::optional<Event> Scheduler::record(int ep) {
   EpisodeState& s = states_[static_cast<std::size_t>(ep)];
+  if (auto it = slot_jobs_.find(ep); it != slot_jobs_.end()) {  // where the slots' time went
+    JudgeTiming& t = s.rec.judge;
+    t.session = session_;
+    for (const SlotJob& j : it->second) {
+      t.phases_ms["wait"] += j.start_ms - j.queued_ms;
+      t.phases_ms[j.kind] += j.end_ms - j.start_ms;
+      t.jobs.push_back(j);
+    }
+    slot_jobs_.erase(it);
+  }
   ports_.store->record(s.rec, s.files);
   tally(s);
   if (on_attempt) on_attempt(s.rec);
@@ -468,8 +483,21 @@ int Scheduler::pick_slot(const std::string& task) {
   return best;
 }
 
-void Scheduler::submit_judge(int slot, int ep, std::function<void(int)> start) {
-  slots_[static_cast<std::size_t>(slot)].queue.emplace_back(ep, std::move(start));
+double Scheduler::clock_ms() {
+  return now().ms - t0_;
+}
+
+void Scheduler::end_slot_job(int ep) {
+  auto it = slot_jobs_.find(ep);
+  if (it != slot_jobs_.end() && !it->second.empty()) it->second.back().end_ms = clock_ms();
+}
+
+void Scheduler::submit_judge(int slot, int ep, const char* kind, std::function<void(int)> start) {
+  auto timed = [this, ep, kind, queued = clock_ms(), start = std::move(start)](int on) {
+    slot_jobs_[ep].push_back({kind, ports_.judge->slot_name(on), queued, clock_ms(), 0});
+    start(on);
+  };
+  slots_[static_cast<std::size_t>(slot)].queue.emplace_back(ep, std::move(timed));
   for (std::size_t i = 0; i < slots_.size(); ++i) run_slot(static_cast<int>(i));
 }
 

@@ -323,8 +323,9 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   if (!s.host->pipeline(s.ex->host_lines(4), dl.left(), &bad, &f))
     throw std::runtime_error("kforge-host failed during set-up: " + f.message);
   if (!bad.empty()) throw std::runtime_error("kforge-host set-up: " + bad);
-  calibrate(ctx, s, dl);
   laps.lap("host_setup_ms");
+  calibrate(ctx, s, dl);
+  laps.lap("calibrate_ms");
   for (const auto& line : before_load) {  // the Triton host's `allow` and `testsrc`
     auto a = s.host->request(line, dl.left(), &f);
     if (!a || *a != "ok")
@@ -602,8 +603,10 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before_load(task, req)))
+  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before_load(task, req))) {
+    (*r)["phases"] = laps.to_json();
     return *r;
+  }
   json result{{"ok", true}, {"trials", trials}};
   Figures fig;
   // The task's own trials, then one with the model's floating parameters perturbed (a kernel that
@@ -670,6 +673,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     if (failed) {
       (*failed)["checks"] = checks;
       (*failed)["check_ms"] = ms_since(t0);
+      (*failed)["phases"] = laps.to_json();
       return *failed;
     }
   }
@@ -677,6 +681,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     (*verdict)["correct"] = true;
     (*verdict)["checks"] = checks;
     (*verdict)["check_ms"] = ms_since(t0);
+    (*verdict)["phases"] = laps.to_json();
     return *verdict;
   }
   result["checks"] = checks;

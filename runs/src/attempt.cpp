@@ -198,6 +198,7 @@ json to_json(const AttemptRecord& r) {
   j["finished_at"] = r.finished_at;
   j["attempt_dir"] = r.attempt_dir;
   j["profile"] = to_json(r.profile);
+  if (!r.judge.empty()) j["judge_timing"] = to_json(r.judge);
   return j;
 }
 
@@ -263,6 +264,7 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.str("finished_at", r.finished_at);
   rd.str("attempt_dir", r.attempt_dir);
   if (const json* v = rd.find("profile")) r.profile = profile_from_json(*v, line);
+  if (const json* v = rd.find("judge_timing")) r.judge = judge_timing_from_json(*v, line);
   return r;
 }
 

@@ -134,8 +134,16 @@ std::string shown(const json& c, const std::string& k) {
   return c.contains(k) ? c[k].dump() : "(absent)";
 }
 
+/// True when the manifest's "option_rules" (written by `kforge run` from its option table,
+/// agent/run_options.hpp) marks config key `k` operational ("free": endpoint, concurrency,
+/// devices, limits, prices): shards may differ in it.
+bool operational(const json& manifest, const std::string& k) {
+  const auto it = manifest.find("option_rules");
+  return it != manifest.end() && it->is_object() && it->value(k, std::string()) == "free";
+}
+
 /// The two manifests describe one configuration: the same command and every config field but
-/// "shard" equal.
+/// "shard" and the operational ones equal.
 Fail check_same_config(const Input& a, const Input& b) {
   const std::string ca = a.manifest.value("command", ""), cb = b.manifest.value("command", "");
   if (ca != cb)
@@ -147,6 +155,7 @@ Fail check_same_config(const Input& a, const Input& b) {
   for (const auto& [k, v] : y.items()) keys.insert(k);
   for (const auto& k : keys) {
     if (k == "shard" || (x.contains(k) && y.contains(k) && x[k] == y[k])) continue;
+    if (operational(a.manifest, k) || operational(b.manifest, k)) continue;
     return fail(MergeErrorKind::config_mismatch, "config." + k,
                 "config." + k + " differs: " + a.dir.string() + " has " + shown(x, k) + ", " +
                     b.dir.string() + " has " + shown(y, k) +

@@ -252,6 +252,19 @@ TEST_CASE("merge: refusals name their kind and field, and write nothing", "[merg
   CHECK_THAT(refused({d / "s0", d / "noturns"}, MergeErrorKind::config_mismatch, "config.turns"),
              Catch::Contains("(absent)"));
 
+  // An option the manifests mark operational (option_rules, from `kforge run`'s table) may
+  // differ between shards; one that changes results may not.
+  json ops = config_for("1/2");
+  ops["llm_concurrency"] = 112;
+  RunDir::create(d / "ops",
+                 {{"command", "run"}, {"config", ops}, {"option_rules", {{"llm_concurrency", "free"}}}});
+  fs::remove_all(d / "out");
+  CHECK(merge_runs(d / "out", {d / "s0", d / "ops"}).ok());
+  ops["trials"] = 3;
+  RunDir::create(d / "ops3",
+                 {{"command", "run"}, {"config", ops}, {"option_rules", {{"llm_concurrency", "free"}}}});
+  refused({d / "s0", d / "ops3"}, MergeErrorKind::config_mismatch, "config.trials");
+
   write_run(d / "n3", config_for("1/3"), {});
   CHECK_THAT(refused({d / "s0", d / "n3"}, MergeErrorKind::shard_mismatch, "config.shard"),
              Catch::Contains("1/3"));

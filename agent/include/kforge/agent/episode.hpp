@@ -23,8 +23,9 @@
 // SIGINT/SIGTERM stop intake at once: no new turn starts, LLM requests queued or in flight are
 // dropped (their turns were not recorded; --resume asks them), builds and judges in flight
 // finish and are recorded. `--resume RUN_DIR` restores the recorded configuration (every option
-// not given again on the command line), skips recorded turns and rebuilds the history from the
-// attempt files.
+// not given again on the command line; a given one that would change results must match:
+// run_options.hpp), skips recorded turns and rebuilds the history from the attempt files. The
+// fields' initializers below are the options' defaults; the option table declares the rest.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -90,8 +91,9 @@ struct RunCommand {
   /// passes get the basic profile). The manifest's "profile_policy" says which ran.
   bool profile_every_pass = false;
   bool print_report = true;
-  /// Options given on the command line (long names without dashes, e.g. "turns"). On
-  /// --resume, every recorded option not in this set is taken from manifest.json.
+  /// Options given on the command line: their keys in the option table (run_options.hpp, e.g.
+  /// "turns", "bench" for --no-bench). On --resume, every recorded option not in this set is
+  /// taken from manifest.json; one in it that would change results is checked against it.
   std::set<std::string> given;
 };
 

@@ -141,7 +141,11 @@ class Scheduler {
   /// Ends io_.run() once no episode is active.
   void maybe_idle();
   int pick_slot(const std::string& task);
-  void submit_judge(int slot, int ep, std::function<void(int)> start);
+  /// Queues a slot job of `kind` ("load", "judge") for episode ep; its queue and start times go
+  /// to slot_jobs_[ep], end_slot_job stamps its end.
+  void submit_judge(int slot, int ep, const char* kind, std::function<void(int)> start);
+  void end_slot_job(int ep);
+  double clock_ms();  ///< ms since the run's session began
   void run_slot(int slot);
   void retire(int slot);
   void schedule_progress();
@@ -169,6 +173,11 @@ class Scheduler {
   std::map<std::string, Expected<backends::LoadResult>> loaded_;
   std::map<std::string, TaskJudging*> tasks_;
   std::map<std::string, std::int64_t> tokens_;
+  /// The slot jobs of each episode's attempt in flight (judge_timing.hpp), moved into its
+  /// record when it is recorded.
+  std::map<int, std::vector<SlotJob>> slot_jobs_;
+  std::string session_;  ///< when run() began (UTC); slot job times are ms since t0_
+  double t0_ = 0;
   std::shared_ptr<Guard> guard_;
   std::unique_ptr<Pending> pending_;  ///< keeps io_.run() alive while episodes are active
   std::mt19937_64 rng_{std::random_device{}()};

@@ -24,6 +24,7 @@
 
 #include "kforge/common/outcome.hpp"
 #include "kforge/runs/attempt_profile.hpp"
+#include "kforge/runs/judge_timing.hpp"
 
 namespace kforge {
 
@@ -42,8 +43,8 @@ struct AttemptRecord {
 
   // --- outcome --------------------------------------------------------------------------
   Outcome outcome = Outcome::format_error;
-  std::string sub_kind;    ///< e.g. "syntax", "values", "illegal_memory_access"; "" if none
-  std::string message;     ///< one short human line (first compiler error, CUDA error name...)
+  std::string sub_kind;  ///< e.g. "syntax", "values", "illegal_memory_access"; "" if none
+  std::string message;   ///< one short human line (first compiler error, CUDA error name...)
   /// (triton) TritonBench's error group of a Python exception: "Syntax", "Attr&Type",
   /// "Name&Ref", "Run&Logic", "Other" (seed 000, appendix D); "" when none.
   std::string error_group;
@@ -111,6 +112,9 @@ struct AttemptRecord {
 
   // --- profile (issue 11): resources, profiler, roofline, telling metrics ------------------
   AttemptProfile profile;  ///< JSON key "profile"; all defaults when not profiled
+
+  // --- where the judge slot's time went (issue 20; judge_timing.hpp) -----------------------
+  JudgeTiming judge;  ///< JSON key "judge_timing"; absent when empty
 
   bool passed() const { return outcome == Outcome::pass; }
   /// True when the candidate got past the toolchain: outcome not in
