@@ -274,7 +274,8 @@ void record_resources(AttemptRecord& rec, const backends::Evaluation& ev) {
 void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const std::string& backend,
                       const backends::LoadResult& load, const std::vector<std::string>& allowed) {
   if (!ev.compile.ok() || ev.compile.artifact.empty()) return;
-  backends::PrecisionReport p = backends::detect_precision(ev.compile.artifact, backend);
+  const backends::PrecisionReport p =
+      ev.precision ? *ev.precision : backends::detect_precision(ev.compile.artifact, backend);
   if (!p.error.empty()) spdlog::debug("{}: precision: {}", rec.task, p.error);
   rec.precision = p.joined();
   std::set<std::string> dtypes;

@@ -485,6 +485,26 @@ TEST_CASE("SASS parsing finds tensor-core math and its operand types", "[verdict
   // cpu artifacts: nothing to inspect.
   CHECK_FALSE(backends::detect_precision("/nonexistent.so", "cpu").inspected);
 
+  // The inspection done at build time (on a compile slot) is the one recorded: the judge's
+  // stage does not disassemble again (the artifact here does not even exist).
+  {
+    backends::Evaluation ev;
+    ev.compile.status = backends::CompileStatus::ok;
+    ev.compile.artifact = "/nonexistent/kernel.so";
+    ev.precision = backends::PrecisionReport{};
+    ev.precision->inspected = true;
+    ev.precision->kinds = {"tf32"};
+    backends::LoadResult load;
+    load.outputs.push_back({"out", "output", "float32", {4}});
+    AttemptRecord rec;
+    rec.outcome = Outcome::pass;
+    agent::record_precision(rec, ev, "cuda", load, {});
+    CHECK(rec.precision == "tf32");
+    CHECK(rec.precision_disallowed);
+    agent::record_precision(rec, ev, "cuda", load, {"tf32"});
+    CHECK_FALSE(rec.precision_disallowed);
+  }
+
   // The contract: below the task's dtype and not allowed.
   using S = std::set<std::string>;
   CHECK(backends::disallowed_precision({"tf32"}, {"float32"}, {}) == S{"tf32"});

@@ -15,6 +15,7 @@
 
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"
+#include "kforge/backends/precision.hpp"
 #include "kforge/backends/runner_client.hpp"
 
 namespace kforge::backends {
@@ -40,6 +41,9 @@ struct Evaluation {
   /// A Python candidate's exception in TritonBench's groups ("Syntax", "Attr&Type", "Name&Ref",
   /// "Run&Logic", "Other"); "" otherwise.
   std::string error_group;
+  /// The artifact's precision inspection (precision.hpp), when it was done at build time: it
+  /// needs no GPU, so the build stage runs it on a compile slot, not in the judge's.
+  std::optional<PrecisionReport> precision;
 };
 
 /// The first stage alone: compiles `source` in `workdir` (sandboxed, cached). Needs no runner,
