@@ -467,7 +467,7 @@ class Host:
                 torch.cuda.synchronize()
         except BaseException:  # noqa: B902
             return "tested %s err python %s" % (seq, one_line(self.format_exc()))
-        tensors, others = TESTBLOCK.split(leaves, torch)
+        tensors, others = TESTBLOCK.split(leaves, torch, "cpu" if self.device < 0 else "cuda:%d" % self.device)
         self.results[0] = tuple(tensors)
         try:
             err = self.store_set(0)

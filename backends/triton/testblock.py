@@ -68,9 +68,12 @@ def run(namespace, test_source, test_function, seed, device, torch, code=None):
     return flatten(fn(), torch)
 
 
-def split(leaves, torch):
-    """(the tensor leaves, contiguous, in order; the other leaves as JSON [[position, value], ...])."""
-    tensors = [v.contiguous() for v in leaves if isinstance(v, torch.Tensor)]
+def split(leaves, torch, device=None):
+    """(the tensor leaves, contiguous, in order, on `device` when given; the other leaves as JSON
+    [[position, value], ...]). Both sides move their results to the task's device, as
+    TritonBench's own comparison moves both to one device (the CPU): a block whose gold returns
+    a CPU tensor compares the same values on either side (issue 22 §2)."""
+    tensors = [(v if device is None else v.to(device)).contiguous() for v in leaves if isinstance(v, torch.Tensor)]
     others = [[i, v] for i, v in enumerate(leaves) if not isinstance(v, torch.Tensor)]
     return tensors, json.dumps(others, allow_nan=True)
 
@@ -143,7 +146,7 @@ def reference_leaves(source, test_source, test_function, seed, device, entries=(
         # interpreter has it off for KernelBench models.
         with torch.enable_grad():
             tensors, others = split(run(namespace, test_source, test_function, seed, device, torch, code=code),
-                                    torch)
+                                    torch, device)
     finally:
         if tally is not None:
             counts = tally[2]()
