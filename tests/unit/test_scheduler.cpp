@@ -167,14 +167,26 @@ TEST_CASE("scheduler: stop() takes no new turn, drops LLM requests, records the 
   {
     Scheduler s(rig.io, rig.ports(), rig.mc, rig.sc);
     rig.add(s, 5);
-    // Let the first two requests through, then stop while their builds are queued.
-    int released = 0;
-    rig.build.cost_ms = 5;
-    test::later(rig.io, 1, [&] {
+    // Let the first two requests through, then stop while their builds are in flight: as soon as
+    // the two freed LLM slots have sent their next requests (no timing margin to miss on a
+    // loaded machine; the builds take far longer than that), or after 2 s whatever happened.
+    int released = 0, polls = 0;
+    rig.build.cost_ms = 200;
+    std::function<void()> stop_when_sent = [&] {
+      if (rig.chat.sent >= 4 || ++polls > 20000)
+        s.stop();
+      else
+        test::later(rig.io, 0.1, stop_when_sent);
+    };
+    // Released once both first requests are held (their tasks' loads come first, through the
+    // one judge slot: a fixed delay raced them).
+    std::function<void()> release_when_held = [&] {
+      if (rig.chat.held.size() < 2 && ++polls <= 20000) return test::later(rig.io, 0.1, release_when_held);
       rig.chat.release();  // two replies come back
       ++released;
-      test::later(rig.io, 0.5, [&] { s.stop(); });
-    });
+      test::later(rig.io, 0, stop_when_sent);
+    };
+    test::later(rig.io, 0, release_when_held);
     const RunTally t = s.run();
     CHECK(released == 1);
     CHECK(t.interrupted);
