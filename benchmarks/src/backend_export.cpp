@@ -20,21 +20,30 @@ namespace kforge {
 std::string watermark_kernel(const std::string& op, double value) {
   char v[64];
   std::snprintf(v, sizeof v, "%.17g", value);
-  return "# kforge watermark build of " + op +
-         ": writes " + v + " everywhere (proves that calls route here; not a real kernel).\n"
+  return "# kforge watermark build of " + op + ": writes " + v +
+         " everywhere (proves that calls route here; not a real kernel).\n"
          "import torch\nimport triton\nimport triton.language as tl\n\n\n"
          "@triton.jit\n"
          "def _fill(out_ptr, n, BLOCK: tl.constexpr):\n"
          "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-         "    tl.store(out_ptr + offs, tl.full((BLOCK,), " + std::string(v) + ", tl.float32), mask=offs < n)\n\n\n"
+         "    tl.store(out_ptr + offs, tl.full((BLOCK,), " +
+         std::string(v) +
+         ", tl.float32), mask=offs < n)\n\n\n"
          "def _meta(a):\n"
          "    return a.to('meta') if isinstance(a, torch.Tensor) else a\n\n\n"
-         "def " + operator_entry(op) + "(*args, **kwargs):\n"
+         "def " +
+         operator_entry(op) +
+         "(*args, **kwargs):\n"
          "    device = next(a.device for a in args if isinstance(a, torch.Tensor))\n"
-         "    ref = torch.ops." + op + "(*[_meta(a) for a in args], **{k: _meta(x) for k, x in kwargs.items()})\n"
-         "    out = torch.empty(ref.shape, dtype=ref.dtype, device=device)\n"
-         "    _fill[(triton.cdiv(max(out.numel(), 1), 256),)](out, out.numel(), BLOCK=256)\n"
-         "    return out\n";
+         "    ref = torch.ops." +
+         op +
+         "(*[_meta(a) for a in args], **{k: _meta(x) for k, x in kwargs.items()})\n"
+         "    outs = []\n"
+         "    for r in (ref if isinstance(ref, (tuple, list)) else [ref]):\n"
+         "        out = torch.empty(r.shape, dtype=r.dtype, device=device)\n"
+         "        _fill[(triton.cdiv(max(out.numel(), 1), 256),)](out, out.numel(), BLOCK=256)\n"
+         "        outs.append(out)\n"
+         "    return tuple(outs) if isinstance(ref, (tuple, list)) else outs[0]\n";
 }
 
 namespace {
@@ -65,7 +74,8 @@ json run_manifest(const fs::path& run_dir) {
 
 }  // namespace
 
-BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir, const BackendExportOptions& options) {
+BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
+                             const BackendExportOptions& options) {
   const fs::path tmpl = kforge_home() / "benchmarks" / "backend" / "__init__.py.in";
   if (!fs::is_regular_file(tmpl)) throw std::runtime_error(tmpl.string() + ": missing (KFORGE_HOME?)");
   const Summary s = summarize_run(run_dir);
@@ -92,13 +102,14 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir, c
     // `kforge run` keeps the candidate's source in the attempt directory; `kforge eval` only the
     // built module (build/kernel.py, the adapter appended: cut off below).
     const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
-    const fs::path src = fs::is_regular_file(adir / "kernel.py") ? adir / "kernel.py" : adir / "build" / "kernel.py";
+    const fs::path src =
+        fs::is_regular_file(adir / "kernel.py") ? adir / "kernel.py" : adir / "build" / "kernel.py";
     if (!fs::is_regular_file(src)) {
       ex.skipped.push_back(t.task + ": no kernel.py in " + adir.string());
       continue;
     }
-    const std::string kernel = options.watermark ? watermark_kernel(t.task, *options.watermark)
-                                                 : candidate_part(read_file(src));
+    const std::string kernel =
+        options.watermark ? watermark_kernel(t.task, *options.watermark) : candidate_part(read_file(src));
     const std::string file = "kernels/" + t.task + ".py";
     write_file(pkg / file, kernel);
     ops.push_back({{"operator", t.task},
