@@ -10,6 +10,8 @@
   3. Every operator passes; the repaired ones fail at turn 1 and pass at turn 2; each turn-1
      prompt states the overload's schema and the table of its cases.
   4. `kforge library export RUN --as-backend OUT/backend` and `--watermark 7` into OUT/backend-wm.
+  6. (--verify) `kforge library verify`: ok as exported, a tampered kernel marked and skipped,
+     another recorded toolchain marking every kernel stale_environment.
   5. The packages import; the watermark test: with OUT/backend-wm enabled, every operator called
      on its first case returns 7 everywhere (the call routed to the library), with it disabled
      PyTorch's own result comes back; with OUT/backend enabled every operator matches eager on
@@ -137,6 +139,47 @@ print("package: %d/%d operators match eager on every case with the library enabl
 '''
 
 
+def verify_checks(a, env, run, pkg, ops):
+    """`kforge library verify`: all ok as exported; a tampered kernel marked and skipped by enable();
+    a manifest recorded under another toolchain marks every kernel stale_environment (exit 0)."""
+    def verify(d):
+        v = subprocess.run([a.kforge, "library", "verify", d, "--device", a.device], env=env,
+                           capture_output=True, text=True)
+        print(v.stdout[-5000:] + v.stderr[-2000:])
+        return v.returncode, json.load(open(os.path.join(d, "kforge_backend", "manifest.json")))
+
+    def statuses(m):
+        return {e["operator"]: e["verify"]["status"] for e in m["operators"]}
+
+    rc, m = verify(pkg)
+    check(rc == 0 and set(statuses(m).values()) == {"ok"}, "library verify: every exported kernel ok (exit 0)")
+    victim = ops[0]
+    kfile = os.path.join(pkg, "kforge_backend", "kernels", victim + ".py")
+    open(kfile, "w").write(broken(open(kfile).read(), entry_of(victim)))
+    rc, m = verify(pkg)
+    st = statuses(m)
+    entry = [e for e in m["operators"] if e["operator"] == victim][0]
+    check(rc == 1 and st[victim] == "failing" and entry["stale"]
+          and any("kernel file changed" in r for r in entry["verify"]["reasons"])
+          and all(v == "ok" for o, v in st.items() if o != victim),
+          "library verify: the tampered %s is marked (changed, failing now), the rest ok, exit 1" % victim)
+    penv = dict(os.environ, TRITON_INTERPRET="1") if a.device == "cpu" else dict(os.environ)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kforge_backend as kb; kb.enable(); "
+            "r = kb.registered(); assert sys.argv[2] not in r and len(r) > 0, r; print('enabled without', sys.argv[2])")
+    c = subprocess.run([sys.executable, "-c", code, pkg, victim], env=penv, capture_output=True, text=True)
+    print(c.stdout + c.stderr[-2000:])
+    check(c.returncode == 0, "enable() skips the kernel verify marked, registers the rest")
+    other = os.path.join(a.out, "backend-moved")
+    subprocess.run([a.kforge, "library", "export", run, "--as-backend", other], env=env, capture_output=True)
+    mf = os.path.join(other, "kforge_backend", "manifest.json")
+    m = json.load(open(mf))
+    m["toolchain"]["triton"] = "0.0-recorded-elsewhere"
+    json.dump(m, open(mf, "w"), indent=2)
+    rc, m = verify(other)
+    check(rc == 0 and set(statuses(m).values()) == {"stale_environment"},
+          "library verify: a package recorded under another Triton is stale_environment everywhere (exit 0)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kforge", required=True)
@@ -148,6 +191,7 @@ def main():
     ap.add_argument("--bench", action="store_true", help="time the kernels (a GPU; on the CPU --no-bench)")
     ap.add_argument("--repair", type=int, default=2, help="operators whose turn 1 fails (repaired at turn 2)")
     ap.add_argument("--min-pass", type=int, default=0, help="operators that must pass (default: all)")
+    ap.add_argument("--verify", action="store_true", help="also check `kforge library verify` (tampering, toolchain)")
     ap.add_argument("--tasks", default="", help="only these operators (comma-separated)")
     a = ap.parse_args()
     shutil.rmtree(a.out, ignore_errors=True)
@@ -214,6 +258,8 @@ def main():
                        env=penv, capture_output=True, text=True)
     print(c.stdout + c.stderr[-4000:])
     check(c.returncode == 0, "the packages import; watermark routing and eager agreement for every operator")
+    if a.verify:
+        verify_checks(a, env, run, pkg, passed)
     print("operator run: all checks passed (%d operators)" % len(passed))
 
 

@@ -16,6 +16,7 @@
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/kernelbench_import.hpp"
+#include "kforge/agent/library_verify.hpp"
 #include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/backend_export.hpp"
@@ -140,7 +141,8 @@ void add_profiler_option(CLI::App* cmd, std::string& profiler, bool& profile_fai
 /// refused (the message names the field and the runs).
 /// `kforge library export RUN [--as-backend DIR [--watermark V]]`: the run's library/ (as at the
 /// end of a run), or its passing operator kernels as a PyTorch backend package.
-int cmd_library_export(const std::string& run, const std::string& as_backend, const std::optional<double>& watermark) {
+int cmd_library_export(const std::string& run, const std::string& as_backend,
+                       const std::optional<double>& watermark) {
   if (as_backend.empty()) {
     LibraryExport ex = export_library(run);
     for (const auto& m : ex.missing) std::cerr << "kforge library export: " << m << "\n";
@@ -374,14 +376,26 @@ int main(int argc, char** argv) {
   std::string lib_run, lib_backend;
   std::optional<double> lib_watermark;
   auto* library = app.add_subcommand("library", "a run's kernel library");
-  auto* lib_export = library->add_subcommand(
-      "export", "write the run's library/ again, or with --as-backend its operator kernels as a PyTorch backend package");
+  auto* lib_export = library->add_subcommand("export",
+                                             "write the run's library/ again, or with --as-backend its "
+                                             "operator kernels as a PyTorch backend package");
   lib_export->add_option("run_dir", lib_run, "run directory")->required();
-  lib_export->add_option("--as-backend", lib_backend,
-                         "write an installable Python package registering every passing operator kernel through "
-                         "torch.library");
-  lib_export->add_option("--watermark", lib_watermark,
-                         "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
+  lib_export->add_option(
+      "--as-backend", lib_backend,
+      "write an installable Python package registering every passing operator kernel through "
+      "torch.library");
+  lib_export->add_option(
+      "--watermark", lib_watermark,
+      "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
+  agent::VerifyCommand vf;
+  auto* lib_verify = library->add_subcommand(
+      "verify",
+      "judge every kernel of an exported backend package again here; mark stale ones in its manifest");
+  lib_verify->add_option("dir", vf.dir, "the package directory (kforge library export --as-backend DIR)")
+      ->required();
+  lib_verify->add_option("--device", vf.device, "runner device: cpu or cuda:N (default: the manifest's)");
+  lib_verify->add_flag("--bench", vf.bench, "time the kernels again (speedups recorded)");
+  lib_verify->add_option("--reps", vf.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
   library->require_subcommand(1);
 
   std::string report_dir;
@@ -440,6 +454,7 @@ int main(int argc, char** argv) {
     if (import_kb->parsed()) return agent::run_import_kernelbench(im);
     if (merge->parsed()) return cmd_merge(merge_out, merge_in);
     if (lib_export->parsed()) return cmd_library_export(lib_run, lib_backend, lib_watermark);
+    if (lib_verify->parsed()) return agent::run_library_verify(vf);
     if (report->parsed()) return agent::run_report(report_dir);
     if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);
   } catch (const std::exception& e) {

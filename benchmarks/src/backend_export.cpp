@@ -2,11 +2,13 @@
 #include "kforge/benchmarks/backend_export.hpp"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report.hpp"
+#include "kforge/benchmarks/task.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/util.hpp"
@@ -54,7 +56,8 @@ const char* kPyproject =
     "description = \"ATen operator kernels written and judged by kforge, registered through torch.library\"\n"
     "dependencies = [\"torch\", \"triton\"]\n\n"
     "[tool.setuptools]\npackages = [\"kforge_backend\"]\n\n"
-    "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"kernels/*.py\"]\n";
+    "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"cases/operators.txt\", "
+    "\"kernels/*.py\"]\n";
 
 /// The candidate's own module: its source without kforge's case adapter.
 std::string candidate_part(const std::string& module) {
@@ -72,6 +75,26 @@ json run_manifest(const fs::path& run_dir) {
   }
 }
 
+/// The run's operator tasks by id, from the suite its manifest names (empty when it is gone).
+std::map<std::string, Task> run_tasks(const json& rm) {
+  std::map<std::string, Task> out;
+  const std::string root = rm.contains("config") ? rm["config"].value("suite_root", "") : "";
+  if (root.empty()) return out;
+  try {
+    for (auto& t : load_suite(root).tasks)
+      if (t.format == TaskFormat::aten_operator) out.emplace(t.id, std::move(t));
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
+/// One operator's cases in BackendBench's trace format, as the suite listed them.
+std::string trace_text(const Task& t) {
+  std::string s = "Operator: " + t.aten_op + "\n";
+  for (const auto& c : t.cases) s += "cnt: " + std::to_string(c.count) + ", " + c.args + "\n";
+  return s;
+}
+
 }  // namespace
 
 BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
@@ -87,6 +110,8 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
   std::error_code ec;
   fs::remove_all(pkg, ec);
   fs::create_directories(pkg / "kernels");
+  const auto tasks = run_tasks(rm);
+  std::string trace;  // the exported operators' cases: what `kforge library verify` judges again
   json ops = json::array();
   for (const auto& t : s.tasks) {
     if (t.category != "operator") continue;
@@ -112,6 +137,7 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
         options.watermark ? watermark_kernel(t.task, *options.watermark) : candidate_part(read_file(src));
     const std::string file = "kernels/" + t.task + ".py";
     write_file(pkg / file, kernel);
+    if (auto it = tasks.find(t.task); it != tasks.end()) trace += trace_text(it->second);
     ops.push_back({{"operator", t.task},
                    {"entry", operator_entry(t.task)},
                    {"kernel_file", file},
@@ -128,7 +154,9 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
                 {"dispatch_key", starts_with(device, "cuda") ? "CUDA" : "CPU"},
                 {"gpu", rm.value("devices", json::array())},
                 {"toolchain", rm.value("runner", json::object())},
+                {"cases_file", trace.empty() ? json(nullptr) : json("cases/operators.txt")},
                 {"operators", ops}};
+  if (!trace.empty()) write_file(pkg / "cases" / "operators.txt", trace);
   write_file(pkg / "manifest.json", dump_json(manifest, 2) + "\n");
   write_file(pkg / "__init__.py", read_file(tmpl));
   write_file(out_dir / "pyproject.toml", kPyproject);
