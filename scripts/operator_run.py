@@ -10,7 +10,8 @@
   3. Every operator passes; the repaired ones fail at turn 1 and pass at turn 2; each turn-1
      prompt states the overload's schema and the table of its cases.
   4. `kforge library export RUN --as-backend OUT/backend` and `--watermark 7` into OUT/backend-wm.
-  6. (--verify) `kforge library verify`: ok as exported, a tampered kernel marked and skipped,
+  6. (--e2e) scripts/backend_e2e.py on the export: a transformer block and a CNN, library vs eager.
+  7. (--verify) `kforge library verify`: ok as exported, a tampered kernel marked and skipped,
      another recorded toolchain marking every kernel stale_environment.
   5. The packages import; the watermark test: with OUT/backend-wm enabled, every operator called
      on its first case returns 7 everywhere (the call routed to the library), with it disabled
@@ -191,6 +192,7 @@ def main():
     ap.add_argument("--bench", action="store_true", help="time the kernels (a GPU; on the CPU --no-bench)")
     ap.add_argument("--repair", type=int, default=2, help="operators whose turn 1 fails (repaired at turn 2)")
     ap.add_argument("--min-pass", type=int, default=0, help="operators that must pass (default: all)")
+    ap.add_argument("--e2e", action="store_true", help="also run scripts/backend_e2e.py on the export")
     ap.add_argument("--verify", action="store_true", help="also check `kforge library verify` (tampering, toolchain)")
     ap.add_argument("--tasks", default="", help="only these operators (comma-separated)")
     a = ap.parse_args()
@@ -258,6 +260,13 @@ def main():
                        env=penv, capture_output=True, text=True)
     print(c.stdout + c.stderr[-4000:])
     check(c.returncode == 0, "the packages import; watermark routing and eager agreement for every operator")
+    if a.e2e:
+        cmd = [sys.executable, os.path.join(ROOT, "scripts", "backend_e2e.py"), pkg, "--watermark", wm,
+               "--device", a.device, "--json", os.path.join(a.out, "e2e.json")] + (["--ci"] if a.device == "cpu" else [])
+        e = subprocess.run(cmd, capture_output=True, text=True)
+        print(e.stdout + e.stderr[-3000:])
+        check(e.returncode == 0 and "backend e2e: all checks passed" in e.stdout,
+              "backend_e2e.py: a transformer block and a CNN match eager with the library, calls route through it")
     if a.verify:
         verify_checks(a, env, run, pkg, passed)
     print("operator run: all checks passed (%d operators)" % len(passed))
