@@ -16,6 +16,7 @@
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/kernelbench_import.hpp"
+#include "kforge/agent/library_verify.hpp"
 #include "kforge/agent/run_options.hpp"
 #include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
@@ -327,6 +328,15 @@ int main(int argc, char** argv) {
   lib_export->add_option(
       "--watermark", lib_watermark,
       "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
+  agent::VerifyCommand vf;
+  auto* lib_verify = library->add_subcommand(
+      "verify",
+      "judge every kernel of an exported backend package again here; mark stale ones in its manifest");
+  lib_verify->add_option("dir", vf.dir, "the package directory (kforge library export --as-backend DIR)")
+      ->required();
+  lib_verify->add_option("--device", vf.device, "runner device: cpu or cuda:N (default: the manifest's)");
+  lib_verify->add_flag("--bench", vf.bench, "time the kernels again (speedups recorded)");
+  lib_verify->add_option("--reps", vf.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
   library->require_subcommand(1);
 
   std::string report_dir;
@@ -381,6 +391,7 @@ int main(int argc, char** argv) {
     if (import_kb->parsed()) return agent::run_import_kernelbench(im);
     if (merge->parsed()) return cmd_merge(merge_out, merge_in);
     if (lib_export->parsed()) return cmd_library_export(lib_run, lib_backend, lib_watermark);
+    if (lib_verify->parsed()) return agent::run_library_verify(vf);
     if (report->parsed()) return agent::run_report(report_dir);
     if (stats->parsed()) return cmd_stats(stats_dir);
     if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);

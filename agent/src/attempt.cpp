@@ -241,6 +241,8 @@ prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& 
   if (!task.module_suffix.empty()) {  // an operator task: the overload and its cases, not a tensor table
     in.aten_op = t.aten_op;
     in.entries = t.entries;
+    in.signature = t.signature;
+    in.cases_table = operator_cases_table(t.cases);
     in.checks = judged_checks(t, task.load.outputs, trials, allowed_precision(setup, t));
     in.checks.insert(in.checks.begin(),
                      "every case is one call of `" + t.entries.front() + "`; its outputs are " +

@@ -18,6 +18,7 @@
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/llm.hpp"
+#include "kforge/agent/operator_schema.hpp"
 #include "kforge/agent/ports.hpp"
 #include "kforge/agent/progress.hpp"
 #include "kforge/agent/prompt_context.hpp"
@@ -106,6 +107,20 @@ int restore_command(RunSetup& rs) {
   return 2;
 }
 
+/// The prompts of ATen-operator tasks state each overload's schema, asked of the torch
+/// interpreter (the backend's for a Python backend, else $KFORGE_PYTHON or python3) once.
+void add_operator_schemas(RunSetup& rs) {
+  std::vector<Task*> ops;
+  for (const Task* t : rs.tasks)
+    if (t->format == TaskFormat::aten_operator) ops.push_back(const_cast<Task*>(t));  // rs.suite's own
+  if (ops.empty()) return;
+  std::string python = "python3";
+  if (const char* p = std::getenv("KFORGE_PYTHON"); p && *p) python = p;
+  if (rs.backend->artifact_kind() == backends::ArtifactKind::python_module)
+    if (auto p = rs.backend->find_compiler(backends::CompileOptions{})) python = p->string();
+  for (const auto& m : fill_operator_schemas(ops, python)) std::cerr << "kforge run: " << m << "\n";
+}
+
 /// The backend, exemplar strategy, suite and the tasks the filters select. 0 or 2.
 int select_tasks(RunSetup& rs) {
   const RunCommand& cmd = rs.cmd;
@@ -138,6 +153,7 @@ int select_tasks(RunSetup& rs) {
     std::cerr << "kforge run: no task of suite " << rs.suite.name << " matches\n";
     return 2;
   }
+  add_operator_schemas(rs);
   return 0;
 }
 

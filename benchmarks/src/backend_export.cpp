@@ -2,11 +2,13 @@
 #include "kforge/benchmarks/backend_export.hpp"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report.hpp"
+#include "kforge/benchmarks/task.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/util.hpp"
@@ -20,21 +22,30 @@ namespace kforge {
 std::string watermark_kernel(const std::string& op, double value) {
   char v[64];
   std::snprintf(v, sizeof v, "%.17g", value);
-  return "# kforge watermark build of " + op +
-         ": writes " + v + " everywhere (proves that calls route here; not a real kernel).\n"
+  return "# kforge watermark build of " + op + ": writes " + v +
+         " everywhere (proves that calls route here; not a real kernel).\n"
          "import torch\nimport triton\nimport triton.language as tl\n\n\n"
          "@triton.jit\n"
          "def _fill(out_ptr, n, BLOCK: tl.constexpr):\n"
          "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-         "    tl.store(out_ptr + offs, tl.full((BLOCK,), " + std::string(v) + ", tl.float32), mask=offs < n)\n\n\n"
+         "    tl.store(out_ptr + offs, tl.full((BLOCK,), " +
+         std::string(v) +
+         ", tl.float32), mask=offs < n)\n\n\n"
          "def _meta(a):\n"
          "    return a.to('meta') if isinstance(a, torch.Tensor) else a\n\n\n"
-         "def " + operator_entry(op) + "(*args, **kwargs):\n"
+         "def " +
+         operator_entry(op) +
+         "(*args, **kwargs):\n"
          "    device = next(a.device for a in args if isinstance(a, torch.Tensor))\n"
-         "    ref = torch.ops." + op + "(*[_meta(a) for a in args], **{k: _meta(x) for k, x in kwargs.items()})\n"
-         "    out = torch.empty(ref.shape, dtype=ref.dtype, device=device)\n"
-         "    _fill[(triton.cdiv(max(out.numel(), 1), 256),)](out, out.numel(), BLOCK=256)\n"
-         "    return out\n";
+         "    ref = torch.ops." +
+         op +
+         "(*[_meta(a) for a in args], **{k: _meta(x) for k, x in kwargs.items()})\n"
+         "    outs = []\n"
+         "    for r in (ref if isinstance(ref, (tuple, list)) else [ref]):\n"
+         "        out = torch.empty(r.shape, dtype=r.dtype, device=device)\n"
+         "        _fill[(triton.cdiv(max(out.numel(), 1), 256),)](out, out.numel(), BLOCK=256)\n"
+         "        outs.append(out)\n"
+         "    return tuple(outs) if isinstance(ref, (tuple, list)) else outs[0]\n";
 }
 
 namespace {
@@ -45,7 +56,8 @@ const char* kPyproject =
     "description = \"ATen operator kernels written and judged by kforge, registered through torch.library\"\n"
     "dependencies = [\"torch\", \"triton\"]\n\n"
     "[tool.setuptools]\npackages = [\"kforge_backend\"]\n\n"
-    "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"kernels/*.py\"]\n";
+    "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"cases/operators.txt\", "
+    "\"kernels/*.py\"]\n";
 
 /// The candidate's own module: its source without kforge's case adapter.
 std::string candidate_part(const std::string& module) {
@@ -63,9 +75,30 @@ json run_manifest(const fs::path& run_dir) {
   }
 }
 
+/// The run's operator tasks by id, from the suite its manifest names (empty when it is gone).
+std::map<std::string, Task> run_tasks(const json& rm) {
+  std::map<std::string, Task> out;
+  const std::string root = rm.contains("config") ? rm["config"].value("suite_root", "") : "";
+  if (root.empty()) return out;
+  try {
+    for (auto& t : load_suite(root).tasks)
+      if (t.format == TaskFormat::aten_operator) out.emplace(t.id, std::move(t));
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
+/// One operator's cases in BackendBench's trace format, as the suite listed them.
+std::string trace_text(const Task& t) {
+  std::string s = "Operator: " + t.aten_op + "\n";
+  for (const auto& c : t.cases) s += "cnt: " + std::to_string(c.count) + ", " + c.args + "\n";
+  return s;
+}
+
 }  // namespace
 
-BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir, const BackendExportOptions& options) {
+BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
+                             const BackendExportOptions& options) {
   const fs::path tmpl = kforge_home() / "benchmarks" / "backend" / "__init__.py.in";
   if (!fs::is_regular_file(tmpl)) throw std::runtime_error(tmpl.string() + ": missing (KFORGE_HOME?)");
   const Summary s = summarize_run(run_dir);
@@ -77,6 +110,8 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir, c
   std::error_code ec;
   fs::remove_all(pkg, ec);
   fs::create_directories(pkg / "kernels");
+  const auto tasks = run_tasks(rm);
+  std::string trace;  // the exported operators' cases: what `kforge library verify` judges again
   json ops = json::array();
   for (const auto& t : s.tasks) {
     if (t.category != "operator") continue;
@@ -92,15 +127,17 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir, c
     // `kforge run` keeps the candidate's source in the attempt directory; `kforge eval` only the
     // built module (build/kernel.py, the adapter appended: cut off below).
     const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
-    const fs::path src = fs::is_regular_file(adir / "kernel.py") ? adir / "kernel.py" : adir / "build" / "kernel.py";
+    const fs::path src =
+        fs::is_regular_file(adir / "kernel.py") ? adir / "kernel.py" : adir / "build" / "kernel.py";
     if (!fs::is_regular_file(src)) {
       ex.skipped.push_back(t.task + ": no kernel.py in " + adir.string());
       continue;
     }
-    const std::string kernel = options.watermark ? watermark_kernel(t.task, *options.watermark)
-                                                 : candidate_part(read_file(src));
+    const std::string kernel =
+        options.watermark ? watermark_kernel(t.task, *options.watermark) : candidate_part(read_file(src));
     const std::string file = "kernels/" + t.task + ".py";
     write_file(pkg / file, kernel);
+    if (auto it = tasks.find(t.task); it != tasks.end()) trace += trace_text(it->second);
     ops.push_back({{"operator", t.task},
                    {"entry", operator_entry(t.task)},
                    {"kernel_file", file},
@@ -117,7 +154,9 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir, c
                 {"dispatch_key", starts_with(device, "cuda") ? "CUDA" : "CPU"},
                 {"gpu", rm.value("devices", json::array())},
                 {"toolchain", rm.value("runner", json::object())},
+                {"cases_file", trace.empty() ? json(nullptr) : json("cases/operators.txt")},
                 {"operators", ops}};
+  if (!trace.empty()) write_file(pkg / "cases" / "operators.txt", trace);
   write_file(pkg / "manifest.json", dump_json(manifest, 2) + "\n");
   write_file(pkg / "__init__.py", read_file(tmpl));
   write_file(out_dir / "pyproject.toml", kPyproject);

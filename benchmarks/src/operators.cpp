@@ -33,10 +33,10 @@ struct DtypeInfo {
 };
 const std::map<std::string, DtypeInfo>& dtype_abbrs() {
   static const std::map<std::string, DtypeInfo> m{
-      {"bf16", {"torch.bfloat16", 2}}, {"f64", {"torch.float64", 8}},    {"f32", {"torch.float32", 4}},
-      {"f16", {"torch.float16", 2}},   {"c32", {"torch.complex32", 4}},  {"c64", {"torch.complex64", 8}},
-      {"c128", {"torch.complex128", 16}}, {"i8", {"torch.int8", 1}},    {"i16", {"torch.int16", 2}},
-      {"i32", {"torch.int32", 4}},     {"i64", {"torch.int64", 8}},      {"b8", {"torch.bool", 1}},
+      {"bf16", {"torch.bfloat16", 2}},    {"f64", {"torch.float64", 8}},   {"f32", {"torch.float32", 4}},
+      {"f16", {"torch.float16", 2}},      {"c32", {"torch.complex32", 4}}, {"c64", {"torch.complex64", 8}},
+      {"c128", {"torch.complex128", 16}}, {"i8", {"torch.int8", 1}},       {"i16", {"torch.int16", 2}},
+      {"i32", {"torch.int32", 4}},        {"i64", {"torch.int64", 8}},     {"b8", {"torch.bool", 1}},
       {"u8", {"torch.uint8", 1}}};
   return m;
 }
@@ -143,7 +143,8 @@ class Parser {
 
   std::vector<std::int64_t> int_list() {
     OpValue l = value();
-    if (l.kind != OpValue::Kind::list && l.kind != OpValue::Kind::tuple) fail("T(...): expected a list of sizes");
+    if (l.kind != OpValue::Kind::list && l.kind != OpValue::Kind::tuple)
+      fail("T(...): expected a list of sizes");
     std::vector<std::int64_t> out;
     for (const auto& x : l.items) {
       try {
@@ -180,7 +181,8 @@ class Parser {
 
   OpValue name() {
     std::size_t j = i_;
-    while (j < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[j])) || s_[j] == '_' || s_[j] == '.')) ++j;
+    while (j < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[j])) || s_[j] == '_' || s_[j] == '.'))
+      ++j;
     std::string n = s_.substr(i_, j - i_);
     i_ = j;
     if (n == "T" && eat('(')) return tensor();
@@ -276,7 +278,50 @@ std::string calls_body(const std::string& fn, const std::string& flat, const std
   return body;
 }
 
+/// A value as the prompt's case table shows it: tensors by dtype, shape (and stride when given).
+std::string describe(const OpValue& v) {
+  switch (v.kind) {
+    case OpValue::Kind::tensor:
+      return v.dtype + int_list_text(v.shape) +
+             (v.stride.empty() ? "" : " stride " + int_list_text(v.stride));
+    case OpValue::Kind::atom:
+      return v.text;
+    case OpValue::Kind::list:
+    case OpValue::Kind::tuple: {
+      std::string s = v.kind == OpValue::Kind::list ? "[" : "(";
+      for (std::size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + describe(v.items[i]);
+      if (v.kind == OpValue::Kind::tuple && v.items.size() == 1) s += ",";
+      return s + (v.kind == OpValue::Kind::list ? "]" : ")");
+    }
+    case OpValue::Kind::dict: {
+      std::string s = "{";
+      for (std::size_t i = 0; i < v.items.size(); ++i)
+        s += (i ? ", " : "") + v.keys[i] + ": " + describe(v.items[i]);
+      return s + "}";
+    }
+  }
+  return "?";
+}
+
 }  // namespace
+
+std::string operator_cases_table(const std::vector<OperatorCase>& cases, std::size_t max_rows) {
+  std::string s = "| case | trace line | cnt | arguments |\n|---|---|---|---|\n";
+  for (std::size_t i = 0; i < cases.size() && i < max_rows; ++i) {
+    const auto& c = cases[i];
+    std::string args;
+    for (const auto& a : c.positional) args += (args.empty() ? "" : ", ") + describe(a);
+    for (const auto& [k, a] : c.keyword) args += (args.empty() ? "" : ", ") + k + "=" + describe(a);
+    for (auto& ch : args)
+      if (ch == '|') ch = '/';  // a table cell
+    s += "| " + std::to_string(i) + " | " + std::to_string(c.line) + " | " + std::to_string(c.count) +
+         " | `" + args + "` |\n";
+  }
+  if (cases.size() > max_rows)
+    s += "| ... | | | " + std::to_string(cases.size() - max_rows) +
+         " more case(s), in the reference module below |\n";
+  return s;
+}
 
 double OperatorCase::input_bytes() const {
   double b = 0;
@@ -365,7 +410,8 @@ bool is_variant_overload(const std::string& op) {
   const std::string& packet = parts[1];
   const std::string overload = parts.size() >= 3 ? parts[2] : "";
   const bool inplace = packet.size() > 1 && packet.back() == '_' && !starts_with(packet, "__");
-  const bool out = overload == "out" || (overload.size() > 4 && overload.substr(overload.size() - 4) == "_out");
+  const bool out =
+      overload == "out" || (overload.size() > 4 && overload.substr(overload.size() - 4) == "_out");
   return inplace || out;
 }
 
@@ -402,7 +448,8 @@ std::string operator_module_source(const std::string& op, const std::vector<Oper
 }
 
 const std::string& operator_adapter_marker() {
-  static const std::string m = "# ---- kforge: the operator task's cases (appended by kforge, not the candidate's code) ----";
+  static const std::string m =
+      "# ---- kforge: the operator task's cases (appended by kforge, not the candidate's code) ----";
   return m;
 }
 
@@ -446,16 +493,17 @@ void load_operator_suite(Suite& s, const fs::path& trace) {
       continue;
     }
     if (is_variant_overload(op.op)) {
-      s.notes.push_back(op.op + " (line " + std::to_string(op.line) +
-                        "): an in-place or out= variant, served by its functional overload as BackendBench's op "
-                        "map does; not a task of its own");
+      s.notes.push_back(
+          op.op + " (line " + std::to_string(op.line) +
+          "): an in-place or out= variant, served by its functional overload as BackendBench's op "
+          "map does; not a task of its own");
       continue;
     }
     cases += op.cases.size();
     s.tasks.push_back(operator_task(op, trace));
   }
-  s.notes.push_back(std::to_string(s.tasks.size()) + " operator(s), " + std::to_string(cases) + " case(s) from " +
-                    trace.string());
+  s.notes.push_back(std::to_string(s.tasks.size()) + " operator(s), " + std::to_string(cases) +
+                    " case(s) from " + trace.string());
 }
 
 }  // namespace kforge

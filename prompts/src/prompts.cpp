@@ -258,14 +258,19 @@ std::string testblock_task_section(const PromptInput& in, const std::string& har
 
 /// The task section of an ATen-operator task: the overload, the function to write, its cases
 /// (the generated module) and the checks.
-std::string operator_task_section(const PromptInput& in, const std::string& hardware, const std::string& checks) {
-  return fill(load_template("task_operator.md"),
-              {{"task_id", in.task_id},
-               {"hardware", hardware},
-               {"aten_op", in.aten_op},
-               {"entry", in.entries.empty() ? "kf_forward" : in.entries.front()},
-               {"reference", trim(in.reference)},
-               {"checks", checks}});
+std::string operator_task_section(const PromptInput& in, const std::string& hardware,
+                                  const std::string& checks) {
+  return fill(
+      load_template("task_operator.md"),
+      {{"task_id", in.task_id},
+       {"hardware", hardware},
+       {"aten_op", in.aten_op},
+       {"schema", in.signature.empty() ? "(unknown: PyTorch was not asked, or does not know this overload)"
+                                       : "`" + in.signature + "`"},
+       {"cases_table", trim(in.cases_table)},
+       {"entry", in.entries.empty() ? "kf_forward" : in.entries.front()},
+       {"reference", trim(in.reference)},
+       {"checks", checks}});
 }
 
 }  // namespace
@@ -301,15 +306,15 @@ Prompt render_prompt(const PromptInput& in) {
       !in.aten_op.empty() ? operator_task_section(in, hardware, checks)
       : in.test_block     ? testblock_task_section(in, hardware, checks)
                           : fill(load_template("task.md"), {{"task_id", in.task_id},
-                                                      {"category", in.category.empty() ? "-" : in.category},
-                                                      {"device", device},
-                                                      {"hardware", hardware},
-                                                      {"reference", trim(in.reference)},
-                                                      {"module_mode", in.module_mode},
-                                                      {"module_mode_words", mode_words},
-                                                      {"checks", checks},
-                                                      {"tensor_table", table},
-                                                      {"tolerances", render_tolerances(in)}});
+                                                            {"category", in.category.empty() ? "-" : in.category},
+                                                            {"device", device},
+                                                            {"hardware", hardware},
+                                                            {"reference", trim(in.reference)},
+                                                            {"module_mode", in.module_mode},
+                                                            {"module_mode_words", mode_words},
+                                                            {"checks", checks},
+                                                            {"tensor_table", table},
+                                                            {"tolerances", render_tolerances(in)}});
   for (const auto& e : in.exemplars)
     user += "\n" +
             fill(load_template("exemplar.md"),

@@ -1,10 +1,9 @@
 // ATen-operator tasks (issue 24): BackendBench's trace format read unchanged, bad lines named by
 // file and line, the generated reference module and the candidate adapter.
 #include <algorithm>
-
-#include "catch.hpp"
 #include <cmath>
 
+#include "catch.hpp"
 #include "kforge/benchmarks/metrics.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -79,8 +78,8 @@ TEST_CASE("case arguments that are not BackendBench's form are refused", "[opera
   CHECK(parse_case_args("((T([2], f32),), {'dim': [0, 1], 'memory_format': torch.channels_last})", c) ==
         std::nullopt);
   CHECK(c.keyword.size() == 2);
-  CHECK(parse_case_args("(T([2], f32), {})", c).has_value());           // args not a tuple
-  CHECK(parse_case_args("((T([2, x], f32),), {})", c).has_value());     // a size that is no integer
+  CHECK(parse_case_args("(T([2], f32), {})", c).has_value());             // args not a tuple
+  CHECK(parse_case_args("((T([2, x], f32),), {})", c).has_value());       // a size that is no integer
   CHECK(parse_case_args("((T([2, 3], f32, [1]),), {})", c).has_value());  // stride of another rank
   CHECK(parse_case_args("((1,), {}) extra", c).has_value());
   CHECK(parse_case_args("((1,), {2: 3})", c).has_value());  // keywords are strings
@@ -105,7 +104,8 @@ TEST_CASE("an operator suite: one task per operator, the module over every case,
   for (const auto& t : s.tasks) ids.push_back(t.id);
   CHECK(ids == std::vector<std::string>{"aten.add.Tensor", "aten.clamp.default", "aten.relu.default",
                                         "aten.sum.dim_IntList"});  // add_ is a variant
-  CHECK(std::any_of(s.notes.begin(), s.notes.end(), [](const std::string& n) { return contains(n, "aten.add_.Tensor"); }));
+  CHECK(std::any_of(s.notes.begin(), s.notes.end(),
+                    [](const std::string& n) { return contains(n, "aten.add_.Tensor"); }));
   CHECK(s.skipped.size() == 3);
   const Task* add = s.find("aten.add.Tensor");
   REQUIRE(add);
@@ -123,11 +123,13 @@ TEST_CASE("an operator suite: one task per operator, the module over every case,
   CHECK(ad.find(operator_adapter_marker()) != std::string::npos);
   CHECK(contains(ad, "def kf_forward(a0, a1, a2, a3, a4):"));
   CHECK(contains(ad, "out += _kf_flat(add_kernel_impl(a2, a3, alpha=2))"));
-  CHECK(s.find("aten.sum.dim_IntList")->source.find("OP(a0, [0], True, dtype=torch.float32)") != std::string::npos);
+  CHECK(s.find("aten.sum.dim_IntList")->source.find("OP(a0, [0], True, dtype=torch.float32)") !=
+        std::string::npos);
 }
 
 namespace {
-AttemptRecord op_att(const std::string& task, int turn, Outcome o, double speedup, const std::string& cat = "operator") {
+AttemptRecord op_att(const std::string& task, int turn, Outcome o, double speedup,
+                     const std::string& cat = "operator") {
   AttemptRecord r;
   r.task = task;
   r.category = cat;
@@ -146,7 +148,8 @@ AttemptRecord op_att(const std::string& task, int turn, Outcome o, double speedu
 }
 }  // namespace
 
-TEST_CASE("BackendBench's correctness score, performance score and perf@p over operators", "[operators][metrics]") {
+TEST_CASE("BackendBench's correctness score, performance score and perf@p over operators",
+          "[operators][metrics]") {
   std::vector<AttemptRecord> recs{
       op_att("aten.add.Tensor", 1, Outcome::output_mismatch, 0),  // repaired at turn 2
       op_att("aten.add.Tensor", 2, Outcome::pass, 2.0),
@@ -171,4 +174,22 @@ TEST_CASE("BackendBench's correctness score, performance score and perf@p over o
   CHECK(j["backendbench"]["perf_at_p"]["1"].get<double>() == Approx(0.5));
   const Summary none = summarize({op_att("level1/19_ReLU", 1, Outcome::pass, 2.0, "activation")}, cfg);
   CHECK(none.backendbench.operators == 0);
+}
+
+TEST_CASE("the prompt's case table shows every argument, strides, keywords, and caps its rows",
+          "[operators]") {
+  const std::string trace =
+      "Operator: aten.add.Tensor\n"
+      "cnt: 3, ((T([64, 3, 7, 7], f16, [147, 1, 21, 3]), 2), {'alpha': 2})\n"
+      "cnt: 1, ((T([8], f32), T([8], f32)), {})\n";
+  auto tf = parse_trace(trace, "t.txt");
+  REQUIRE(tf.ops.size() == 1);
+  const std::string table = operator_cases_table(tf.ops[0].cases);
+  CHECK(table.find("| case | trace line | cnt | arguments |") != std::string::npos);
+  CHECK(table.find("| 0 | 2 | 3 | `f16[64, 3, 7, 7] stride [147, 1, 21, 3], 2, alpha=2` |") !=
+        std::string::npos);
+  CHECK(table.find("| 1 | 3 | 1 | `f32[8], f32[8]` |") != std::string::npos);
+  const std::string capped = operator_cases_table(tf.ops[0].cases, 1);
+  CHECK(capped.find("| 1 |") == std::string::npos);
+  CHECK(capped.find("1 more case(s)") != std::string::npos);
 }

@@ -71,6 +71,11 @@ bool is_variant_overload(const std::string& op);
 std::string operator_module_source(const std::string& op, const std::vector<OperatorCase>& cases,
                                    const std::string& origin);
 
+/// The cases as a Markdown table for the prompt: one row per case (its trace line and count, every
+/// positional and keyword argument: tensors as `f32[64, 32]` with `stride [1, 16]` when strided,
+/// other values as written). At most `max_rows` rows, then a row saying how many were left out.
+std::string operator_cases_table(const std::vector<OperatorCase>& cases, std::size_t max_rows = 64);
+
 /// The text kforge appends to a candidate's module for an operator task: a kf_forward taking the
 /// cases' tensors (in get_inputs() order) and calling operator_entry(op) on each case.
 std::string operator_adapter(const std::string& op, const std::vector<OperatorCase>& cases);

@@ -93,8 +93,10 @@ struct PromptInput {
   /// An ATen-operator task on a Python backend (issue 24): task_operator.md and
   /// output_format_<backend>_operator.md replace task.md and the kf_forward format; the
   /// reference is the generated module calling the operator on every case, entries[0] the
-  /// function the module must define (`<op>_kernel_impl`). "" for every other task.
-  std::string aten_op;
+  /// function the module must define (`<op>_kernel_impl`), signature its ATen schema ("" when
+  /// PyTorch was not asked or does not know it), cases_table its cases (operator_cases_table).
+  /// "" for every other task.
+  std::string aten_op, cases_table;
 };
 
 struct Prompt {
