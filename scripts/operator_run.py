@@ -192,6 +192,8 @@ def main():
     ap.add_argument("--bench", action="store_true", help="time the kernels (a GPU; on the CPU --no-bench)")
     ap.add_argument("--repair", type=int, default=2, help="operators whose turn 1 fails (repaired at turn 2)")
     ap.add_argument("--min-pass", type=int, default=0, help="operators that must pass (default: all)")
+    ap.add_argument("--profiler", default="basic",
+                    help="the run's profiler (basic: no Nsight Compute step, which costs ~15 s per pass on a GPU)")
     ap.add_argument("--e2e", action="store_true", help="also run scripts/backend_e2e.py on the export")
     ap.add_argument("--verify", action="store_true", help="also check `kforge library verify` (tampering, toolchain)")
     ap.add_argument("--tasks", default="", help="only these operators (comma-separated)")
@@ -214,6 +216,7 @@ def main():
            "--no-print-report"]
     if not a.bench:
         cmd.append("--no-bench")
+    cmd += ["--profiler", a.profiler]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
