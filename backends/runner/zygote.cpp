@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -147,6 +148,10 @@ bool Zygotes::start(Zygote& z, const HostCommand& cmd, const std::vector<std::st
              log_tail(z);
     return false;
   }
+  // What its warm-up said (Triton's compiler warmed, or why not): one line for whoever reads the
+  // runner's log; the zygote writes nothing else before its first fork.
+  const std::string said = log_tail(z);
+  if (!said.empty()) std::fprintf(stderr, "kforge-runner: Triton zygote ready: %s", said.c_str());
   return true;
 }
 
