@@ -205,8 +205,13 @@ std::optional<backends::ScaledTask> scale_for_profile(const backends::TaskRef& t
   return s;
 }
 
-std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend) {
+std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend,
+                                               bool bench) {
   auto step = std::make_unique<ProfileStep>();
+  if (!bench && requested == "auto") {
+    step->profiler = "none";
+    return step;
+  }
   const backends::Backend* b = backends::find_backend(backend);
   const bool gpu = b && b->on_gpu();
   const auto ncu = gpu ? backends::find_ncu() : std::nullopt;
@@ -530,7 +535,7 @@ int open_eval(const EvalCommand& cmd, EvalSetup& es) {
 /// The judging setup: options, the profile step and the device's peaks. 0 or 2.
 int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   try {
-    es.profile = make_profile_step(cmd.profiler, cmd.backend);
+    es.profile = make_profile_step(cmd.profiler, cmd.backend, cmd.bench);
     es.profile->failing = cmd.profile_failing;
   } catch (const std::exception& e) {
     std::cerr << "kforge eval: " << e.what() << "\n";

@@ -253,6 +253,11 @@ TEST_CASE("profile step: --profiler resolves per backend", "[profile]") {
     CHECK(cuda->profiler == "basic");
     CHECK_THAT(cuda->note, Catch::Contains("ncu not found"));
   }
+  // Without timing (--no-bench) the default profiles nothing; an explicit choice is kept.
+  CHECK(agent::make_profile_step("auto", "cuda", false)->profiler == "none");
+  CHECK(agent::make_profile_step("auto", "triton", false)->profiler == "none");
+  CHECK(agent::make_profile_step("basic", "cuda", false)->profiler == "basic");
+  CHECK(agent::make_profile_step("auto", "cpu", true)->profiler == "basic");
 }
 
 namespace {

@@ -70,9 +70,12 @@ std::optional<backends::ScaledTask> scale_for_profile(const backends::TaskRef& t
 /// Resolves `requested` (none | basic | ncu | auto) for `backend`: ncu only for cuda and where
 /// ncu is found (backends::find_ncu) with the curated metric set; else basic with a note for
 /// cuda ("ncu not found ...: basic profile only"); huge inputs are profiled scaled
-/// (scale_for_profile). Throws std::invalid_argument for an unknown
+/// (scale_for_profile). Without timing (`bench` false: --no-bench) "auto" is none: the profile
+/// step measures, and a check-only eval spent 88% of its slot time under ncu (H100, 14 Triton
+/// exemplars); an explicit basic or ncu is kept. Throws std::invalid_argument for an unknown
 /// name, std::runtime_error when the metric set cannot be read.
-std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend);
+std::unique_ptr<ProfileStep> make_profile_step(const std::string& requested, const std::string& backend,
+                                               bool bench = true);
 
 /// The profiler part of a record: rec.profile.profiler and, for a pass (or, with step.failing,
 /// an output_mismatch: the kernel ran), the profiler note; under ncu, one profiled call of the candidate and
@@ -143,8 +146,8 @@ struct EvalCommand {
   bool bench = true;
   int reps = 100;
   int perf_inputs = 0;  ///< TritonBench: performance inputs timed per task (BenchOptions; 0 = all)
-  std::string arch;    ///< cuda target, "" = detect
-  std::string device;  ///< "" = cpu for the cpu backend, cuda:0 for cuda
+  std::string arch;     ///< cuda target, "" = detect
+  std::string device;   ///< "" = cpu for the cpu backend, cuda:0 for cuda
   std::string baseline = "eager";
   std::string only;                          ///< evaluate only task ids containing this substring
   std::string profiler = "auto";             ///< none | basic | ncu | auto (ncu where it works, else basic)
