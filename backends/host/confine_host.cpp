@@ -4,8 +4,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -62,10 +62,8 @@ int elem_size(int dtype) {
   }
 }
 
-namespace {
-/// Whether every GPU device node a confined host may reopen is open to every user (the driver's
-/// default): only then can the host give up root and still use its GPU.
-bool device_nodes_open_to_all() {
+bool runs_unprivileged_on(int device) {
+  if (device < 0) return true;
   glob_t g{};
   bool ok = ::glob("/dev/nvidia*", 0, nullptr, &g) == 0;
   for (std::size_t i = 0; ok && i < g.gl_pathc; ++i) {
@@ -73,9 +71,11 @@ bool device_nodes_open_to_all() {
     ok = ::stat(g.gl_pathv[i], &st) == 0 && (!S_ISCHR(st.st_mode) || (st.st_mode & 0006) == 0006);
   }
   ::globfree(&g);
-  return ok && ::access("/dev/nvidia-caps", F_OK) != 0;
+  glob_t mig{};
+  const bool mig_instances = ::glob("/proc/driver/nvidia/capabilities/gpu*/mig/gi*", 0, nullptr, &mig) == 0;
+  ::globfree(&mig);
+  return ok && !(mig_instances && ::access("/dev/nvidia-caps", F_OK) == 0);
 }
-}  // namespace
 
 std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image,
                          const std::string& artifact) {
@@ -90,8 +90,9 @@ std::string confine_host(int device, const std::string& scratch, bool allow_sock
   if (!scratch.empty()) policy.scratch_dirs = {scratch};
   policy.allow_sockets = allow_sockets;
   // Not root: the user "nobody" (a GPU host only where the device nodes let it keep its GPU;
-  // the profile mode stays, for Nsight Compute's lock in its scratch directory).
-  if (scratch.empty() && (device < 0 || device_nodes_open_to_all())) policy.run_as_uid = kUnprivilegedUid;
+  // the profile mode stays, for Nsight Compute's lock in its scratch directory). A scratch
+  // directory is handed to that user (the Triton host's cache; its build helper is that user too).
+  if (!allow_sockets && runs_unprivileged_on(device)) policy.run_as_uid = kUnprivilegedUid;
   if (own_image) policy.protected_ranges = {kforge::sandbox::own_image_range()};
   // Reads only where a host needs them, plus the paths a Triton host names (its sys.path, its
   // caches: KFORGE_HOST_READABLE, colon-separated, set by host.py itself before it confines).

@@ -26,14 +26,21 @@ void on_sigsys(int, siginfo_t* si, void* ctx);
 /// The user a confined host becomes where it starts as root ("nobody" on Debian and Ubuntu).
 inline constexpr unsigned kUnprivilegedUid = 65534;
 
+/// Whether a root host on `device` (-1: cpu) can give up root and still use its GPU: every
+/// /dev/nvidia* character device is open to every user (the driver's default). /dev/nvidia-caps
+/// grants MIG instances only (NVIDIA's MIG user guide, "Device Nodes and Capabilities"): it
+/// counts only where a GPU instance exists (/proc/driver/nvidia/capabilities/gpu*/mig/gi*).
+/// The Triton host and its build helper ask the same question, so they are the same user.
+bool runs_unprivileged_on(int device);
+
 /// Installs on_sigsys and confines the process (kforge/sandbox/confine.hpp): the GPU's device
 /// nodes stay writable when device >= 0; files may be created beneath `scratch` when it is not
-/// empty; the socket calls stay open when allow_sockets; a root host becomes kUnprivilegedUid
-/// (without a scratch directory, and on a GPU only where its device nodes are open to every
-/// user); with own_image, the executable's own image is a protected range (no memory call may
-/// make it writable or replace it); reads are limited to the system's directories, the mapped
-/// libraries' and `artifact` (that file alone; not in the profile mode). "" on success, else
-/// what failed.
+/// empty (handed to the new user); the socket calls stay open when allow_sockets; a root host
+/// becomes kUnprivilegedUid where runs_unprivileged_on(device), except the profile mode
+/// (allow_sockets: Nsight Compute's lock in its scratch directory); with own_image, the executable's own
+/// image is a protected range (no memory call may make it writable or replace it); reads are limited to the
+/// system's directories, the mapped libraries' and `artifact` (that file alone; not in the profile mode). ""
+/// on success, else what failed.
 std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image,
                          const std::string& artifact = "");
 
@@ -41,7 +48,8 @@ std::string confine_host(int device, const std::string& scratch, bool allow_sock
 /// stay writable when device >= 0; `scratch`, when not empty, is the profile mode's scratch
 /// directory), dlopens the artifact and finds kf_forward. "" on success, else "<kind> <text>"
 /// with kind confine, load or entry_point.
-std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch, KfForward* fn);
+std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
+                             KfForward* fn);
 
 /// The profile mode: `kforge-host --profile <artifact> <device> <tensor file>`. Reads the
 /// tensors the judge wrote (format below), confines itself as the judged mode does except for

@@ -74,7 +74,6 @@ void reply(const std::string& s) {
 
 }  // namespace
 
-
 namespace {
 using kforge::host::elem_size;
 using kforge::host::KfForward;

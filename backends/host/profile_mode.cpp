@@ -115,7 +115,8 @@ int profile_main(const std::string& artifact, int device, const std::string& ten
   for (const auto& tl : lines) (tl.input ? in : out).push_back(tl.t);
   KfForward fn = nullptr;
   const char* scratch = std::getenv("KFORGE_PROFILE_SCRATCH");
-  if (e = confine_and_load(artifact, device, scratch ? scratch : "", &fn); e.empty()) e = call(fn, in, out, device);  // untimed
+  if (e = confine_and_load(artifact, device, scratch ? scratch : "", &fn); e.empty())
+    e = call(fn, in, out, device);  // untimed
 #ifdef KFORGE_HOST_CUDA
   if (e.empty() && device >= 0) cudaProfilerStart();
 #endif
