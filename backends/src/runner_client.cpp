@@ -607,7 +607,7 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.peak_bytes_per_s = number(j, "peak_bytes_per_s");
   b.timing_anomaly = j.value("timing_anomaly", std::string());
   b.flags = j.value("flags", std::vector<std::string>{});
-  b.bench_ms = j.value("bench_ms", 0.0);
+  b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();
   return b;
 }
 

@@ -245,6 +245,8 @@ struct BenchResult {
   double peak_bytes_per_s = 0;  ///< the bandwidth the bound used (measured, or BenchOptions')
   std::string timing_anomaly;   ///< why candidate_ms is physically impossible; "" = it is not
   std::vector<std::string> flags;
+  /// The bench's wall time: the judge's, plus the wait for the device's timed lock (phases_ms
+  /// "device_lock_wait_ms"; never part of a measured time).
   double bench_ms = 0;
   bool retried = false;  ///< as CheckResult::retried
   /// The judge's per-batch times, ms per call (reply candidate/reference "samples_ms"), for
