@@ -1,7 +1,8 @@
 // The per-device lock for timed work (backends/timed_lock.hpp, issue 21 §3): holders of one
 // device never overlap, other devices do, a busy lock is answered within the wait asked for, a
-// killed holder leaves nothing held, the descriptor is close-on-exec, and a directory another
-// user could reach is refused.
+// killed holder leaves nothing held, the descriptor is close-on-exec, a directory another user
+// could reach is refused, and the judge never benches on a host it calibrated beside another
+// runner's timed work.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,7 +16,12 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/evaluate.hpp"
+#include "kforge/backends/runner_client.hpp"
 #include "kforge/backends/timed_lock.hpp"
+#include "kforge/benchmarks/task.hpp"
+#include "kforge/common/util.hpp"
 #include "scratch_dir.hpp"
 
 using namespace kforge::backends;
@@ -184,4 +190,63 @@ TEST_CASE("timed lock: holds are logged to KFORGE_TIMED_LOG with the monotonic c
   REQUIRE(f >> kind >> name >> pid >> b >> e);
   CHECK(kind == "check");
   CHECK(pid == 42);
+}
+
+TEST_CASE("timed lock: a check calibrated beside another's timed work is not reused by the bench",
+          "[runner][timed_lock]") {
+  // The runner's lock directory (its environment) and the client's (RunnerConfig): one place.
+  const fs::path root = scratch("timed-lock-runner");
+  const std::string dir = (root / "locks").string();
+  ::setenv("KFORGE_LOCK_DIR", dir.c_str(), 1);
+  FlockTimedLock lock(dir);
+  const fs::path adv = fs::path(KFORGE_TESTS_DIR) / "data/adversarial";
+  auto parsed = kforge::parse_task_file(adv / "task.py", "adversarial/relu2_add");
+  REQUIRE(parsed.task);
+  const auto task = kforge::agent::task_ref(*parsed.task, "");
+  RunnerConfig rc;
+  rc.timed_lock = &lock;
+  RunnerClient runner(rc);
+  kforge::backends::EvalOptions opt;
+  opt.bench = false;
+  opt.compile.cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
+  const auto& cpu = get_backend("cpu");
+  auto ev = evaluate(cpu, kforge::read_file(adv / "correct/kernel.cpp"), root / "correct", runner, task, opt);
+  REQUIRE(ev.outcome == kforge::Outcome::pass);
+  const auto artifact = ev.compile.artifact;
+  BenchOptions bo;
+  bo.reps = 3;
+  bo.min_reps = 2;
+  auto fresh_host = [](const BenchResult& b) {
+    return b.phases_ms.count("host_start_ms") + b.phases_ms.count("host_fork_ms") > 0;
+  };
+
+  // Alone: the check's calibration takes the lock, and the bench reuses its host.
+  auto c = runner.check(task, artifact, 1, 7);
+  REQUIRE(c.outcome == kforge::Outcome::pass);
+  CHECK(c.phases_ms.count("device_lock_wait_ms") == 1);
+  auto b = runner.bench(task, artifact, bo);
+  REQUIRE(b.ok);
+  CHECK_FALSE(fresh_host(b));
+  CHECK(b.phases_ms.count("device_lock_wait_ms") == 1);
+
+  // Another process's timed work holds the device: the check does not wait past 250 ms, and
+  // the bench starts and calibrates a host of its own under the lock.
+  TimedHold other = lock.acquire("cpu", "test");
+  REQUIRE(other.held());
+  c = runner.check(task, artifact, 1, 8);
+  REQUIRE(c.outcome == kforge::Outcome::pass);
+  CHECK(c.phases_ms["device_lock_wait_ms"] >= 240);
+  CHECK(c.phases_ms["device_lock_wait_ms"] < 5000);
+  std::thread release([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    other.release();
+  });
+  b = runner.bench(task, artifact, bo);
+  release.join();
+  REQUIRE(b.ok);
+  CHECK(fresh_host(b));
+  CHECK(b.phases_ms.count("calibrate_ms") == 1);
+  CHECK(b.phases_ms["device_lock_wait_ms"] >= 250);  // the bench waited for the holder
+  CHECK(b.bench_ms >= b.phases_ms["device_lock_wait_ms"]);
+  ::unsetenv("KFORGE_LOCK_DIR");
 }
