@@ -19,8 +19,10 @@ on one device (issue 21 §3: the 166 candidates in <= 60 s on one H100). Two ste
     runs `kforge eval --suite DIR/suite --backend triton --no-bench --profiler none --devices
     D,D,... --jobs N` for each N of --runners into OUT/eval-<N>, prints a table (runners, kernels,
     wall s, mean and median check ms, kernels per second, outcomes) and writes OUT/tritonbench-
-    generated.json; exit 1 when two runner counts gave different verdicts for a kernel. --limit K
-    judges only the first K tasks (a kernels folder of K tasks is made beside the others).
+    generated-<runners>.json; exit 1 when two runner counts (of this call, or --compare-with an
+    earlier call's JSON) gave different verdicts for a kernel. --limit K judges only the first K
+    tasks (a kernels folder of K tasks is made beside the others). The JSON also names each
+    device's timed lock (the runner's hello: cuda-<PCI bus id>).
 """
 
 import argparse
@@ -161,7 +163,16 @@ def eval_once(a, kernels, n, out):
     checks = [r["check_ms"] for r in records if isinstance(r.get("check_ms"), (int, float)) and r["check_ms"] > 0]
     outcomes = collections.Counter(r["outcome"] for r in records)
     tb = [line for line in p.stdout.splitlines() if "accuracy" in line.lower()]
-    return {"runners": n, "device": a.device, "exit": p.returncode, "kernels": len(records), "wall_s": wall,
+    locks = []  # each runner's timed-lock name for its device (the hello's devices[].timed_lock)
+    try:
+        with open(os.path.join(out, "manifest.json")) as f:
+            for d in json.load(f).get("devices", []):
+                index = int(d["device"].split(":")[1]) if d["device"].startswith("cuda:") else None
+                devs = d.get("runner", {}).get("devices", [])
+                locks.append(next((x.get("timed_lock") for x in devs if x.get("index") == index), "cpu"))
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    return {"runners": n, "timed_locks": sorted(set(l for l in locks if l)), "device": a.device, "exit": p.returncode, "kernels": len(records), "wall_s": wall,
             "check_ms_mean": statistics.mean(checks) if checks else 0,
             "check_ms_median": statistics.median(checks) if checks else 0,
             "check_s_sum": sum(checks) / 1000, "kernels_per_s": len(records) / wall if wall > 0 else 0,
@@ -188,17 +199,27 @@ def time_runs(a):
             print("  [%d runners] %s" % (r["runners"], line.strip()))
     differ = []
     base = runs[0]["verdicts"]
-    for r in runs[1:]:
+    if a.compare_with:  # an earlier call's JSON (another runner count, under the 10-minute limit)
+        with open(a.compare_with) as f:
+            earlier = json.load(f)["runs"][0]
+        runs_cmp = [earlier] + runs
+        base = earlier["verdicts"]
+    else:
+        runs_cmp = runs
+    for r in runs_cmp[1:]:
         for task in sorted(set(base) | set(r["verdicts"])):
             if base.get(task) != r["verdicts"].get(task):
                 differ.append("%s: %s with %d runner(s), %s with %d" % (
-                    task, base.get(task), runs[0]["runners"], r["verdicts"].get(task), r["runners"]))
+                    task, base.get(task), runs_cmp[0]["runners"], r["verdicts"].get(task), r["runners"]))
     for d in differ:
         print("DIFFERENT VERDICT " + d)
+    if not differ and len(runs_cmp) > 1:
+        print("same verdicts for every kernel with %s runners" % ", ".join(str(r["runners"]) for r in runs_cmp))
+    print("timed locks: %s" % ", ".join(sorted({l for r in runs for l in r["timed_locks"]})))
     if len(runs) > 1 and runs[-1]["wall_s"] > 0:
         print("speed-up %d -> %d runners: %.2fx" % (runs[0]["runners"], runs[-1]["runners"],
                                                      runs[0]["wall_s"] / runs[-1]["wall_s"]))
-    path = os.path.join(a.out, "tritonbench-generated.json")
+    path = os.path.join(a.out, "tritonbench-generated-%s.json" % a.runners.replace(",", "-"))
     with open(path, "w") as f:
         json.dump({"prep": a.prep, "limit": a.limit, "runs": runs, "different_verdicts": differ}, f, indent=1)
     print("wrote " + path)
@@ -223,6 +244,7 @@ def main(argv):
     t.add_argument("--limit", type=int, default=0, help="only the first K tasks")
     t.add_argument("--timeout", type=int, default=1800, help="seconds per eval")
     t.add_argument("--out", default="gpu-out/tritonbench-generated")
+    t.add_argument("--compare-with", help="an earlier call's JSON: its first run's verdicts must match")
     a = ap.parse_args(argv)
     if a.step == "prepare":
         prepare(a)

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <thread>
 
 namespace kforge::agent {
 
@@ -47,28 +48,37 @@ StartedRunners start_runners(const std::vector<std::string>& devices, const std:
     return s;
   }
   const json hello_j = json::parse(s.first_hello, nullptr, false);
-  for (const auto& d : resolve_devices(devices, device, backend, hello_j)) {
+  const std::vector<std::string> list = resolve_devices(devices, device, backend, hello_j);
+  for (const auto& d : list)
     if (d != "cpu" && d.rfind("cuda:", 0) != 0) {
       std::cerr << who << ": --devices " << d << ": expected all, cpu or cuda:N\n";
       s.rc = 2;
       return s;
     }
-    std::unique_ptr<backends::RunnerClient> r;
-    if (s.runners.empty() && d == first) {
-      r = std::move(probe);
-    } else {
-      rc.device = d;
-      r = std::make_unique<backends::RunnerClient>(rc);
+  // The runners start at once (each imports torch: seconds), each client on its own thread.
+  std::vector<std::string> hellos(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (i == 0 && list[0] == first) {
+      s.runners.push_back(std::move(probe));
+      hellos[0] = s.first_hello;
+      continue;
     }
-    const std::string h = r->hello();
-    if (h.empty()) {
-      std::cerr << who << ": the runner for " << d << " did not start\n";
+    rc.device = list[i];
+    s.runners.push_back(std::make_unique<backends::RunnerClient>(rc));
+  }
+  std::vector<std::thread> starting;
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (hellos[i].empty()) starting.emplace_back([&, i] { hellos[i] = s.runners[i]->hello(); });
+  for (auto& t : starting) t.join();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (hellos[i].empty()) {
+      std::cerr << who << ": the runner for " << list[i] << " did not start\n";
       s.rc = 3;
+      s.runners.clear();
       return s;
     }
-    const json hj = json::parse(h, nullptr, false);
-    s.devices.push_back({{"device", d}, {"runner", hj.is_discarded() ? json(h) : hj}});
-    s.runners.push_back(std::move(r));
+    const json hj = json::parse(hellos[i], nullptr, false);
+    s.devices.push_back({{"device", list[i]}, {"runner", hj.is_discarded() ? json(hellos[i]) : hj}});
   }
   return s;
 }

@@ -340,8 +340,9 @@ class RunnerClient {
   std::string lock_name_;                               ///< timed_lock_name(), once known
 };
 
-/// A fixed set of RunnerClients, one per slot (benchmarking is exclusive per GPU: one slot
-/// per device). acquire() blocks until a slot is free. Thread-safe.
+/// A fixed set of RunnerClients, one per slot (several may share a device: their timed work
+/// takes turns through the device's timed lock, timed_lock.hpp). acquire() blocks until a slot
+/// is free. Thread-safe.
 class RunnerPool {
  public:
   explicit RunnerPool(std::vector<RunnerConfig> slots);
