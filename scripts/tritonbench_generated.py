@@ -185,7 +185,13 @@ def time_runs(a):
     os.makedirs(a.out, exist_ok=True)
     runs = []
     for n in [int(x) for x in a.runners.split(",")]:
-        r = eval_once(a, kernels, n, os.path.join(a.out, "eval-%d" % n))
+        run_dir = os.path.join(a.runs_dir or a.out, "eval-%d" % n)
+        r = eval_once(a, kernels, n, run_dir)
+        for name, to in (("attempts.jsonl", "eval-%d.attempts.jsonl" % n), ("manifest.json", "eval-%d.manifest.json" % n)):
+            if a.runs_dir and os.path.exists(os.path.join(run_dir, name)):
+                shutil.copy(os.path.join(run_dir, name), os.path.join(a.out, to))
+        if a.runs_dir and os.path.exists(run_dir + ".log"):
+            shutil.copy(run_dir + ".log", os.path.join(a.out, "eval-%d.log" % n))
         runs.append(r)
         print("runners %2d: %3d kernels in %6.1f s (exit %d)" % (n, r["kernels"], r["wall_s"], r["exit"]), flush=True)
     print("\n%-8s %8s %9s %14s %16s %10s  %s" % ("runners", "kernels", "wall s", "check ms mean",
@@ -244,6 +250,8 @@ def main(argv):
     t.add_argument("--limit", type=int, default=0, help="only the first K tasks")
     t.add_argument("--timeout", type=int, default=1800, help="seconds per eval")
     t.add_argument("--out", default="gpu-out/tritonbench-generated")
+    t.add_argument("--runs-dir", help="where the eval run directories go (default: --out); --out then gets "
+                   "their attempts.jsonl, manifest and log")
     t.add_argument("--compare-with", help="an earlier call's JSON: its first run's verdicts must match")
     a = ap.parse_args(argv)
     if a.step == "prepare":
