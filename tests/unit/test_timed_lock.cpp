@@ -250,3 +250,15 @@ TEST_CASE("timed lock: a check calibrated beside another's timed work is not reu
   CHECK(b.bench_ms >= b.phases_ms["device_lock_wait_ms"]);
   ::unsetenv("KFORGE_LOCK_DIR");
 }
+
+TEST_CASE("timed lock: a GPU's lock is named by its PCI bus id, the same for every runner on it", "[.gpu]") {
+  RunnerConfig rc;
+  rc.device = "cuda:0";
+  RunnerClient a(rc), b(rc);
+  const std::string name = a.timed_lock_name();
+  INFO(name);
+  CHECK(name.rfind("cuda-", 0) == 0);
+  CHECK(name.find("index") == std::string::npos);  // the driver's bus id, not the index
+  CHECK(name.find(':') != std::string::npos);      // domain:bus:device.function
+  CHECK(b.timed_lock_name() == name);
+}
