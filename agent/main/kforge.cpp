@@ -18,6 +18,7 @@
 #include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/agent/library_verify.hpp"
 #include "kforge/agent/run_options.hpp"
+#include "kforge/agent/runners.hpp"
 #include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/backend_export.hpp"
@@ -276,10 +277,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"eager", "compile"}));
   eval->add_option("--arch", ev.arch, "CUDA target such as sm_90a (default: from the device)");
   eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
+  agent::add_devices_option(*eval, ev.devices);  // run's --devices (runners.hpp)
   eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
   eval->add_option("--jobs", ev.jobs,
-                   "kernels compiled and scanned at once while the judge takes one kernel at a time "
-                   "(default 1: no compile beside a timed run)")
+                   "kernels compiled and scanned at once while each judge runner takes one kernel at a "
+                   "time (default 1: no compile beside a timed run)")
       ->check(CLI::Range(1, 1024));
   add_profiler_option(eval, ev.profiler, ev.profile_failing);
   eval->add_option("--allow-ops", ev.allow_ops,

@@ -23,6 +23,7 @@
 #include "kforge/agent/progress.hpp"
 #include "kforge/agent/prompt_context.hpp"
 #include "kforge/agent/run_options.hpp"
+#include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/report.hpp"
@@ -184,56 +185,13 @@ int make_llm(RunSetup& rs) {
   return 0;
 }
 
-/// The devices --devices names: "all" is every GPU the judge sees (cuda) or the host (cpu);
-/// a list names each runner (a device may repeat: several runners on it). Empty: --device.
-std::vector<std::string> resolve_devices(const RunCommand& cmd, const backends::Backend& backend,
-                                         const json& first_hello) {
-  const std::string one = cmd.device.empty() ? backend.default_device() : cmd.device;
-  if (cmd.devices.empty()) return {one};
-  if (cmd.devices != std::vector<std::string>{"all"}) return cmd.devices;
-  if (!backend.on_gpu()) return {"cpu"};
-  std::vector<std::string> v;
-  if (first_hello.is_object() && first_hello.contains("devices") && first_hello["devices"].is_array())
-    for (const auto& d : first_hello["devices"])
-      if (d.is_object() && d.contains("index")) v.push_back("cuda:" + std::to_string(d["index"].get<int>()));
-  return v.empty() ? std::vector<std::string>{one} : v;
-}
-
-/// Starts one warm runner per device (each its own judge slot). 0, 2 or 3.
+/// Starts one warm runner per device (each its own judge slot; runners.hpp). 0, 2 or 3.
 int start_runners(RunSetup& rs) {
-  const std::string first = rs.cmd.devices.empty() || rs.cmd.devices[0] == "all"
-                                ? (rs.cmd.device.empty() ? rs.backend->default_device() : rs.cmd.device)
-                                : rs.cmd.devices[0];
-  backends::RunnerConfig rc;
-  rc.device = first;
-  auto probe = std::make_unique<backends::RunnerClient>(rc);
-  const std::string hello = probe->hello();
-  if (hello.empty()) {
-    std::cerr << "kforge run: kforge-runner did not start; build it or set KFORGE_RUNNER\n";
-    return 3;
-  }
-  const json hello_j = json::parse(hello, nullptr, false);
-  for (const auto& d : resolve_devices(rs.cmd, *rs.backend, hello_j)) {
-    if (d != "cpu" && d.rfind("cuda:", 0) != 0) {
-      std::cerr << "kforge run: --devices " << d << ": expected all, cpu or cuda:N\n";
-      return 2;
-    }
-    std::unique_ptr<backends::RunnerClient> r;
-    if (rs.runners.empty() && d == first) {
-      r = std::move(probe);
-    } else {
-      rc.device = d;
-      r = std::make_unique<backends::RunnerClient>(rc);
-    }
-    const std::string h = r->hello();
-    if (h.empty()) {
-      std::cerr << "kforge run: the runner for " << d << " did not start\n";
-      return 3;
-    }
-    const json hj = json::parse(h, nullptr, false);
-    rs.devices.push_back({{"device", d}, {"runner", hj.is_discarded() ? json(h) : hj}});
-    rs.runners.push_back(std::move(r));
-  }
+  StartedRunners started = agent::start_runners(rs.cmd.devices, rs.cmd.device, *rs.backend, "kforge run");
+  if (started.rc) return started.rc;
+  rs.runners = std::move(started.runners);
+  rs.devices = std::move(started.devices);
+  const json hello_j = json::parse(started.first_hello, nullptr, false);
   const std::string device = rs.runners[0]->config().device;
   rs.device_name = device == "cpu" ? "the host CPU" : device;
   if (hello_j.is_object())

@@ -19,6 +19,7 @@
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/agent/ports.hpp"
+#include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/backends/python_errors.hpp"
@@ -252,6 +253,7 @@ void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClie
   }
   backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir);
   rec.profile.profiler_ms = p.profiler_ms;
+  rec.judge.phases_ms["judge.profile.device_lock_wait"] = p.lock_wait_ms;  // other runners' timed work
   rec.profile.profiler_note = p.note;
   rec.profile.findings = backends::ncu_findings(p.candidate);
   rec.profile.candidate_kernels = backends::kernel_times(p.candidate);
@@ -430,8 +432,8 @@ struct EvalSetup {
   const backends::Backend* backend = nullptr;
   Suite suite;
   std::vector<EvalItem> todo;
-  std::unique_ptr<backends::RunnerClient> runner;
-  std::string hello;
+  std::vector<std::unique_ptr<backends::RunnerClient>> runners;  ///< one per judge slot (--devices)
+  std::string hello;                                             ///< the first runner's
   std::optional<RunDir> run;
   std::unique_ptr<ProfileStep> profile;
   AttemptSetup attempt;
@@ -494,16 +496,13 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
 
 /// The runner and the run directory. 0, 2 or 3.
 int open_eval(const EvalCommand& cmd, EvalSetup& es) {
-  const std::string device = cmd.device.empty() ? es.backend->default_device() : cmd.device;
-  backends::RunnerConfig rc;
-  rc.device = device;
-  es.runner = std::make_unique<backends::RunnerClient>(rc);
-  es.hello = es.runner->hello();
-  if (es.hello.empty()) {
-    std::cerr << "kforge eval: kforge-runner (" << es.runner->config().runner.string()
-              << ") did not start; build it or set KFORGE_RUNNER\n";
-    return 3;
-  }
+  StartedRunners started = start_runners(cmd.devices, cmd.device, *es.backend, "kforge eval");
+  if (started.rc) return started.rc;
+  es.runners = std::move(started.runners);
+  es.hello = started.first_hello;
+  const std::string device = es.runners[0]->config().device;
+  std::vector<std::string> slots;
+  for (const auto& r : es.runners) slots.push_back(r->config().device);
   nlohmann::json manifest{{"command", "eval"},
                           {"config",
                            {{"suite", es.suite.name},
@@ -517,9 +516,10 @@ int open_eval(const EvalCommand& cmd, EvalSetup& es) {
                             {"baseline", cmd.baseline},
                             {"allow_precision", cmd.allow_precision},
                             {"allow_ops", cmd.allow_ops},
-                            {"device", device}}},
+                            {"device", device},
+                            {"devices", slots}}},
                           {"runner", nlohmann::json::parse(es.hello)},
-                          {"devices", {{{"device", device}, {"runner", nlohmann::json::parse(es.hello)}}}}};
+                          {"devices", started.devices}};
   try {
     if (fs::exists(cmd.out / "manifest.json"))
       es.run.emplace(RunDir::open_for_resume(cmd.out));
@@ -546,10 +546,10 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   a.backend_name = cmd.backend;
   a.profile = es.profile.get();
   a.allow_precision = cmd.allow_precision;
-  const std::string device = es.runner->config().device;
+  const std::string device = es.runners[0]->config().device;
   if (es.profile->profiler != "none")
-    a.peaks =
-        device_peaks(*es.runner, device_facts(nlohmann::json::parse(es.hello, nullptr, false), device).name);
+    a.peaks = device_peaks(*es.runners[0],
+                           device_facts(nlohmann::json::parse(es.hello, nullptr, false), device).name);
   a.opt.trials = cmd.trials;
   a.opt.bench = cmd.bench;
   a.opt.bench_options.reps = cmd.reps;
@@ -654,10 +654,11 @@ std::vector<EpisodeSpec> eval_episodes(const EvalCommand& cmd, EvalSetup& es,
 }
 
 /// Judges the episodes on the one scheduler `kforge run` uses: cmd.jobs compiles at once, one
-/// judge slot per runner. Returns the tally; `store` has printed the rows.
+/// judge slot per runner (--devices). Returns the tally; `store` has printed the rows.
 RunTally judge_episodes(const EvalCommand& cmd, EvalSetup& es, std::vector<EpisodeSpec> episodes,
                         EvalStore& store) {
-  std::vector<backends::RunnerClient*> runners{es.runner.get()};
+  std::vector<backends::RunnerClient*> runners;
+  for (auto& r : es.runners) runners.push_back(r.get());
   auto build = make_build_port(es.attempt, std::max(1, cmd.jobs));
   auto judge = make_judge_port(es.attempt, runners);
   NoRender render;
@@ -693,14 +694,15 @@ int run_eval(const EvalCommand& cmd) {
   const RunTally tally = judge_episodes(cmd, es, eval_episodes(cmd, es, unchanged), store);
   const int passed = tally.passes, infra = tally.infra_errors, done = tally.attempts;
   TritonBenchTally tb = tally.tritonbench;
-  tb.interpreter = es.runner->config().device == "cpu";
+  tb.interpreter = es.runners[0]->config().device == "cpu";
   std::map<std::string, std::string> unusable = store.unusable;  // task -> why its reference cannot be used
   for (const auto& [task, why] : tally.unusable) unusable.emplace(task, why);
   // A test block's reference that failed on a fresh worker: the task is unusable (its
   // traceback is in result.json's message).
   for (const auto& tj : es.judging)
-    if (auto it = es.runner->unusable().find(tj.task->id); it != es.runner->unusable().end())
-      unusable.emplace(tj.task->id, "the reference failed its test block: " + it->second);
+    for (const auto& r : es.runners)
+      if (auto it = r->unusable().find(tj.task->id); it != r->unusable().end())
+        unusable.emplace(tj.task->id, "the reference failed its test block: " + it->second);
   write_unusable(cmd.out, unusable);
   if (!unchanged.empty()) {
     std::string list;

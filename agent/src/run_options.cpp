@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <type_traits>
 
+#include "kforge/agent/runners.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/task.hpp"
 
@@ -238,9 +239,7 @@ std::vector<RunOption> make_table() {
       field("!--no-bench", "bench", &RC::bench, R::same, "", "skip timing"),
       field("--device", "device", &RC::device, R::free, "cuda:1", "runner device: cpu or cuda:N"),
       field("--devices", "devices", &RC::devices, R::free, "cpu,cpu",
-            "judge runners, one slot each: all (every GPU; the host for cpu) or a list such as cuda:0,cuda:2 "
-            "or cpu,cpu "
-            "(comma-separated)"),
+            kDevicesHelp),  // eval's too (runners.hpp)
       field("--profiler", "profiler", &RC::profiler, R::same, "basic",
             "none, basic (timing, roofline, compile-time resources) or ncu (basic plus Nsight Compute "
             "metrics); "

@@ -192,6 +192,9 @@ constexpr uint64_t kLeadInNs = 600'000;
 /// A gap between two of the lead-in's timer readings above this: it was preempted (another
 /// context ran meanwhile), and the batch it led is not used.
 constexpr uint64_t kPreemptedGapNs = 50'000;
+/// How long a check waits for the device's timed lock before calibrating without it (its host
+/// is then not reused by the bench, which calibrates a fresh one under the lock).
+constexpr std::chrono::milliseconds kCalibrationLockWait{250};
 
 std::unique_ptr<LeadIn> make_lead_in(const JudgeContext& ctx) {
 #ifdef KFORGE_RUNNER_CUDA
@@ -324,7 +327,17 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
     throw std::runtime_error("kforge-host failed during set-up: " + f.message);
   if (!bad.empty()) throw std::runtime_error("kforge-host set-up: " + bad);
   laps.lap("host_setup_ms");
-  calibrate(ctx, s, dl);
+  {
+    // Timed work: under the device's lock, unless the client holds it for this whole request.
+    kforge::backends::TimedHold hold;
+    if (ctx.timed_lock && !ctx.timed_lock_held) {
+      hold = ctx.timed_lock->acquire(ctx.timed_lock_name, "calibrate", kCalibrationLockWait);
+      laps.lap("device_lock_wait_ms");
+    }
+    calibrate(ctx, s, dl);
+    s.calibrated_alone = ctx.timed_lock_held || !ctx.timed_lock || hold.held() ||
+                         hold.state() == kforge::backends::TimedHold::State::unavailable;
+  }
   laps.lap("calibrate_ms");
   for (const auto& line : before_load) {  // the Triton host's `allow` and `testsrc`
     auto a = s.host->request(line, dl.left(), &f);
@@ -603,7 +616,8 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before_load(task, req))) {
+  if (auto r =
+          open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before_load(task, req))) {
     (*r)["phases"] = laps.to_json();
     return *r;
   }
@@ -943,7 +957,9 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   std::vector<double> cand;
   if (req.contains("artifact")) {
     const std::string artifact = req.at("artifact").get<std::string>();
-    if (!session || session->artifact != artifact || !session->host->alive()) {
+    // The check's host, unless its calibration ran beside another runner's timed work.
+    if (!session || session->artifact != artifact || !session->host->alive() || !session->calibrated_alone) {
+      session.reset();
       session = std::make_unique<Session>();
       auto probe = task.ref.make_inputs(req.value("seed", 2000));
       session->ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),

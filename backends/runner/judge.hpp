@@ -26,6 +26,7 @@
 
 #include "candidate_host.hpp"
 #include "exchange.hpp"
+#include "kforge/backends/timed_lock.hpp"
 #include "lead_in.hpp"
 #include "runner.hpp"
 #include "zygote.hpp"
@@ -49,6 +50,13 @@ struct JudgeContext {
   /// The device's peak bandwidth in bytes/s (measure_peak_bandwidth), for the speed-of-light
   /// bound; 0 = not known (no bound).
   double peak_bytes_per_s = 0;
+  /// The device's lock for timed work (timed_lock.hpp) and its name. The client holds it for a
+  /// whole `bench` (`timed_lock_held`); in a check the judge takes it itself for the
+  /// calibration, waiting at most kCalibrationLockWait (a busy lock is no reason to hold a check
+  /// up: that calibration is then not used for a bench). Null: no lock (tests).
+  kforge::backends::TimedLock* timed_lock = nullptr;
+  std::string timed_lock_name;
+  bool timed_lock_held = false;
 };
 
 /// What the Triton host needs to build a KernelBench `ModelNew` candidate (get_init_inputs(),
@@ -110,6 +118,9 @@ struct CandidateSession {
   double lead_in_ms = 0;
   at::Tensor trailer;        ///< the judge's own 4 bytes on the device (timed_window's trailer)
   int threads_allowed = -1;  ///< cpu host: threads after load + OpenMP's pool (-1: not checked)
+  /// The calibration ran under the device's timed lock (or where there is no usable lock): only
+  /// then may a bench reuse this host; else the bench starts and calibrates a fresh one.
+  bool calibrated_alone = false;
   int seq = 0;
 };
 

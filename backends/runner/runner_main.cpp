@@ -74,6 +74,8 @@ class Worker {
   json handle(const json& req) {
     const std::string cmd = req.value("cmd", "");
     if (cmd != "bench") session_.reset();  // a passed candidate's host lives only until its bench
+    // The client holds the device's timed lock for this whole request (bench, peaks, ...).
+    lock_held_by_client_ = req.value("timed_lock_held", false);
     json r;
     try {
       if (cmd == "hello")
@@ -121,9 +123,11 @@ class Worker {
   /// Triton hosts forked warm (zygote.hpp); null with KFORGE_TRITON_ZYGOTE=0. Outlives session_.
   std::unique_ptr<Zygotes> zygotes_ =
       Zygotes::enabled_by_environment() ? std::make_unique<Zygotes>() : nullptr;
-  std::unique_ptr<CandidateSession> session_;       ///< the last passed check's host, for its bench
-  std::map<std::string, double> peak_bytes_per_s_;  ///< device -> measured peak bandwidth (bytes/s)
-  Loaded* cur_ = nullptr;                           ///< the task check/bench use; null: none
+  std::unique_ptr<CandidateSession> session_;            ///< the last passed check's host, for its bench
+  mutable kforge::backends::FlockTimedLock timed_lock_;  ///< the devices' locks for timed work
+  bool lock_held_by_client_ = false;                     ///< the current request runs under the client's hold
+  std::map<std::string, double> peak_bytes_per_s_;       ///< device -> measured peak bandwidth (bytes/s)
+  Loaded* cur_ = nullptr;                                ///< the task check/bench use; null: none
   uint64_t use_clock_ = 0;
   at::Device device_{at::kCPU};
 
@@ -195,10 +199,14 @@ class Worker {
                                 {"name", p.attr("name").cast<std::string>()},
                                 {"cc", std::to_string(p.attr("major").cast<int>()) + "." +
                                            std::to_string(p.attr("minor").cast<int>())},
-                                {"memory_bytes", p.attr("total_memory").cast<int64_t>()}});
+                                {"memory_bytes", p.attr("total_memory").cast<int64_t>()},
+                                {"timed_lock", lock_name(at::Device(at::kCUDA, static_cast<int8_t>(i)))}});
       }
       j["torch_cuda"] = py::str(torch.attr("version").attr("cuda")).cast<std::string>();
     }
+    j["timed_lock_dir"] = timed_lock_.dir();
+    if (std::string why = kforge::backends::FlockTimedLock::prepare_dir(timed_lock_.dir()); !why.empty())
+      j["timed_lock_unavailable"] = why;
     return j;
   }
 
@@ -334,6 +342,9 @@ class Worker {
     c.pyconfine_lib = setting("KFORGE_PYCONFINE", KFORGE_PYCONFINE_DEFAULT);
     c.triton_cache = temp_dir() + "/kforge-triton-host-" + std::to_string(::getuid());
     c.zygotes = zygotes_.get();
+    c.timed_lock = &timed_lock_;
+    c.timed_lock_name = lock_name(device_);
+    c.timed_lock_held = lock_held_by_client_;
 #ifdef KFORGE_RUNNER_CUDA
     if (device_.is_cuda()) {
       int l2 = 0;
@@ -342,6 +353,19 @@ class Worker {
     }
 #endif
     return c;
+  }
+
+  /// The device's timed-lock name (timed_lock.hpp): a GPU by its PCI bus id, which names it
+  /// the same in every process whatever CUDA_VISIBLE_DEVICES says.
+  static std::string lock_name(const at::Device& d) {
+    std::string bus;
+#ifdef KFORGE_RUNNER_CUDA
+    if (d.is_cuda()) {
+      char id[64] = {0};
+      if (cudaDeviceGetPCIBusId(id, sizeof id, d.index()) == cudaSuccess) bus = id;
+    }
+#endif
+    return kforge::backends::timed_lock_name(d.str(), bus);
   }
 
   static std::string self_exe() {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -79,8 +80,10 @@ bool RunnerClient::ensure_started(std::string* error) {
   spec.network_without_userns_as_root = true;  // its candidate hosts then become "nobody"
   if (const char* v = std::getenv("KFORGE_PYTHONPATH")) spec.env_set["KFORGE_PYTHONPATH"] = v;
   // The judge's choice of candidate hosts (runner_main.cpp), for tests and other installs.
-  for (const char* v : {"KFORGE_HOST", "KFORGE_HOST_PYTHON", "KFORGE_TRITON_HOST", "KFORGE_PYCONFINE",
-                        "KFORGE_TRITON_ZYGOTE"})
+  for (const char* v :
+       {"KFORGE_HOST", "KFORGE_HOST_PYTHON", "KFORGE_TRITON_HOST", "KFORGE_PYCONFINE", "KFORGE_TRITON_ZYGOTE",
+        // the timed lock's directory and its test log (timed_lock.hpp)
+        "KFORGE_LOCK_DIR", "KFORGE_TIMED_LOG"})
     spec.env_allow.push_back(v);
   child_ = sandbox::LineChild::start(spec, error);
   if (!child_) return false;
@@ -220,8 +223,34 @@ std::string RunnerClient::hello() {
   return r.kind == Reply::ok ? r.body.dump() : "";
 }
 
+std::string RunnerClient::timed_lock_name() {
+  if (!lock_name_.empty()) return lock_name_;
+  if (cfg_.device.rfind("cuda:", 0) != 0) return lock_name_ = backends::timed_lock_name(cfg_.device);
+  const json h = json::parse(hello(), nullptr, false);
+  const int index = std::atoi(cfg_.device.c_str() + 5);
+  if (h.is_object() && h.contains("devices") && h["devices"].is_array())
+    for (const auto& d : h["devices"])
+      if (d.is_object() && d.value("index", -1) == index && d.contains("timed_lock") &&
+          d["timed_lock"].is_string())
+        return lock_name_ = d["timed_lock"].get<std::string>();
+  return backends::timed_lock_name(cfg_.device);  // no hello (yet): by index, not remembered
+}
+
+TimedHold RunnerClient::hold_timed(const std::string& what) {
+  const std::string name = timed_lock_name();
+  TimedLock& lock = cfg_.timed_lock ? *cfg_.timed_lock : default_timed_lock();
+  TimedHold h = lock.acquire(name, what);
+  static std::atomic<bool> warned{false};
+  if (h.state() == TimedHold::State::unavailable && !warned.exchange(true))
+    spdlog::warn("{}: timed work is not serialised with other runners on this device: {}", cfg_.device,
+                 h.why());
+  return h;
+}
+
 std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
-  Reply r = request(json{{"cmd", "peaks"}, {"device", cfg_.device}}, cfg_.load_timeout);
+  const TimedHold held = hold_timed("peaks");
+  Reply r = request(json{{"cmd", "peaks"}, {"device", cfg_.device}, {"timed_lock_held", held.held()}},
+                    cfg_.load_timeout);
   if (r.kind != Reply::ok || !r.body.value("ok", false)) return std::nullopt;
   MeasuredPeaks p;
   p.dram_bytes_per_s = number(r.body, "dram_bytes_per_s");
@@ -462,8 +491,11 @@ CheckResult RunnerClient::run_check(const json& req, int trials) {
   CheckResult c;
   c.trials = trials;
   auto t0 = Clock::now();
+  const long long begin_ns = monotonic_ns();
   Reply r = request(req, cfg_.check_timeout);
   c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  log_interval("check", lock_name_.empty() ? cfg_.device : lock_name_, child_ ? child_->pid() : -1, begin_ns,
+               monotonic_ns());
   if (r.kind != Reply::ok) {
     c.worker_replaced = r.kind != Reply::failed_to_start;
     judge_failed(&c.outcome, &c.sub_kind, &c.message, reply_kind_name(r), r.message);
@@ -522,7 +554,11 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   if (!artifact.empty()) req["artifact"] = std::filesystem::absolute(artifact).string();
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
+  // Timed work: under the device's lock, waited for before the request's timeout starts.
+  const TimedHold held = hold_timed("bench");
+  req["timed_lock_held"] = held.held();
   Reply r = request(req, cfg_.bench_timeout);
+  b.phases_ms["device_lock_wait_ms"] = held.waited_ms();
   if (r.kind != Reply::ok) {
     judge_failed(&b.outcome, &b.sub_kind, &b.message, reply_kind_name(r), r.message);
     return b;
@@ -565,18 +601,21 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   if (j.contains("host_reported") && j["host_reported"].is_object())
     for (const auto& [k, v] : j["host_reported"].items())
       if (v.is_number()) b.host_reported_ms[k] = v.get<double>();
-  b.phases_ms = phases_of(j);
+  for (const auto& [k, v] : phases_of(j)) b.phases_ms[k] = v;
+  if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
   b.speed_of_light_ms = number(j, "speed_of_light_ms");
   b.peak_bytes_per_s = number(j, "peak_bytes_per_s");
   b.timing_anomaly = j.value("timing_anomaly", std::string());
   b.flags = j.value("flags", std::vector<std::string>{});
-  b.bench_ms = j.value("bench_ms", 0.0);
+  b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();
   return b;
 }
 
 double RunnerClient::triton_do_bench(const TaskRef& task, int64_t seed) {
   if (ensure_loaded(task, nullptr)) return -1;
-  Reply r = request(json{{"cmd", "triton_bench"}, {"seed", seed}}, cfg_.bench_timeout);
+  const TimedHold held = hold_timed("triton_bench");
+  Reply r = request(json{{"cmd", "triton_bench"}, {"seed", seed}, {"timed_lock_held", held.held()}},
+                    cfg_.bench_timeout);
   if (r.kind != Reply::ok || !r.body.value("ok", false)) return -1;
   return r.body.value("ms", -1.0);
 }

@@ -292,6 +292,7 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     total.candidate_ms += b.candidate_ms;
     total.reference_ms += b.reference_ms;
     total.bench_ms += b.bench_ms;
+    for (const auto& [k, v] : b.phases_ms) total.phases_ms[k] += v;  // the timed lock's wait included
     if (!b.timing_anomaly.empty() && total.timing_anomaly.empty())
       total.timing_anomaly = "performance input " + std::to_string(p) + ": " + b.timing_anomaly;
     total.sets = std::max(total.sets, b.sets);

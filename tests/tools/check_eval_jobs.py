@@ -14,9 +14,8 @@ import subprocess
 import sys
 
 
-def judge(cmd, out, jobs):
-    shutil.rmtree(out, ignore_errors=True)
-    p = subprocess.run(cmd + ["--out", out, "--jobs", str(jobs)], capture_output=True, text=True, timeout=1500)
+def verdicts_of(out):
+    """What the judge decided per task in run directory `out`, and its unusable tasks."""
     verdicts = {}
     with open(os.path.join(out, "attempts.jsonl")) as f:
         for line in f:
@@ -24,6 +23,13 @@ def judge(cmd, out, jobs):
             verdicts[r["task"]] = (r["outcome"], r.get("sub_kind", ""), r.get("trials_passed"), r.get("source_sha"))
     with open(os.path.join(out, "unusable.json")) as f:
         unusable = sorted(json.load(f))
+    return verdicts, unusable
+
+
+def judge(cmd, out, jobs):
+    shutil.rmtree(out, ignore_errors=True)
+    p = subprocess.run(cmd + ["--out", out, "--jobs", str(jobs)], capture_output=True, text=True, timeout=1500)
+    verdicts, unusable = verdicts_of(out)
     return p, verdicts, unusable
 
 

@@ -19,28 +19,16 @@ import collections
 import glob
 import json
 import os
-import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "backends", "triton"))
 import ast_scan  # noqa: E402
 
-SEPARATOR = "#" * 146
+sys.path.insert(0, HERE)
+from tritonbench_text import code_of_reply, implementation  # noqa: E402
+
 MODELS = ["DeepSeek-R1", "Qwen2.5-72B-Instruct", "claude-3-5-sonnet-20240620", "gpt-4o", "o1-2024-12-17"]
-
-
-def implementation(text):
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.rstrip() == SEPARATOR:
-            return "\n".join(lines[:i]) + "\n"
-    return text
-
-
-def code_of_reply(text):
-    fences = re.findall(r"```(?:python|py)?[ \t]*\n(.*?)```", text, re.S)
-    return implementation(fences[-1] if fences else text)
 
 
 def corpus(checkout):

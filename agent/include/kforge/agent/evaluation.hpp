@@ -148,6 +148,9 @@ struct EvalCommand {
   int perf_inputs = 0;  ///< TritonBench: performance inputs timed per task (BenchOptions; 0 = all)
   std::string arch;     ///< cuda target, "" = detect
   std::string device;   ///< "" = cpu for the cpu backend, cuda:0 for cuda
+  /// Judge runners, one slot each (--devices, as run's: runners.hpp); a device may repeat.
+  /// Empty: one runner on `device`.
+  std::vector<std::string> devices;
   std::string baseline = "eager";
   std::string only;                          ///< evaluate only task ids containing this substring
   std::string profiler = "auto";             ///< none | basic | ncu | auto (ncu where it works, else basic)

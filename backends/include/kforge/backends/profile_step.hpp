@@ -21,8 +21,8 @@
 // cache: NcuReferenceCache).
 //
 // Thread-safety: NcuProfiler::profile may be called from several threads (its reference cache
-// is locked). Callers hold the runner lease of the GPU while profiling, so that no profile
-// overlaps a timed bench on that GPU.
+// is locked). The whole step holds the device's timed lock (timed_lock.hpp,
+// RunnerClient::hold_timed), so that no profile overlaps a timed bench of any runner on that GPU.
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -86,6 +86,7 @@ struct NcuProfile {
   std::string note;         ///< "" when the candidate was profiled; else why not (never a failure)
   std::string replay_mode;  ///< the candidate's ncu --replay-mode ("kernel" or "application")
   bool reference_cached = false;  ///< the reference's report came from this run's or the disk cache
+  double lock_wait_ms = 0;        ///< waited for the device's timed lock (other runners' timed work)
 };
 
 /// A smaller version of a task for its profile, and what changed in words.

@@ -59,6 +59,11 @@
 //         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
+//   Any request may carry "timed_lock_held": true: the client holds the device's timed lock
+//        (timed_lock.hpp) for the whole request, so the judge takes none itself. Otherwise a
+//        check's calibration takes it (waiting at most 250 ms; a check whose calibration ran
+//        without it is not reused by the bench); the phases then include
+//        "device_lock_wait_ms". hello's devices[] name each GPU's lock ("timed_lock").
 //   Errors: {"ok":false,"error":"python_exception|runner|protocol|reference_failed","message"};
 //        reference_failed: a test block's reference raised (message: its whole traceback).
 #pragma once
@@ -75,6 +80,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/backends/timed_lock.hpp"
 #include "kforge/common/outcome.hpp"
 
 namespace kforge::sandbox {
@@ -92,6 +98,8 @@ struct RunnerConfig {
   std::chrono::milliseconds load_timeout{300'000};
   std::chrono::milliseconds check_timeout{60'000};
   std::chrono::milliseconds bench_timeout{180'000};
+  /// The devices' locks for timed work (timed_lock.hpp), not owned; null: default_timed_lock().
+  TimedLock* timed_lock = nullptr;
 };
 
 /// The kforge-runner path RunnerConfig's default resolves to.
@@ -237,6 +245,8 @@ struct BenchResult {
   double peak_bytes_per_s = 0;  ///< the bandwidth the bound used (measured, or BenchOptions')
   std::string timing_anomaly;   ///< why candidate_ms is physically impossible; "" = it is not
   std::vector<std::string> flags;
+  /// The bench's wall time: the judge's, plus the wait for the device's timed lock (phases_ms
+  /// "device_lock_wait_ms"; never part of a measured time).
   double bench_ms = 0;
   bool retried = false;  ///< as CheckResult::retried
   /// The judge's per-batch times, ms per call (reply candidate/reference "samples_ms"), for
@@ -279,6 +289,14 @@ class RunnerClient {
   /// Runs the reference alone for `trials` seeds (suite validation); "" or the error text.
   std::string reference_only(const TaskRef& task, int trials, int64_t seed);
 
+  /// Waits for this runner's device's timed lock (timed_lock.hpp) and holds it until the hold
+  /// ends. bench, measure_peaks and triton_do_bench hold it around their request (sent with
+  /// "timed_lock_held", the wait outside the request's timeout), the ncu profile step around
+  /// Nsight Compute; `what` names the work in the test log.
+  TimedHold hold_timed(const std::string& what);
+  /// The lock's name: "cpu", or the GPU's from the worker's hello ("cuda-<PCI bus id>").
+  std::string timed_lock_name();
+
   const RunnerConfig& config() const { return cfg_; }
   int workers_started() const { return workers_started_; }
   /// Tasks (by id) whose reference failed on a fresh worker -> the failure's one-line headline
@@ -319,10 +337,12 @@ class RunnerClient {
   bool last_request_fresh_ = false;  ///< the last request was the worker's first task request
   std::map<std::string, std::string> unusable_detail_;  ///< TaskRef::cache_key -> full failure text
   std::map<std::string, std::string> unusable_by_id_;   ///< task id -> headline
+  std::string lock_name_;                               ///< timed_lock_name(), once known
 };
 
-/// A fixed set of RunnerClients, one per slot (benchmarking is exclusive per GPU: one slot
-/// per device). acquire() blocks until a slot is free. Thread-safe.
+/// A fixed set of RunnerClients, one per slot (several may share a device: their timed work
+/// takes turns through the device's timed lock, timed_lock.hpp). acquire() blocks until a slot
+/// is free. Thread-safe.
 class RunnerPool {
  public:
   explicit RunnerPool(std::vector<RunnerConfig> slots);
