@@ -60,7 +60,11 @@
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
 //   Errors: {"ok":false,"error":"python_exception|runner|protocol|reference_failed","message"};
-//        reference_failed: a test block's reference raised (message: its whole traceback).
+//        reference_failed: a test block's reference raised (message: its whole traceback), or
+//        its two runs under one seed disagree beyond what a comparison can leave out (message
+//        starting "unjudgeable:": the client's sub-kind `unjudgeable`). A `testblock` pass whose
+//        comparison left out elements the gold leaves unwritten or nondeterministic says so
+//        in "message" ("seed S: result j compared on N of M elements: ...").
 #pragma once
 
 #include <chrono>
