@@ -126,8 +126,8 @@ nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task, const 
 /// reference runs twice per seed, its uninitialised memory poisoned differently each time
 /// (testblock.py gold_agreement): a tensor result is compared only on the elements where the two
 /// runs agree, and a gold whose runs disagree on half a result or more, or on a result that is
-/// not a tensor, is "unjudgeable" (a reference_failed error). The reference's results are kept
-/// per task and seed (the last task this worker judged), so a task's next candidate reuses them.
+/// not a tensor, is "unjudgeable" (a reference_failed error). A gold that agreed with itself on
+/// every element is run once per seed in this worker's later checks of the task.
 nlohmann::json check_testblock(const JudgeContext& ctx, const nlohmann::json& req);
 
 /// The `bench` request: the candidate (when req has "artifact"; `session` is reused when it
