@@ -686,8 +686,8 @@ TEST_CASE("triton: a TritonBench-G gold that leaves memory unwritten is compared
 
 TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, never the candidate's fault",
           "[runner]") {
-  // random_gold seeds its noise from the clock, which torch.manual_seed does not govern: the
-  // gold's two runs under one seed disagree everywhere.
+  // random_gold draws torch.rand noise from a generator seeded by the clock, which
+  // torch.manual_seed does not govern: the gold's two runs under one seed disagree everywhere.
   Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet");
   const Task* t = suite.find("G/random_gold");
   REQUIRE(t);
