@@ -637,19 +637,20 @@ TEST_CASE("triton: a test block's int8 results may hold the poison byte; subnorm
   }
 }
 
-TEST_CASE("triton: a TritonBench-G gold that leaves memory unwritten is compared where it writes",
-          "[runner]") {
-  // Gold agreement (issue 22 §2): tests/data/tritonbench_golddet's tail_written leaves the first
-  // third of its torch.empty result unwritten (as G/attn_fwd_causal does). The judge runs the
-  // gold twice per seed with its uninitialised memory poisoned differently, and compares a
-  // candidate only where the two runs agree; the mask is the gold's alone.
+namespace {
+
+/// Gold agreement (issue 22 §2): tests/data/tritonbench_golddet's tail_written leaves the first
+/// third of its torch.empty result unwritten (as G/attn_fwd_causal does). The judge runs the
+/// gold twice per seed with its uninitialised memory poisoned differently, and compares a
+/// candidate only where the two runs agree; the mask is the gold's alone.
+void judge_tail_written(const std::string& device) {
   Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet");
   const Task* t = suite.find("G/tail_written");
   REQUIRE(t);
   const auto task = agent::task_ref(*t, "");
   const fs::path kernels = fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet_candidates";
-  backends::RunnerClient runner(runner_config("cpu"));
-  const fs::path work = scratch("triton-tritonbench-golddet");
+  backends::RunnerClient runner(runner_config(device));
+  const fs::path work = scratch("triton-tritonbench-golddet-" + device.substr(0, 4));
   auto judge_set = [&](const std::string& set) {
     auto ev = backends::evaluate(triton(), read_file(kernels / set / "G/tail_written/kernel.py"), work / set,
                                  runner, task, check_only());
@@ -684,19 +685,34 @@ TEST_CASE("triton: a TritonBench-G gold that leaves memory unwritten is compared
   CHECK(runner.workers_started() == 1);
 }
 
-TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, never the candidate's fault",
+}  // namespace
+
+TEST_CASE("triton: a TritonBench-G gold that leaves memory unwritten is compared where it writes",
           "[runner]") {
-  // random_gold draws torch.rand noise from a generator seeded by the clock, which
-  // torch.manual_seed does not govern: the gold's two runs under one seed disagree everywhere.
+  judge_tail_written("cpu");
+}
+
+TEST_CASE("triton: a TritonBench-G gold that leaves memory unwritten is compared where it writes, on the GPU",
+          "[.gpu]") {
+  // On CUDA the caching allocator hands torch.empty a freed block, whatever it held.
+  judge_tail_written("cuda:0");
+}
+
+namespace {
+
+/// random_gold draws torch.rand noise from a generator seeded by the clock, which
+/// torch.manual_seed does not govern: the gold's two runs under one seed disagree everywhere.
+void judge_random_gold(const std::string& device) {
   Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet");
   const Task* t = suite.find("G/random_gold");
   REQUIRE(t);
   const auto task = agent::task_ref(*t, "");
-  backends::RunnerClient runner(runner_config("cpu"));
+  backends::RunnerClient runner(runner_config(device));
   const fs::path kernel =
       fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet_candidates/gold/G/random_gold/kernel.py";
-  auto ev = backends::evaluate(triton(), read_file(kernel), scratch("triton-tritonbench-golddet-random"),
-                               runner, task, check_only());
+  auto ev = backends::evaluate(triton(), read_file(kernel),
+                               scratch("triton-tritonbench-golddet-random-" + device.substr(0, 4)), runner,
+                               task, check_only());
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::infra_error);
   CHECK(ev.sub_kind == "unjudgeable");
@@ -705,4 +721,15 @@ TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, 
   CHECK(ev.message.find("% of its 300 elements differ between two runs of the gold") != std::string::npos);
   CHECK(runner.unusable().count("G/random_gold") == 1);
   CHECK(runner.unusable_detail(task).rfind("unjudgeable: ", 0) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, never the candidate's fault",
+          "[runner]") {
+  judge_random_gold("cpu");
+}
+
+TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, on the GPU", "[.gpu]") {
+  judge_random_gold("cuda:0");
 }
