@@ -548,6 +548,8 @@ TEST_CASE("triton: a TritonBench-G candidate may run the PyTorch ops the gold re
   // so the next check on this worker runs it once per seed.
   REQUIRE(ev.check);
   REQUIRE(bad.check);
+  REQUIRE(!ev.check->checks.empty());
+  REQUIRE(!bad.check->checks.empty());
   CHECK(ev.check->checks.front().find("run twice under each seed") != std::string::npos);
   CHECK(bad.check->checks.front().find("run once under each seed") != std::string::npos);
 }
@@ -663,12 +665,14 @@ void judge_tail_written(const std::string& device) {
   CHECK(gold.message.find("result 0 compared on 256 of 384 elements") != std::string::npos);
   CHECK(gold.message.find("result 1 compared on 300 of 450 elements") != std::string::npos);
   REQUIRE(gold.check);
+  REQUIRE(!gold.check->checks.empty());
   CHECK(gold.check->checks.front().find("run twice under each seed") != std::string::npos);
   // A candidate that writes every element passes too; the gold still runs twice per seed (it
   // needed a mask before).
   auto full = judge_set("full");
   CHECK(full.outcome == Outcome::pass);
   REQUIRE(full.check);
+  REQUIRE(!full.check->checks.empty());
   CHECK(full.check->checks.front().find("run twice under each seed") != std::string::npos);
   // Wrong in one written element: a mismatch at its index in the whole result (128 + 7).
   auto wrong = judge_set("wrong");
