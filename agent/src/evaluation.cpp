@@ -81,7 +81,7 @@ bool is_infrastructure_failure(const backends::Evaluation& ev) {
   if (ev.infrastructure_error) return true;
   if (!ev.compile.ok() && ev.compile.status == backends::CompileStatus::toolchain_missing) return true;
   if (ev.sub_kind == "toolchain_missing" || ev.sub_kind == "reference_failed" ||
-      ev.sub_kind == "runner_failed")
+      ev.sub_kind == "unjudgeable" || ev.sub_kind == "runner_failed")
     return true;
   // The worker answered {"ok":false,"error":"runner"} (e.g. it held no task): its own failure.
   if (ev.check && ev.check->outcome == Outcome::runtime_error && ev.check->sub_kind == "runner") return true;

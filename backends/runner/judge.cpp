@@ -1021,17 +1021,22 @@ py::object testblock_module(const JudgeContext& ctx) {
 }
 
 /// The reference's results under one seed: tensor leaves (held) and the other leaves as JSON;
-/// for a Triton reference (TritonBench-G), the PyTorch ops its entry points ran; and the
-/// PyTorch ops its test block itself ran, counted by line (op_tally.hpp), the allowance the
-/// candidate's counts are held to.
+/// per tensor leaf, the elements the gold determines (undefined: all of them; else a bool
+/// tensor: testblock.py gold_agreement, from the gold's own two runs, never the candidate's);
+/// why the gold cannot judge ("" when it can); for a Triton reference (TritonBench-G), the
+/// PyTorch ops its entry points ran; and the PyTorch ops its test block itself ran, counted by
+/// line (op_tally.hpp), the allowance the candidate's counts are held to.
 struct Leaves {
   std::vector<HeldTensor> tensors;
+  std::vector<HeldTensor> masks;
   json others;
+  std::string unjudgeable;
   std::vector<std::string> ops;
   json counts;
 };
 
-Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std::string& device) {
+Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std::string& device,
+                        bool twice) {
   // The judge's recorder, the candidate host's own code (op_tally.cpp), armed only for the test
   // block: removed after it, so that no later timing pays for a callback.
   optally::install();
@@ -1041,15 +1046,36 @@ Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std
   py::tuple tally = py::make_tuple(py::cpp_function([](py::object code) { optally::begin_test(code.ptr()); }),
                                    py::cpp_function([](bool on) { optally::pause_test(on); }),
                                    py::cpp_function([]() { return optally::end_test(); }));
-  py::tuple r = tb.attr("reference_leaves")(
-      req.at("source").get<std::string>(), req.at("test_source").get<std::string>(),
-      req.value("test_function", ""), seed, device, req.value("entries", std::vector<std::string>{}), tally);
+  py::tuple r = tb.attr("reference_leaves")(req.at("source").get<std::string>(),
+                                            req.at("test_source").get<std::string>(),
+                                            req.value("test_function", ""), seed, device,
+                                            req.value("entries", std::vector<std::string>{}), tally, twice);
   Leaves l;
   for (auto t : py::list(r[0])) l.tensors.push_back(hold(t));
   l.others = json::parse(r[1].cast<std::string>(), nullptr, false);
-  l.ops = r[2].cast<std::vector<std::string>>();
-  l.counts = json::parse(r[3].cast<std::string>(), nullptr, false);
+  for (auto m : py::list(r[2])) l.masks.push_back(m.is_none() ? HeldTensor{} : hold(m));
+  l.unjudgeable = r[3].cast<std::string>();
+  l.ops = r[4].cast<std::vector<std::string>>();
+  l.counts = json::parse(r[5].cast<std::string>(), nullptr, false);
   return l;
+}
+
+/// What this worker learned of each task's gold (by everything its results depend on: the
+/// request's source, test block, function, entries, and the device): true once the gold agreed
+/// with itself on every element under every seed of a check (run twice), so that later checks
+/// run it once per seed, as before gold agreement; false once a result was restricted, so that
+/// every later check runs it twice per seed. The second run costs once per task on a worker,
+/// not once per candidate, unless the gold needs it. Single-threaded, as the runner.
+std::map<std::string, bool>& gold_agrees_wholly() {
+  // Never destroyed, as the other state the runner keeps until it exits.
+  static auto* known = new std::map<std::string, bool>;
+  return *known;
+}
+
+std::string gold_key(const json& req, const std::string& device) {
+  return json::array({req.at("source"), req.at("test_source"), req.value("test_function", ""),
+                      req.value("entries", json::array()), device})
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 /// The PyTorch ops the candidate's side ran beyond the reference's test block, line by line
@@ -1118,15 +1144,41 @@ bool same_value(const json& a, const json& b) {
   return a == b;
 }
 
-/// The results of one seed's run against the reference's: nullopt when they match.
+/// How a restricted comparison of tensor result `j` is described: "" when the gold determines
+/// all of its elements.
+std::string restriction(const Leaves& ref, std::size_t j) {
+  if (j >= ref.masks.size() || !ref.masks[j].t.defined()) return "";
+  const int64_t kept = ref.masks[j].t.sum().item<int64_t>(), all = ref.masks[j].t.numel();
+  return "compared on " + std::to_string(kept) + " of " + std::to_string(all) +
+         " elements: the gold leaves the rest unwritten or nondeterministic";
+}
+
+/// "; result j compared on N of M elements: ..." for each restricted result, "" when none.
+std::string restrictions(const Leaves& ref) {
+  std::string out;
+  for (std::size_t j = 0; j < ref.tensors.size(); ++j)
+    if (const std::string note = restriction(ref, j); !note.empty())
+      out += "; result " + std::to_string(j) + " " + note;
+  return out;
+}
+
+/// The results of one seed's run against the reference's: nullopt when they match. A tensor
+/// result the gold determines only in part is compared on that part (the reference's mask).
 std::optional<json> compare_results(Session& s, const Leaves& ref, const std::string& others,
                                     const Tolerances& tol, const std::string& where, Figures& fig) {
   if (!s.ex->canaries_intact())
     return failure("runtime_error", "out_of_bounds_write", "the candidate wrote outside its results' memory");
   for (std::size_t j = 0; j < ref.tensors.size(); ++j) {
-    Comparison cmp = compare_chunked(s.ex->out(0, j), ref.tensors[j].t, tol);
+    const bool masked = j < ref.masks.size() && ref.masks[j].t.defined();
+    Comparison cmp = masked ? compare_masked(s.ex->out(0, j), ref.tensors[j].t, ref.masks[j].t, tol)
+                            : compare_chunked(s.ex->out(0, j), ref.tensors[j].t, tol);
     fig.add(cmp);
-    if (!cmp.ok) return mismatch_reply(cmp, cmp.sub_kind, where + ", result " + std::to_string(j));
+    if (!cmp.ok) {
+      const std::string note = restriction(ref, j);
+      return mismatch_reply(
+          cmp, cmp.sub_kind,
+          where + ", result " + std::to_string(j) + (note.empty() ? "" : " (" + note + ")"));
+    }
   }
   const json got = json::parse(others, nullptr, false);
   bool same = got.is_array() && got.size() == ref.others.size();
@@ -1182,6 +1234,40 @@ std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves&
   return fallback;
 }
 
+/// The gold's results under the request's `trials` seeds into `refs`, run twice per seed unless
+/// this worker found the gold agreeing with itself wholly before (`twice` says which). The error
+/// reply when the gold raised (reference_failed: its traceback) or cannot judge ("unjudgeable:").
+std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb, const json& req,
+                                 const std::string& device, std::vector<Leaves>& refs, bool& twice) {
+  const int64_t seed = req.value("seed", 0);
+  const int trials = req.value("trials", 3);
+  const std::string key = gold_key(req, device);
+  auto known = gold_agrees_wholly().find(key);
+  twice = known == gold_agrees_wholly().end() || !known->second;
+  try {
+    for (int i = 0; i < trials; ++i) refs.push_back(reference_leaves(tb, req, seed + i, device, twice));
+    sync_device(ctx.device);
+  } catch (py::error_already_set& e) {
+    // The task's own failure, not the candidate's: the client starts a fresh worker (the
+    // reference may have left this interpreter or device unusable) and lists the task unusable.
+    return json{{"ok", false}, {"error", "reference_failed"}, {"message", reference_traceback(e)}};
+  }
+  bool whole = true;
+  for (int i = 0; i < trials; ++i) {
+    if (!refs[i].unjudgeable.empty())  // the gold's own two runs disagree where it cannot judge
+      return json{{"ok", false},
+                  {"error", "reference_failed"},
+                  {"message", "unjudgeable: the gold's test block, seed " + std::to_string(seed + i) + ": " +
+                                  refs[i].unjudgeable}};
+    for (const auto& m : refs[i].masks) whole = whole && !m.t.defined();
+  }
+  if (twice) {
+    if (gold_agrees_wholly().size() > 1024) gold_agrees_wholly().clear();
+    gold_agrees_wholly()[key] = whole;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 json check_testblock(const JudgeContext& ctx, const json& req) {
@@ -1193,14 +1279,8 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   Laps laps;
   py::object tb = testblock_module(ctx);
   std::vector<Leaves> refs;
-  try {
-    for (int i = 0; i < trials; ++i) refs.push_back(reference_leaves(tb, req, seed + i, device));
-    sync_device(ctx.device);
-  } catch (py::error_already_set& e) {
-    // The task's own failure, not the candidate's: the client starts a fresh worker (the
-    // reference may have left this interpreter or device unusable) and lists the task unusable.
-    return {{"ok", false}, {"error", "reference_failed"}, {"message", reference_traceback(e)}};
-  }
+  bool twice = true;
+  if (auto failed = gold_results(ctx, tb, req, device, refs, twice)) return *failed;
   laps.lap("reference_ms");
   // The candidate's time starts now: the reference's own (a TritonBench-G reference compiles its
   // Triton kernels here) is never taken out of the candidate's deadline.
@@ -1214,7 +1294,11 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   std::vector<std::string> before = testblock_allow_lines(req, refs);
   before.push_back("testsrc " + src.dump(-1, ' ', false, json::error_handler_t::replace));
   if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before)) return *r;
-  json checks = json::array();
+  json checks = json::array(
+      {twice ? "the gold's test block: run twice under each seed, its uninitialised memory poisoned "
+               "differently (gold agreement)"
+             : "the gold's test block: run once under each seed (it agreed with itself on every element "
+               "in an earlier check on this worker)"});
   int passed = 0;
   Figures fig;
   std::optional<json> verdict;  // a torch_fallback: the outcome; the seeds go on for `correct`
@@ -1230,7 +1314,8 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
     }
     auto failed = test_seed(ctx, s, refs[i], seed + i, tol, dl, where, fig);
     if (!failed) {
-      checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) + " tensor result(s) match");
+      checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) + " tensor result(s) match" +
+                       restrictions(refs[i]));
       ++passed;
       continue;
     }
@@ -1254,7 +1339,7 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
       break;
     }
     checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) +
-                     " tensor result(s) match (PyTorch compute)");
+                     " tensor result(s) match (PyTorch compute)" + restrictions(refs[i]));
   }
   if (verdict) {
     (*verdict)["trials"] = trials;
@@ -1263,10 +1348,17 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
     return *verdict;
   }
   laps.lap("candidate_ms");
+  std::string restricted;  // the record says when a comparison left elements out
+  for (int i = 0; i < trials; ++i)
+    if (const std::string r = restrictions(refs[i]); !r.empty())
+      restricted +=
+          (restricted.empty() ? "" : "; ") + ("seed " + std::to_string(seed + i) + ": " + r.substr(2));
   return {{"ok", true},
           {"outcome", "pass"},
+          {"message", restricted},
           {"trials", trials},
           {"trials_passed", passed},
+          {"gold_runs", twice ? 2 : 1},
           {"checks", checks},
           {"check_ms", ms_since(t0)},
           {"phases", laps.to_json()},

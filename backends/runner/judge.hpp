@@ -133,7 +133,12 @@ nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task, const 
 /// here over the reference (req "source", "test_source", "test_function") under `trials` seeds
 /// from req "seed", and in a fresh confined Triton host over the candidate (req "artifact",
 /// which must define req "entries"); the results are compared leaf by leaf: tensors with the
-/// tolerances through the output arena, the others as values. Replies like `check`.
+/// tolerances through the output arena, the others as values. Replies like `check`. The
+/// reference runs twice per seed, its uninitialised memory poisoned differently each time
+/// (testblock.py gold_agreement): a tensor result is compared only on the elements where the two
+/// runs agree, and a gold whose runs disagree on half a result or more, or on a result that is
+/// not a tensor, is "unjudgeable" (a reference_failed error). A gold that agreed with itself on
+/// every element is run once per seed in this worker's later checks of the task.
 nlohmann::json check_testblock(const JudgeContext& ctx, const nlohmann::json& req);
 
 /// The `bench` request: the candidate (when req has "artifact"; `session` is reused when it

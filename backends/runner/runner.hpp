@@ -153,6 +153,13 @@ std::optional<Comparison> fused_pass(const at::Tensor& actual, const at::Tensor&
 /// multi-GB outputs (the magnitude scaling uses the whole reference's RMS), which has the last
 /// word and describes the failure: the first failing slice (counts are that slice's).
 Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol);
+/// compare_chunked() on the elements where `keep` (bool, the reference's shape) is true, the
+/// only ones the reference determines (a TritonBench gold that leaves memory unwritten or is
+/// nondeterministic there: testblock.py gold_agreement). Shape and dtype are checked on the whole
+/// tensors; counts are of the kept elements; indices in the message and worst_index are the
+/// original tensor's.
+Comparison compare_masked(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& keep,
+                          const Tolerances& tol);
 /// How much more error than the reference's own is excused when a float output is judged
 /// against a float64 truth (compare_with_truth).
 inline constexpr double kOwnErrorFactor = 8;

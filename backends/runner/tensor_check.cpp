@@ -2,6 +2,7 @@
 // (DESIGN.md §4: poisoned outputs, per-dtype tolerances, a mismatch report).
 #include <ATen/Parallel.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -545,6 +546,46 @@ Comparison compare_chunked(const at::Tensor& actual, const at::Tensor& expected,
 }  // namespace kforge::runner
 
 namespace kforge::runner {
+
+namespace {
+
+/// `msg` with every " at [k]" (an index into the kept elements) replaced by the element's index
+/// in the original tensor: positions[k] unravelled over `sizes`.
+std::string remap_indices(const std::string& msg, const at::Tensor& positions, at::IntArrayRef sizes) {
+  std::string out;
+  std::size_t i = 0;
+  for (std::size_t p; (p = msg.find(" at [", i)) != std::string::npos;) {
+    std::size_t q = p + 5, e = q;
+    while (e < msg.size() && std::isdigit(static_cast<unsigned char>(msg[e]))) ++e;
+    out += msg.substr(i, q - i - 1);
+    if (e == q || e >= msg.size() || msg[e] != ']') {
+      out += "[";
+      i = q;
+      continue;
+    }
+    const int64_t k = std::stoll(msg.substr(q, e - q));
+    out += k < positions.numel() ? index_str(unravel(positions[k].item<int64_t>(), sizes))
+                                 : msg.substr(q - 1, e - q + 2);
+    i = e + 1;
+  }
+  return out + msg.substr(i);
+}
+
+}  // namespace
+
+Comparison compare_masked(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& keep,
+                          const Tolerances& tol) {
+  if (actual.sizes() != expected.sizes() || actual.scalar_type() != expected.scalar_type() ||
+      keep.sizes() != expected.sizes())
+    return compare_chunked(actual, expected, tol);
+  const at::Tensor positions = keep.reshape({-1}).to(expected.device()).nonzero().flatten();
+  Comparison c = compare_chunked(actual.reshape({-1}).index_select(0, positions),
+                                 expected.reshape({-1}).index_select(0, positions), tol);
+  if (!c.worst_index.empty() && c.worst_index[0] < positions.numel())
+    c.worst_index = unravel(positions[c.worst_index[0]].item<int64_t>(), expected.sizes());
+  c.message = remap_indices(c.message, positions.cpu(), expected.sizes());
+  return c;
+}
 
 Comparison compare_with_truth(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& truth,
                               const Comparison& failed) {

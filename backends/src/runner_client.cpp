@@ -420,8 +420,13 @@ namespace {
 void judge_failed(Outcome* o, std::string* sub_kind, std::string* message, const std::string& kind,
                   const std::string& text) {
   *o = Outcome::infra_error;
-  *sub_kind = kind;
+  // A reference that ran but cannot judge (its own runs disagree): unjudgeable, not failed.
+  *sub_kind = kind == "reference_failed" && text.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : kind;
   *message = text;
+}
+/// The reference's own failure (it raised, or it cannot judge): the task, not the candidate.
+bool reference_unusable(const std::string& sub_kind) {
+  return sub_kind == "reference_failed" || sub_kind == "unjudgeable";
 }
 /// The judge's own deadline for a request: inside the client's, so that a slow candidate is
 /// the judge's verdict (timeout), never the client's (infra_error).
@@ -438,7 +443,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   // The worker failed (or a test block's reference did): the next request starts a fresh one.
   const bool fresh = last_request_fresh_;
   kill_worker();
-  if (c.sub_kind == "reference_failed" && fresh) {
+  if (reference_unusable(c.sub_kind) && fresh) {
     mark_unusable(task, c.message);
     return c;
   }
@@ -447,7 +452,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   again.retried = true;
   if (again.outcome == Outcome::infra_error && !known_unusable(task)) {
     kill_worker();
-    if (again.sub_kind == "reference_failed") mark_unusable(task, again.message);
+    if (reference_unusable(again.sub_kind)) mark_unusable(task, again.message);
   }
   return again;
 }

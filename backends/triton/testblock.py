@@ -116,19 +116,116 @@ def _paused(fn, pause):
     return call
 
 
-def reference_leaves(source, test_source, test_function, seed, device, entries=(), tally=None):
-    """The judge's side: the reference implementation and its test block in a fresh namespace;
-    returns split()'s pair; for a Triton reference (TritonBench-G), the names of the PyTorch ops
-    its entry points ran (the task's own: a candidate may run them too), else []; and the
-    PyTorch ops the test block itself ran, counted by line (JSON, "{}" without `tally`).
-    `tally`: (begin(code), pause(bool), end() -> JSON), the judge's native recorder
-    (op_tally.hpp), the same one that counts the candidate's side; the reference's entry points
-    are paused, so their compute is no allowance for the candidate's."""
-    import os
+# Memory a block allocates without initialising it (torch.empty and its kin): filled with a
+# different value in each of the gold's two runs (gold_agreement), so that an element the gold
+# never writes differs between them on any device, whatever the allocator hands out.
+_EMPTY_OPS = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted")
 
+
+def _poison_value(dtype, run, torch):
+    """Run 0: NaN (floats, complex), the type's largest value (integers), True; run 1: a finite
+    float (half the type's largest), the smallest integer, False."""
+    if dtype == torch.bool:
+        return run == 0
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan") if run == 0 else float(torch.finfo(dtype).max) / 2
+    info = torch.iinfo(dtype)
+    return info.max if run == 0 else info.min
+
+
+def poisoned_allocations(run, torch):
+    """A dispatch mode under which every uninitialised allocation (_EMPTY_OPS) comes back filled
+    with run `run`'s poison (_poison_value). A mode, not the allocator: it sees torch.empty on the
+    CPU (where large blocks are fresh zeroed pages) as on CUDA (where the caching allocator hands
+    back a freed block, whatever it held). The fill runs inside the op's dispatch, so neither the
+    judge's op recorder nor record_ops counts it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Poison(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket.__name__ in _EMPTY_OPS and isinstance(out, torch.Tensor) \
+                    and out.layout == torch.strided and out.numel():
+                try:
+                    out.fill_(_poison_value(out.dtype, run, torch))
+                except (RuntimeError, TypeError):  # a dtype without such a value (float8, quantized)
+                    pass
+            return out
+
+    return Poison()
+
+
+def _agreeing(x, y, torch):
+    """The elements on which two runs' tensors agree: equal (NaN with NaN), or, for floating
+    values, within the run-to-run noise that python_reference.cpp's _check_deterministic allows
+    a reduction with atomics (1e-3 relative, 1e-3 of the first run's rms absolute; at least four
+    ulps of a half-precision dtype)."""
+    if x.is_complex():
+        return _agreeing(torch.view_as_real(x), torch.view_as_real(y), torch).all(-1)
+    if not x.is_floating_point():
+        return x == y
+    a, b = x.double(), y.double()
+    finite = a[torch.isfinite(a)]
+    rms = float(finite.pow(2).mean().sqrt()) if finite.numel() else 0.0
+    rtol = max(1e-3, 4 * torch.finfo(x.dtype).eps)
+    return (a == b) | (torch.isnan(a) & torch.isnan(b)) | ((a - b).abs() <= rtol * rms + 1e-30 + rtol * b.abs())
+
+
+def _same_value(a, b):
+    """Non-tensor leaves: numbers within float32's noise (as the judge's same_value), else equal."""
+    import math
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return a == b or (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-5 + 1e-3 * abs(b)
+    return type(a) is type(b) and a == b
+
+
+MIN_DETERMINISTIC = 0.5  # of a result's elements: below it the task is unjudgeable
+
+
+def gold_agreement(first, second, torch):
+    """Two runs of the gold's test block under one seed, each with its own poison: (a mask per
+    tensor leaf, in order: None where every element agrees, else a bool tensor of the elements
+    that agree, the only ones a candidate is compared on; "" or why the task is unjudgeable).
+    A result is unjudgeable when fewer than MIN_DETERMINISTIC of its elements agree, when a
+    result that is not a tensor differs, or when the results' structure differs."""
+    if len(first) != len(second):
+        return [], "the gold returns %d results in one run and %d in another" % (len(first), len(second))
+    masks, j = [], 0
+    for i, (x, y) in enumerate(zip(first, second)):
+        name = "result %d (leaf %d)" % (j, i) if isinstance(x, torch.Tensor) else "leaf %d" % i
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return [], "%s is a tensor in one run of the gold and not in another" % name
+        if not isinstance(x, torch.Tensor):
+            if not _same_value(x, y):
+                return [], "%s is %s in one run of the gold and %s in another" % (
+                    name, repr(x)[:80], repr(y)[:80])
+            continue
+        j += 1
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return [], "%s is %s %s in one run of the gold and %s %s in another" % (
+                name, tuple(x.shape), x.dtype, tuple(y.shape), y.dtype)
+        if x.numel() == 0:
+            masks.append(None)
+            continue
+        agree = _agreeing(x, y.to(x.device), torch)
+        kept = int(agree.sum())
+        if kept == x.numel():
+            masks.append(None)
+        elif kept < MIN_DETERMINISTIC * x.numel():
+            return [], ("%s: %.0f%% of its %d elements differ between two runs of the gold on the same seed "
+                        "(memory it leaves unwritten, or nondeterminism)" % (
+                            name, 100.0 * (x.numel() - kept) / x.numel(), x.numel()))
+        else:
+            masks.append(agree.contiguous())
+    return masks, ""
+
+
+def _reference_run(source, test_source, test_function, seed, device, entries, tally, poison):
+    """One run of the reference's test block in a fresh namespace, its uninitialised allocations
+    filled with poison `poison` (poisoned_allocations): (split()'s pair, the ops its entry points
+    ran, the block's own op counts)."""
     import torch
-    if device == "cpu":  # a TritonBench-G reference is Triton: its kernels run in Triton's interpreter
-        os.environ["TRITON_INTERPRET"] = "1"
     namespace = {"__name__": "kf_reference"}
     exec(_compiled(for_device(source, device), "kforge-reference"), namespace)
     ops = set()
@@ -144,10 +241,37 @@ def reference_leaves(source, test_source, test_function, seed, device, entries=(
     try:
         # Grad enabled, as TritonBench runs its test blocks (some call backward); the runner's
         # interpreter has it off for KernelBench models.
-        with torch.enable_grad():
-            tensors, others = split(run(namespace, test_source, test_function, seed, device, torch, code=code),
-                                    torch, device)
+        with torch.enable_grad(), poisoned_allocations(poison, torch):
+            leaves = run(namespace, test_source, test_function, seed, device, torch, code=code)
     finally:
         if tally is not None:
             counts = tally[2]()
-    return tensors, others, sorted(ops), counts
+    return leaves, sorted(ops), counts
+
+
+def reference_leaves(source, test_source, test_function, seed, device, entries=(), tally=None, twice=True):
+    """The judge's side: the reference implementation and its test block, run under `seed` in a
+    fresh namespace, its uninitialised memory poisoned; with `twice`, run again in another fresh
+    namespace with another poison (gold agreement, issue 22 §2). Returns split()'s pair for the
+    first run; a mask per tensor result (None, or the elements on which the two runs agree:
+    gold_agreement; all None without `twice`); "" or why the task is unjudgeable; for a Triton
+    reference (TritonBench-G), the names of the PyTorch ops its entry points ran (the task's own:
+    a candidate may run them too), else []; and the PyTorch ops the test block itself ran,
+    counted by line (JSON, "{}" without `tally`).
+    `tally`: (begin(code), pause(bool), end() -> JSON), the judge's native recorder
+    (op_tally.hpp), the same one that counts the candidate's side, armed for the first run only;
+    the reference's entry points are paused, so their compute is no allowance for the
+    candidate's."""
+    import os
+
+    import torch
+    if device == "cpu":  # a TritonBench-G reference is Triton: its kernels run in Triton's interpreter
+        os.environ["TRITON_INTERPRET"] = "1"
+    first, ops, counts = _reference_run(source, test_source, test_function, seed, device, entries, tally, 0)
+    masks, unjudgeable = [None] * sum(isinstance(v, torch.Tensor) for v in first), ""
+    if twice:
+        second, _, _ = _reference_run(source, test_source, test_function, seed, device, entries, None, 1)
+        masks, unjudgeable = gold_agreement(first, second, torch)
+    tensors, others = split(first, torch, device)
+    masks = [m if m is None else m.to(device) for m in masks]
+    return tensors, others, masks, unjudgeable, ops, counts

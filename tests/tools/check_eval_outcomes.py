@@ -1,8 +1,9 @@
 """Runs `kforge eval ...` and checks each task's recorded outcome (and, for a mismatch, words of
 its message) in attempts.jsonl.
 
-usage: check_eval_outcomes.py OUT_DIR TASK=OUTCOME[:WORDS] ... -- KFORGE eval ARGS...
-(--out OUT_DIR is appended; OUT_DIR is removed first). Prints "outcomes as expected: N tasks".
+usage: check_eval_outcomes.py OUT_DIR TASK=OUTCOME[:WORDS] ... [unusable=TASK,...] -- KFORGE eval ARGS...
+(--out OUT_DIR is appended; OUT_DIR is removed first). `unusable=`: the tasks unusable.json must
+list, each once ("unusable=" alone: none). Prints "outcomes as expected: N tasks".
 """
 import json
 import os
@@ -26,6 +27,13 @@ def main():
                 r = json.loads(line)
                 records[r["task"]] = r
     bad = []
+    for e in [e for e in expects if e.startswith("unusable=")]:
+        want = sorted(t for t in e.split("=", 1)[1].split(",") if t)
+        path = os.path.join(out, "unusable.json")
+        got = sorted(json.load(open(path))) if os.path.exists(path) else []
+        if got != want:
+            bad.append("unusable.json lists %s, expected %s" % (got, want))
+    expects = [e for e in expects if not e.startswith("unusable=")]
     for e in expects:
         task, want = e.split("=", 1)
         outcome, _, words = want.partition(":")

@@ -544,6 +544,14 @@ TEST_CASE("triton: a TritonBench-G candidate may run the PyTorch ops the gold re
   INFO("extra op -> " << to_string(bad.outcome) << "/" << bad.sub_kind << ": " << bad.message);
   CHECK(bad.outcome == Outcome::torch_fallback);
   CHECK(bad.message.find("exp") != std::string::npos);
+  // Gold agreement costs a second run of the gold once: it agreed with itself on every element,
+  // so the next check on this worker runs it once per seed.
+  REQUIRE(ev.check);
+  REQUIRE(bad.check);
+  REQUIRE(!ev.check->checks.empty());
+  REQUIRE(!bad.check->checks.empty());
+  CHECK(ev.check->checks.front().find("run twice under each seed") != std::string::npos);
+  CHECK(bad.check->checks.front().find("run once under each seed") != std::string::npos);
 }
 
 TEST_CASE("triton: a test block that calls backward is counted op for op on both sides", "[runner]") {
@@ -629,4 +637,103 @@ TEST_CASE("triton: a test block's int8 results may hold the poison byte; subnorm
     CHECK((ev.outcome == Outcome::pass) == pass);
     if (!pass) CHECK(ev.outcome == Outcome::output_mismatch);
   }
+}
+
+namespace {
+
+/// Gold agreement (issue 22 §2): tests/data/tritonbench_golddet's tail_written leaves the first
+/// third of its torch.empty result unwritten (as G/attn_fwd_causal does). The judge runs the
+/// gold twice per seed with its uninitialised memory poisoned differently, and compares a
+/// candidate only where the two runs agree; the mask is the gold's alone.
+void judge_tail_written(const std::string& device) {
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet");
+  const Task* t = suite.find("G/tail_written");
+  REQUIRE(t);
+  const auto task = agent::task_ref(*t, "");
+  const fs::path kernels = fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet_candidates";
+  backends::RunnerClient runner(runner_config(device));
+  const fs::path work = scratch("triton-tritonbench-golddet-" + device.substr(0, 4));
+  auto judge_set = [&](const std::string& set) {
+    auto ev = backends::evaluate(triton(), read_file(kernels / set / "G/tail_written/kernel.py"), work / set,
+                                 runner, task, check_only());
+    INFO(set << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    return ev;
+  };
+  // The gold itself passes, and the record says the comparison was restricted.
+  auto gold = judge_set("gold");
+  CHECK(gold.outcome == Outcome::pass);
+  CHECK(gold.message.find("result 0 compared on 256 of 384 elements") != std::string::npos);
+  CHECK(gold.message.find("result 1 compared on 300 of 450 elements") != std::string::npos);
+  REQUIRE(gold.check);
+  REQUIRE(!gold.check->checks.empty());
+  CHECK(gold.check->checks.front().find("run twice under each seed") != std::string::npos);
+  // A candidate that writes every element passes too; the gold still runs twice per seed (it
+  // needed a mask before).
+  auto full = judge_set("full");
+  CHECK(full.outcome == Outcome::pass);
+  REQUIRE(full.check);
+  REQUIRE(!full.check->checks.empty());
+  CHECK(full.check->checks.front().find("run twice under each seed") != std::string::npos);
+  // Wrong in one written element: a mismatch at its index in the whole result (128 + 7).
+  auto wrong = judge_set("wrong");
+  CHECK(wrong.outcome == Outcome::output_mismatch);
+  CHECK(wrong.message.find("1 of 256 elements") != std::string::npos);
+  CHECK(wrong.message.find("worst at [135]") != std::string::npos);
+  CHECK(wrong.message.find("compared on 256 of 384 elements") != std::string::npos);
+  // Cannot fool the judge: nothing written, or the gold's values moved to where the gold writes
+  // nothing and garbage where it does, are mismatches.
+  for (const std::string set : {"unwritten", "garbage"}) {
+    auto ev = judge_set(set);
+    CHECK(ev.outcome == Outcome::output_mismatch);
+  }
+  CHECK(runner.workers_started() == 1);
+}
+
+}  // namespace
+
+TEST_CASE("triton: a TritonBench-G gold that leaves memory unwritten is compared where it writes",
+          "[runner]") {
+  judge_tail_written("cpu");
+}
+
+TEST_CASE("triton: a TritonBench-G gold that leaves memory unwritten is compared where it writes, on the GPU",
+          "[.gpu]") {
+  // On CUDA the caching allocator hands torch.empty a freed block, whatever it held.
+  judge_tail_written("cuda:0");
+}
+
+namespace {
+
+/// random_gold draws torch.rand noise from a generator seeded by the clock, which
+/// torch.manual_seed does not govern: the gold's two runs under one seed disagree everywhere.
+void judge_random_gold(const std::string& device) {
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet");
+  const Task* t = suite.find("G/random_gold");
+  REQUIRE(t);
+  const auto task = agent::task_ref(*t, "");
+  backends::RunnerClient runner(runner_config(device));
+  const fs::path kernel =
+      fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_golddet_candidates/gold/G/random_gold/kernel.py";
+  auto ev = backends::evaluate(triton(), read_file(kernel),
+                               scratch("triton-tritonbench-golddet-random-" + device.substr(0, 4)), runner,
+                               task, check_only());
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::infra_error);
+  CHECK(ev.sub_kind == "unjudgeable");
+  CHECK(ev.message.rfind("unjudgeable: ", 0) == 0);
+  CHECK(ev.message.find("result 0 (leaf 0): ") != std::string::npos);
+  CHECK(ev.message.find("% of its 300 elements differ between two runs of the gold") != std::string::npos);
+  CHECK(runner.unusable().count("G/random_gold") == 1);
+  CHECK(runner.unusable_detail(task).rfind("unjudgeable: ", 0) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, never the candidate's fault",
+          "[runner]") {
+  judge_random_gold("cpu");
+}
+
+TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, on the GPU", "[.gpu]") {
+  judge_random_gold("cuda:0");
 }

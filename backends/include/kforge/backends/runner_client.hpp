@@ -65,7 +65,11 @@
 //        without it is not reused by the bench); the phases then include
 //        "device_lock_wait_ms". hello's devices[] name each GPU's lock ("timed_lock").
 //   Errors: {"ok":false,"error":"python_exception|runner|protocol|reference_failed","message"};
-//        reference_failed: a test block's reference raised (message: its whole traceback).
+//        reference_failed: a test block's reference raised (message: its whole traceback), or
+//        its two runs under one seed disagree beyond what a comparison can leave out (message
+//        starting "unjudgeable:": the client's sub-kind `unjudgeable`). A `testblock` pass whose
+//        comparison left out elements the gold leaves unwritten or nondeterministic says so
+//        in "message" ("seed S: result j compared on N of M elements: ...").
 #pragma once
 
 #include <chrono>
