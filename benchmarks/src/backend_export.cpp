@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "kforge/benchmarks/generalisation.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -59,14 +60,6 @@ const char* kPyproject =
     "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"cases/operators.txt\", "
     "\"kernels/*.py\"]\n";
 
-/// The candidate's own module: its source without kforge's case adapter.
-std::string candidate_part(const std::string& module) {
-  auto at = module.find(operator_adapter_marker());
-  std::string s = at == std::string::npos ? module : module.substr(0, at);
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s + "\n";
-}
-
 json run_manifest(const fs::path& run_dir) {
   try {
     return json::parse(read_file(run_dir / "manifest.json"));
@@ -88,13 +81,6 @@ std::map<std::string, Task> run_tasks(const json& rm) {
   return out;
 }
 
-/// One operator's cases in BackendBench's trace format, as the suite listed them.
-std::string trace_text(const Task& t) {
-  std::string s = "Operator: " + t.aten_op + "\n";
-  for (const auto& c : t.cases) s += "cnt: " + std::to_string(c.count) + ", " + c.args + "\n";
-  return s;
-}
-
 }  // namespace
 
 BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
@@ -113,41 +99,47 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
   const auto tasks = run_tasks(rm);
   std::string trace;  // the exported operators' cases: what `kforge library verify` judges again
   json ops = json::array();
-  for (const auto& t : s.tasks) {
-    if (t.category != "operator") continue;
-    if (!t.best) {
-      ex.skipped.push_back(t.task + ": no passing kernel");
-      continue;
-    }
-    const AttemptRecord& r = *t.best;
+  std::vector<std::string> missing;
+  for (const auto& [task, k] : library_kernels(run_dir, s, &missing)) {
+    const AttemptRecord& r = *k.result->best;
+    if (r.category != "operator") continue;
     if (r.backend != "triton") {
-      ex.skipped.push_back(t.task + ": backend " + r.backend + " (only triton kernels are exported yet)");
+      ex.skipped.push_back(task + ": backend " + r.backend + " (only triton kernels are exported yet)");
       continue;
     }
-    // `kforge run` keeps the candidate's source in the attempt directory; `kforge eval` only the
-    // built module (build/kernel.py, the adapter appended: cut off below).
-    const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
-    const fs::path src =
-        fs::is_regular_file(adir / "kernel.py") ? adir / "kernel.py" : adir / "build" / "kernel.py";
-    if (!fs::is_regular_file(src)) {
-      ex.skipped.push_back(t.task + ": no kernel.py in " + adir.string());
+    const auto g = generalisation_of(s.generalisation, task, r.source_sha);
+    const int gen = !g || !g->generalises ? -1 : *g->generalises ? 1 : 0;  // -1: unknown
+    if (gen != 1 && !options.include_non_generalising) {
+      ex.skipped.push_back(task +
+                           (gen == 0 ? ": does not generalise to unseen shapes (" + g->reason + ")"
+                                : ": not shown to generalise (" +
+                                      (g ? g->reason : std::string("not judged on unseen shapes")) + ")") +
+                           "; --include-non-generalising exports it");
       continue;
     }
-    const std::string kernel =
-        options.watermark ? watermark_kernel(t.task, *options.watermark) : candidate_part(read_file(src));
-    const std::string file = "kernels/" + t.task + ".py";
+    const std::string kernel = options.watermark ? watermark_kernel(task, *options.watermark) : k.source;
+    const std::string file = "kernels/" + task + ".py";
     write_file(pkg / file, kernel);
-    if (auto it = tasks.find(t.task); it != tasks.end()) trace += trace_text(it->second);
-    ops.push_back({{"operator", t.task},
-                   {"entry", operator_entry(t.task)},
+    if (auto it = tasks.find(task); it != tasks.end())
+      trace += trace_text(it->second.aten_op, it->second.cases);
+    ops.push_back({{"operator", task},
+                   {"entry", operator_entry(task)},
                    {"kernel_file", file},
                    {"kernel_sha256", sha256_hex(kernel)},
                    {"source_sha", r.source_sha},
                    {"speedup", r.has_speedup() ? r.speedup : 0.0},
                    {"watermark", options.watermark ? json(*options.watermark) : json(nullptr)},
+                   {"generalises", gen < 0 ? json(nullptr) : json(gen == 1)},
+                   {"generalisation", g ? json({{"reason", g->reason},
+                                                {"outcome", g->outcome},
+                                                {"sub_kind", g->sub_kind},
+                                                {"unseen", g->unseen}})
+                                        : json(nullptr)},
                    {"evidence", to_json(r)}});
     ++ex.exported;
   }
+  for (const auto& m : missing)
+    if (tasks.count(m.substr(0, m.find(':')))) ex.skipped.push_back(m);
   json manifest{{"generator", "kforge library export --as-backend"},
                 {"run", fs::absolute(run_dir).string()},
                 {"device", device},
@@ -155,6 +147,8 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
                 {"gpu", rm.value("devices", json::array())},
                 {"toolchain", rm.value("runner", json::object())},
                 {"cases_file", trace.empty() ? json(nullptr) : json("cases/operators.txt")},
+                {"generalisation_rule", unseen_rule_text()},
+                {"include_non_generalising", options.include_non_generalising},
                 {"operators", ops}};
   if (!trace.empty()) write_file(pkg / "cases" / "operators.txt", trace);
   write_file(pkg / "manifest.json", dump_json(manifest, 2) + "\n");

@@ -7,6 +7,7 @@
 #include <regex>
 #include <stdexcept>
 
+#include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/util.hpp"
 
 namespace fs = std::filesystem;
@@ -303,7 +304,110 @@ std::string describe(const OpValue& v) {
   return "?";
 }
 
+/// An atom that is a plain non-negative integer literal ("768"), as the unseen rule changes.
+bool is_int_text(const std::string& t) {
+  return !t.empty() && t.size() < 19 &&
+         std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+/// The value under the unseen-shape rule (unseen_size on sizes and integer literals).
+OpValue unseen_value(const OpValue& v, bool* changed) {
+  OpValue o = v;
+  auto grow = [&](std::int64_t x) {
+    const std::int64_t y = unseen_size(x);
+    *changed = *changed || y != x;
+    return y;
+  };
+  switch (v.kind) {
+    case OpValue::Kind::tensor: {
+      for (auto& d : o.shape) d = grow(d);
+      if (!o.stride.empty()) o.stride = dense_strides_like(o.shape, v.stride);
+      return o;
+    }
+    case OpValue::Kind::atom:
+      if (is_int_text(v.text)) o.text = std::to_string(grow(std::stoll(v.text)));
+      return o;
+    default:
+      for (auto& x : o.items) x = unseen_value(x, changed);
+      return o;
+  }
+}
+
+/// A value in BackendBench's trace syntax (parse_case_args reads it back).
+std::string trace_value(const OpValue& v) {
+  switch (v.kind) {
+    case OpValue::Kind::tensor:
+      return "T(" + int_list_text(v.shape) + ", " + v.dtype +
+             (v.stride.empty() ? "" : ", " + int_list_text(v.stride)) + ")";
+    case OpValue::Kind::atom:
+      return v.text;
+    case OpValue::Kind::list:
+    case OpValue::Kind::tuple: {
+      std::string s = v.kind == OpValue::Kind::list ? "[" : "(";
+      for (std::size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + trace_value(v.items[i]);
+      if (v.kind == OpValue::Kind::tuple && v.items.size() == 1) s += ",";
+      return s + (v.kind == OpValue::Kind::list ? "]" : ")");
+    }
+    case OpValue::Kind::dict: {
+      std::string s = "{";
+      for (std::size_t i = 0; i < v.items.size(); ++i)
+        s += (i ? ", " : "") + ("'" + v.keys[i] + "': ") + trace_value(v.items[i]);
+      return s + "}";
+    }
+  }
+  return "None";
+}
+
 }  // namespace
+
+std::vector<std::int64_t> dense_strides_like(const std::vector<std::int64_t>& shape,
+                                             const std::vector<std::int64_t>& stride) {
+  std::vector<std::size_t> order(shape.size());  // innermost (smallest stride) first
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return stride[a] != stride[b] ? stride[a] < stride[b] : a > b;
+  });
+  std::vector<std::int64_t> out(shape.size(), 0);
+  std::int64_t step = 1;
+  for (std::size_t i : order) {
+    if (stride[i] == 0) continue;  // a broadcast (expanded) dimension stays one
+    out[i] = step;
+    step *= std::max<std::int64_t>(shape[i], 1);
+  }
+  return out;
+}
+
+std::string case_args_text(const OperatorCase& c) {
+  OpValue pos;
+  pos.kind = OpValue::Kind::tuple;
+  pos.items = c.positional;
+  OpValue kw;
+  kw.kind = OpValue::Kind::dict;
+  for (const auto& [k, v] : c.keyword) kw.keys.push_back(k), kw.items.push_back(v);
+  std::string p = trace_value(pos);
+  return "(" + p + ", " + trace_value(kw) + ")";
+}
+
+std::vector<OperatorCase> unseen_cases(const std::vector<OperatorCase>& cases, std::size_t* changed) {
+  std::vector<OperatorCase> out;
+  if (changed) *changed = 0;
+  for (const auto& c : cases) {
+    OperatorCase u = c;
+    bool any = false;
+    for (auto& v : u.positional) v = unseen_value(v, &any);
+    for (auto& [k, v] : u.keyword) v = unseen_value(v, &any);
+    u.args = case_args_text(u);
+    if (any && changed) ++*changed;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::string trace_text(const std::string& op, const std::vector<OperatorCase>& cases) {
+  std::string s = "Operator: " + op + "\n";
+  for (const auto& c : cases) s += "cnt: " + std::to_string(c.count) + ", " + c.args + "\n";
+  return s;
+}
 
 std::string operator_cases_table(const std::vector<OperatorCase>& cases, std::size_t max_rows) {
   std::string s = "| case | trace line | cnt | arguments |\n|---|---|---|---|\n";
