@@ -64,14 +64,19 @@ def entry_of(op):
     return packet + "_kernel_impl"
 
 
+FENCE = {"triton": "python", "cpu": "cpp", "cuda": "cuda"}
+SOURCE = {"triton": "kernel.py", "cpu": "kernel.cpp", "cuda": "kernel.cu"}
+BACKEND = ["triton"]
+
+
 def reply(src):
-    return "[scripted reply]\nHere is the kernel.\n\n```python\n" + src.rstrip("\n") + "\n```\n"
+    return ("[scripted reply]\nHere is the kernel.\n\n```%s\n" % FENCE[BACKEND[0]]) + src.rstrip("\n") + "\n```\n"
 
 
 def kernel_of(kernels, hardcoded, op):
     """The operator's scripted kernel: the one of --hardcoded when it has one, else --kernels'."""
-    h = os.path.join(hardcoded, op, "kernel.py") if hardcoded else ""
-    return open(h if h and os.path.isfile(h) else os.path.join(kernels, op, "kernel.py")).read()
+    h = os.path.join(hardcoded, op, SOURCE[BACKEND[0]]) if hardcoded else ""
+    return open(h if h and os.path.isfile(h) else os.path.join(kernels, op, SOURCE[BACKEND[0]])).read()
 
 
 def write_script(kernels, hardcoded, ops, repair, path):
@@ -229,6 +234,8 @@ def main():
     ap.add_argument("--kernels", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--backend", default="triton", choices=sorted(FENCE),
+                    help="the candidates' backend (cpu, cuda: C++ <op>_kernel_impl of kernel_abi.h; --repair 0)")
     ap.add_argument("--bench", action="store_true", help="time the kernels (a GPU; on the CPU --no-bench)")
     ap.add_argument("--repair", type=int, default=2, help="operators whose turn 1 fails (repaired at turn 2)")
     ap.add_argument("--min-pass", type=int, default=0, help="operators that must pass (default: all)")
@@ -242,7 +249,8 @@ def main():
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
     ops = trace_ops(a.suite)
-    ops = [o for o in ops if os.path.isfile(os.path.join(a.kernels, o, "kernel.py"))]
+    BACKEND[0] = a.backend
+    ops = [o for o in ops if os.path.isfile(os.path.join(a.kernels, o, SOURCE[a.backend]))]
     if a.tasks:
         ops = [o for o in ops if o in a.tasks.split(",")]
     check(len(ops) > 0, "%d operators of the suite have a scripted kernel" % len(ops))
@@ -251,7 +259,7 @@ def main():
     env = dict(os.environ, KFORGE_HOME=os.environ.get("KFORGE_HOME", ROOT))
     server, port = start_server(a.scripted_llm, script, os.path.join(a.out, "llm.log"))
     run = os.path.join(a.out, "run")
-    cmd = [a.kforge, "run", "--suite", a.suite, "--backend", "triton", "--device", a.device,
+    cmd = [a.kforge, "run", "--suite", a.suite, "--backend", a.backend, "--device", a.device,
            "--llm", "openai:scripted", "--base-url", "http://127.0.0.1:%d" % port, "--tasks", ",".join(ops),
            "--samples", "1", "--turns", "2", "--stop-on", "pass", "--exemplar", "none", "--out", run,
            "--no-print-report"]
@@ -289,7 +297,7 @@ def main():
               and "| case | trace line | cnt | arguments |" in prompt and entry_of(o) in prompt,
               "%s: the prompt states the schema, the case table and %s" % (o, entry_of(o)))
 
-    hard = [o for o in passed if a.hardcoded and os.path.isfile(os.path.join(a.hardcoded, o, "kernel.py"))]
+    hard = [o for o in passed if a.hardcoded and os.path.isfile(os.path.join(a.hardcoded, o, SOURCE[a.backend]))]
     exported = [o for o in passed if o not in hard]
     pkg, wm = os.path.join(a.out, "backend"), os.path.join(a.out, "backend-wm")
     for args, what in (([pkg], "export --as-backend"), ([wm, "--watermark", "7"], "export --as-backend --watermark 7")):

@@ -58,7 +58,7 @@ const char* kPyproject =
     "dependencies = [\"torch\", \"triton\"]\n\n"
     "[tool.setuptools]\npackages = [\"kforge_backend\"]\n\n"
     "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"cases/operators.txt\", "
-    "\"kernels/*.py\"]\n";
+    "\"kernels/*.py\", \"kernels/*.so\", \"kernels/*.cpp\", \"kernels/*.cu\"]\n";
 
 json run_manifest(const fs::path& run_dir) {
   try {
@@ -103,28 +103,45 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
   for (const auto& [task, k] : library_kernels(run_dir, s, &missing)) {
     const AttemptRecord& r = *k.result->best;
     if (r.category != "operator") continue;
-    if (r.backend != "triton") {
-      ex.skipped.push_back(task + ": backend " + r.backend + " (only triton kernels are exported yet)");
+    const bool native = r.backend == "cpu" || r.backend == "cuda";
+    if (r.backend != "triton" && !native) {
+      ex.skipped.push_back(task + ": backend " + r.backend + " (triton, cpu and cuda kernels are exported)");
+      continue;
+    }
+    // A cpu/cuda kernel: the shared object the judge passed (built once, in the attempt), loaded
+    // by the package through ctypes; its source beside it for readers.
+    const fs::path so = k.attempt_dir / "build" / "kernel.so";
+    if (native && !options.watermark && !fs::is_regular_file(so)) {
+      ex.skipped.push_back(task + ": no build/kernel.so in " + k.attempt_dir.string());
       continue;
     }
     const auto g = generalisation_of(s.generalisation, task, r.source_sha);
     const int gen = !g || !g->generalises ? -1 : *g->generalises ? 1 : 0;  // -1: unknown
     if (gen != 1 && !options.include_non_generalising) {
       ex.skipped.push_back(task +
-                           (gen == 0 ? ": does not generalise to unseen shapes (" + g->reason + ")"
+                           (gen == 0
+                                ? ": does not generalise to unseen shapes (" + g->reason + ")"
                                 : ": not shown to generalise (" +
                                       (g ? g->reason : std::string("not judged on unseen shapes")) + ")") +
                            "; --include-non-generalising exports it");
       continue;
     }
-    const std::string kernel = options.watermark ? watermark_kernel(task, *options.watermark) : k.source;
-    const std::string file = "kernels/" + task + ".py";
+    const bool shared_object = native && !options.watermark;
+    const std::string kernel = options.watermark ? watermark_kernel(task, *options.watermark)
+                               : shared_object   ? read_file(so)
+                                                 : k.source;
+    const std::string file = "kernels/" + task + (shared_object ? ".so" : ".py");
     write_file(pkg / file, kernel);
+    const std::string source_file =
+        shared_object ? "kernels/" + task + fs::path(k.file_name).extension().string() : file;
+    if (shared_object) write_file(pkg / source_file, k.source);
     if (auto it = tasks.find(task); it != tasks.end())
       trace += trace_text(it->second.aten_op, it->second.cases);
     ops.push_back({{"operator", task},
                    {"entry", operator_entry(task)},
                    {"kernel_file", file},
+                   {"kind", shared_object ? "shared_object" : "triton"},
+                   {"source_file", source_file},
                    {"kernel_sha256", sha256_hex(kernel)},
                    {"source_sha", r.source_sha},
                    {"speedup", r.has_speedup() ? r.speedup : 0.0},

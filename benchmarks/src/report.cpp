@@ -767,8 +767,9 @@ std::map<std::string, LibraryKernel> library_kernels(const fs::path& run_dir, co
       continue;
     }
     std::string text = read_file(src);
-    if (auto at = text.find(operator_adapter_marker());
-        at != std::string::npos) {  // kforge's, not the candidate's
+    auto at = text.find(operator_adapter_marker());
+    if (at == std::string::npos) at = text.find(native_adapter_marker());
+    if (at != std::string::npos) {  // kforge's adapter, not the candidate's code
       text = text.substr(0, at);
       while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
       text += "\n";

@@ -231,7 +231,8 @@ TEST_CASE("the unseen profile: '<P>+unseen' grows P's used constants by 7", "[op
   t.source =
       "import torch\nROWS = 64\nCOLS = 257\nK = 3\n\nclass Model(torch.nn.Module):\n"
       "    def forward(self, x):\n        return x\n\n"
-      "def get_inputs():\n    return [torch.randn(ROWS, COLS * K)]\n\ndef get_init_inputs():\n    return []\n";
+      "def get_inputs():\n    return [torch.randn(ROWS, COLS * K)]\n\ndef get_init_inputs():\n    return "
+      "[]\n";
   t.constants = {{"ROWS", "64", 2}, {"COLS", "257", 3}, {"K", "3", 4}};
   t.profiles["ci"] = {{"ROWS", "32"}};
   auto sp = unseen_profile(t.source);
@@ -247,4 +248,31 @@ TEST_CASE("the unseen profile: '<P>+unseen' grows P's used constants by 7", "[op
   CHECK_FALSE(has_profile(t, "nosuch+unseen"));
   CHECK(unseen_base("ci+unseen") == std::optional<std::string>("ci"));
   CHECK(unseen_base("ci") == std::nullopt);
+}
+
+TEST_CASE("the cpu/cuda adapter: one entry call per case, views, kf_arg kinds, output slices",
+          "[operators]") {
+  OperatorCase a, b;
+  REQUIRE_FALSE(
+      parse_case_args("((T([16, 8], f32, [1, 16]), [64], True, None, 1e-05), {'approximate': 'tanh'})", a));
+  REQUIRE_FALSE(parse_case_args("(([T([4], f32), T([4], f32)], -1), {'alpha': -inf})", b));
+  const std::string s = operator_adapter_native("aten.foo.default", {a, b});
+  CHECK(starts_with(s, "\n\n" + native_adapter_marker()));
+  CHECK(contains(s, "extern \"C\" int foo_kernel_impl(const kf_tensor* inputs"));
+  CHECK(contains(s, "if (n_inputs != 3) return 90;"));             // the cases' three tensors
+  CHECK(contains(s, "t[0].sizes[0] = 16; t[0].strides[0] = 1;"));  // the strided view
+  CHECK(contains(s, "t[0].sizes[1] = 8; t[0].strides[1] = 16;"));
+  CHECK(contains(s, "{\"\", KF_ARG_INTS, 0, 0, 0.0, 1, l1, nullptr}"));
+  CHECK(contains(s, "static const int64_t l1[] = {64LL};"));
+  CHECK(contains(s, "{\"\", KF_ARG_BOOL, 0, 1, 0.0, 0, nullptr, nullptr}"));
+  CHECK(contains(s, "{\"\", KF_ARG_NONE,"));
+  CHECK(contains(s, "{\"\", KF_ARG_FLOAT, 0, 0, 1e-05,"));
+  CHECK(contains(s, "{\"approximate\", KF_ARG_OTHER, 0, 0, 0.0, 0, nullptr, \"'tanh'\"}"));
+  CHECK(contains(s, "t[0] = inputs[1];"));  // case 1's tensors continue the numbering
+  CHECK(contains(s, "t[1] = inputs[2];"));
+  CHECK(contains(s, "{\"\", KF_ARG_TENSORS, 0, 0, 0.0, 2, l0, nullptr}"));
+  CHECK(contains(s, "{\"\", KF_ARG_INT, 0, -1LL,"));
+  CHECK(contains(s, "{\"alpha\", KF_ARG_FLOAT, 0, 0, -__builtin_inf(),"));
+  CHECK(contains(s, "foo_kernel_impl(t, 2, outputs + 1 * per, per, a, 3, stream)"));
+  CHECK(contains(s, "#undef kf_forward\n#undef foo_kernel_impl\n"));  // no candidate macro rewrites it
 }

@@ -9,9 +9,10 @@
 // cut off) and manifest.json (per operator: kernel file, SHA-256 of it, the attempt's source
 // hash, speedup, the attempt's record as the verification evidence; the run's device, dispatch
 // key and judge hello as GPU and toolchain; per operator `generalises` and `generalisation`, the
-// verdict on unseen shapes from <run>/generalisation.json). Only passing operator tasks of the
-// triton backend are exported (cuda: not yet), and of those only the kernels shown to generalise
-// unless include_non_generalising. A watermark build replaces every kernel with a Triton kernel
+// verdict on unseen shapes from <run>/generalisation.json). Passing operator kernels of the
+// triton backend (kernels/<op>.py) and of the cpu and cuda backends (kernels/<op>.so: the shared
+// object the judge passed, called through ctypes; its source beside it) are exported, and of
+// those only the kernels shown to generalise unless include_non_generalising. A watermark build replaces every kernel with a Triton kernel
 // that writes a constant (BackendBench's idea): a model's outputs then show whether its calls
 // really route through the package. Thread-safe on distinct directories.
 #pragma once

@@ -104,6 +104,16 @@ std::vector<std::int64_t> dense_strides_like(const std::vector<std::int64_t>& sh
 std::vector<OperatorCase> unseen_cases(const std::vector<OperatorCase>& cases,
                                        std::size_t* changed = nullptr);
 
+/// The C++ text kforge appends to a cpu or cuda candidate for an operator task: a kf_forward
+/// calling the candidate's `extern "C" int <op>_kernel_impl(inputs, n_inputs, outputs, n_outputs,
+/// args, n_args, stream)` (kernel_abi.h) once per case, with the case's tensors as views of the
+/// judge's inputs (strided ones with the case's sizes and strides), its arguments as kf_arg values
+/// and its slice of the outputs (n_outputs / cases each).
+std::string operator_adapter_native(const std::string& op, const std::vector<OperatorCase>& cases);
+
+/// The first line of operator_adapter_native's text (what the library cuts at).
+const std::string& native_adapter_marker();
+
 /// The task of one operator: format aten_operator, id = op, generated source, BackendBench's
 /// tolerance (atol = rtol = 1e-2 for floating outputs; integers exact).
 Task operator_task(const TraceOperator& op, const std::filesystem::path& file);
