@@ -9,7 +9,10 @@
      scripted model (labelled replies, no network beyond loopback).
   3. Every operator passes; the repaired ones fail at turn 1 and pass at turn 2; each turn-1
      prompt states the overload's schema and the table of its cases.
-  4. `kforge library export RUN --as-backend OUT/backend` and `--watermark 7` into OUT/backend-wm.
+  4. `kforge library export RUN --as-backend OUT/backend` and `--watermark 7` into OUT/backend-wm;
+     every kernel is judged on unseen shapes first: with --hardcoded, those kernels (holding only
+     for the shown shapes) are marked not generalising and left out, then exported with
+     --include-non-generalising into OUT/backend-all.
   6. (--e2e) scripts/backend_e2e.py on the export: a transformer block and a CNN, library vs eager.
   7. (--verify) `kforge library verify`: ok as exported, a tampered kernel marked and skipped,
      another recorded toolchain marking every kernel stale_environment.
@@ -61,14 +64,25 @@ def entry_of(op):
     return packet + "_kernel_impl"
 
 
+FENCE = {"triton": "python", "cpu": "cpp", "cuda": "cuda"}
+SOURCE = {"triton": "kernel.py", "cpu": "kernel.cpp", "cuda": "kernel.cu"}
+BACKEND = ["triton"]
+
+
 def reply(src):
-    return "[scripted reply]\nHere is the kernel.\n\n```python\n" + src.rstrip("\n") + "\n```\n"
+    return ("[scripted reply]\nHere is the kernel.\n\n```%s\n" % FENCE[BACKEND[0]]) + src.rstrip("\n") + "\n```\n"
 
 
-def write_script(kernels, ops, repair, path):
+def kernel_of(kernels, hardcoded, op):
+    """The operator's scripted kernel: the one of --hardcoded when it has one, else --kernels'."""
+    h = os.path.join(hardcoded, op, SOURCE[BACKEND[0]]) if hardcoded else ""
+    return open(h if h and os.path.isfile(h) else os.path.join(kernels, op, SOURCE[BACKEND[0]])).read()
+
+
+def write_script(kernels, hardcoded, ops, repair, path):
     replies = []
     for i, op in enumerate(ops):
-        src = open(os.path.join(kernels, op, "kernel.py")).read()
+        src = kernel_of(kernels, hardcoded, op)
         if i < repair:
             replies.append({"task": op, "turn": 1, "content": reply(broken(src, entry_of(op)))})
         replies.append({"task": op, "content": reply(src)})
@@ -181,6 +195,37 @@ def verify_checks(a, env, run, pkg, ops):
           "library verify: a package recorded under another Triton is stale_environment everywhere (exit 0)")
 
 
+def generalisation_checks(a, env, run, pkg, passed, hard):
+    """The unseen-shape check (issue 24 §3): every passing kernel judged again on unseen cases; the
+    hard-coded ones are marked as not generalising (output_mismatch there), left out of the package,
+    and named in the report; --include-non-generalising exports them, marked."""
+    g = json.load(open(os.path.join(run, "generalisation.json")))["kernels"]
+    for o in passed:
+        want = o not in hard
+        check(o in g and g[o]["generalises"] is want,
+              "%s: generalises %s on unseen shapes (%s; %s)" % (o, want, g.get(o, {}).get("reason"),
+                                                                g.get(o, {}).get("unseen")))
+    m = json.load(open(os.path.join(pkg, "kforge_backend", "manifest.json")))
+    check(sorted(e["operator"] for e in m["operators"]) == sorted(o for o in passed if o not in hard)
+          and all(e["generalises"] is True for e in m["operators"]),
+          "the package holds exactly the generalising kernels, each marked generalises: true")
+    report = open(os.path.join(run, "report.md")).read()
+    check("## Library: generalisation" in report and all("| %s |" % o in report for o in passed),
+          "report.md's library section lists every kernel's verdict")
+    index = {e["task"]: e for e in json.load(open(os.path.join(run, "library", "index.json")))}
+    check(all(index[o]["generalises"] is (o not in hard) for o in passed), "library/index.json: generalises per kernel")
+    if hard:
+        every = os.path.join(a.out, "backend-all")
+        e = subprocess.run([a.kforge, "library", "export", run, "--as-backend", every, "--include-non-generalising"],
+                           env=env, capture_output=True, text=True)
+        print(e.stdout + e.stderr)
+        m = {x["operator"]: x for x in json.load(open(os.path.join(every, "kforge_backend", "manifest.json")))["operators"]}
+        check(e.returncode == 0 and "judging" not in e.stdout and sorted(m) == sorted(passed)
+              and all(m[o]["generalises"] is False for o in hard),
+              "--include-non-generalising exports all %d, the hard-coded marked generalises: false (verdicts reused)"
+              % len(passed))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kforge", required=True)
@@ -189,6 +234,8 @@ def main():
     ap.add_argument("--kernels", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--backend", default="triton", choices=sorted(FENCE),
+                    help="the candidates' backend (cpu, cuda: C++ <op>_kernel_impl of kernel_abi.h; --repair 0)")
     ap.add_argument("--bench", action="store_true", help="time the kernels (a GPU; on the CPU --no-bench)")
     ap.add_argument("--repair", type=int, default=2, help="operators whose turn 1 fails (repaired at turn 2)")
     ap.add_argument("--min-pass", type=int, default=0, help="operators that must pass (default: all)")
@@ -197,20 +244,24 @@ def main():
     ap.add_argument("--e2e", action="store_true", help="also run scripts/backend_e2e.py on the export")
     ap.add_argument("--verify", action="store_true", help="also check `kforge library verify` (tampering, toolchain)")
     ap.add_argument("--tasks", default="", help="only these operators (comma-separated)")
+    ap.add_argument("--hardcoded", default="",
+                    help="kernels (<op>/kernel.py) that hold only for the shown shapes: they pass the run, "
+                         "the unseen-shape check marks them, the export leaves them out")
     a = ap.parse_args()
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
     ops = trace_ops(a.suite)
-    ops = [o for o in ops if os.path.isfile(os.path.join(a.kernels, o, "kernel.py"))]
+    BACKEND[0] = a.backend
+    ops = [o for o in ops if os.path.isfile(os.path.join(a.kernels, o, SOURCE[a.backend]))]
     if a.tasks:
         ops = [o for o in ops if o in a.tasks.split(",")]
     check(len(ops) > 0, "%d operators of the suite have a scripted kernel" % len(ops))
     script = os.path.join(a.out, "script.json")
-    write_script(a.kernels, ops, a.repair, script)
+    write_script(a.kernels, a.hardcoded, ops, a.repair, script)
     env = dict(os.environ, KFORGE_HOME=os.environ.get("KFORGE_HOME", ROOT))
     server, port = start_server(a.scripted_llm, script, os.path.join(a.out, "llm.log"))
     run = os.path.join(a.out, "run")
-    cmd = [a.kforge, "run", "--suite", a.suite, "--backend", "triton", "--device", a.device,
+    cmd = [a.kforge, "run", "--suite", a.suite, "--backend", a.backend, "--device", a.device,
            "--llm", "openai:scripted", "--base-url", "http://127.0.0.1:%d" % port, "--tasks", ",".join(ops),
            "--samples", "1", "--turns", "2", "--stop-on", "pass", "--exemplar", "none", "--out", run,
            "--no-print-report"]
@@ -249,13 +300,17 @@ def main():
               and "| case | trace line | cnt | arguments |" in prompt and entry_of(o) in prompt,
               "%s: the prompt states the schema, the case table and %s" % (o, entry_of(o)))
 
+    hard = [o for o in passed if a.hardcoded and os.path.isfile(os.path.join(a.hardcoded, o, SOURCE[a.backend]))]
+    exported = [o for o in passed if o not in hard]
     pkg, wm = os.path.join(a.out, "backend"), os.path.join(a.out, "backend-wm")
     for args, what in (([pkg], "export --as-backend"), ([wm, "--watermark", "7"], "export --as-backend --watermark 7")):
         e = subprocess.run([a.kforge, "library", "export", run, "--as-backend", *args], env=env,
                            capture_output=True, text=True)
         print(e.stdout + e.stderr)
-        check(e.returncode == 0 and ("%d operator kernel(s)" % len(passed)) in e.stdout, what)
-    sources = {o: reference_of(os.path.join(run, "attempts", o, "0", "1", "prompt.md")) for o in passed}
+        check(e.returncode == 0 and ("%d operator kernel(s)" % len(exported)) in e.stdout
+              and all("skipped %s: does not generalise" % o in e.stderr for o in hard), what)
+    generalisation_checks(a, env, run, pkg, passed, hard)
+    sources = {o: reference_of(os.path.join(run, "attempts", o, "0", "1", "prompt.md")) for o in exported}
     penv = dict(os.environ)
     if a.device == "cpu":
         penv["TRITON_INTERPRET"] = "1"
@@ -271,8 +326,8 @@ def main():
         check(e.returncode == 0 and "backend e2e: all checks passed" in e.stdout,
               "backend_e2e.py: a transformer block and a CNN match eager with the library, calls route through it")
     if a.verify:
-        verify_checks(a, env, run, pkg, passed)
-    print("operator run: all checks passed (%d operators)" % len(passed))
+        verify_checks(a, env, run, pkg, exported)
+    print("operator run: all checks passed (%d operators, %d exported)" % (len(passed), len(exported)))
 
 
 if __name__ == "__main__":

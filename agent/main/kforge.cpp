@@ -15,6 +15,7 @@
 #include "kforge/agent/doctor.hpp"
 #include "kforge/agent/episode.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/generalisation_check.hpp"
 #include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/agent/library_verify.hpp"
 #include "kforge/agent/run_options.hpp"
@@ -146,15 +147,26 @@ void add_profiler_option(CLI::App* cmd, std::string& profiler, bool& profile_fai
 /// `kforge library export RUN [--as-backend DIR [--watermark V]]`: the run's library/ (as at the
 /// end of a run), or its passing operator kernels as a PyTorch backend package.
 int cmd_library_export(const std::string& run, const std::string& as_backend,
-                       const std::optional<double>& watermark) {
+                       const std::optional<double>& watermark, bool include_non_generalising,
+                       const agent::GeneralisationCommand& gen) {
+  // Every exported kernel is judged on unseen shapes first (reused when already judged), and the
+  // report is written again with the verdicts.
+  const agent::GeneralisationTally g = agent::check_generalisation(gen);
+  if (g.status != 0)
+    std::cerr << "kforge library export: the unseen-shape check could not judge (eval exit " << g.status
+              << "): those kernels are `unknown`\n";
+  write_report(run);
+  LibraryExport lib = export_library(run);  // the run's library/: index.json with the verdicts
   if (as_backend.empty()) {
-    LibraryExport ex = export_library(run);
-    for (const auto& m : ex.missing) std::cerr << "kforge library export: " << m << "\n";
-    std::cout << "kforge library export: " << ex.exported << " kernel(s) -> " << ex.dir.string() << "\n";
+    for (const auto& m : lib.missing) std::cerr << "kforge library export: " << m << "\n";
+    std::cout << "kforge library export: " << lib.exported << " kernel(s) -> " << lib.dir.string() << " ("
+              << g.yes << " generalise to unseen shapes, " << g.no << " do not, " << g.unknown
+              << " unknown)\n";
     return 0;
   }
   BackendExportOptions opt;
   opt.watermark = watermark;
+  opt.include_non_generalising = include_non_generalising;
   BackendExport ex = export_backend(run, as_backend, opt);
   for (const auto& m : ex.skipped) std::cerr << "kforge library export: skipped " << m << "\n";
   std::cout << "kforge library export: " << ex.exported << " operator kernel(s) -> " << ex.dir.string()
@@ -330,6 +342,14 @@ int main(int argc, char** argv) {
   lib_export->add_option(
       "--watermark", lib_watermark,
       "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
+  bool lib_include_non_gen = false;
+  lib_export->add_flag("--include-non-generalising", lib_include_non_gen,
+                       "(with --as-backend) also export kernels not shown to generalise to unseen shapes");
+  agent::GeneralisationCommand lib_gen;
+  lib_export->add_option("--device", lib_gen.device,
+                         "runner device of the unseen-shape check: cpu or cuda:N (default: the run's)");
+  lib_export->add_flag("--judge-again", lib_gen.again,
+                       "judge every kernel on unseen shapes again, even when a verdict for it exists");
   agent::VerifyCommand vf;
   auto* lib_verify = library->add_subcommand(
       "verify",
@@ -392,7 +412,10 @@ int main(int argc, char** argv) {
     }
     if (import_kb->parsed()) return agent::run_import_kernelbench(im);
     if (merge->parsed()) return cmd_merge(merge_out, merge_in);
-    if (lib_export->parsed()) return cmd_library_export(lib_run, lib_backend, lib_watermark);
+    if (lib_export->parsed()) {
+      lib_gen.run_dir = lib_run;
+      return cmd_library_export(lib_run, lib_backend, lib_watermark, lib_include_non_gen, lib_gen);
+    }
     if (lib_verify->parsed()) return agent::run_library_verify(vf);
     if (report->parsed()) return agent::run_report(report_dir);
     if (stats->parsed()) return cmd_stats(stats_dir);

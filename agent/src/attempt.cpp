@@ -46,9 +46,9 @@ AttemptRecord new_record(const Task& task, const std::string& backend, int sampl
 }
 
 std::string module_suffix_for(const AttemptSetup& setup, const Task& task) {
-  if (task.format != TaskFormat::aten_operator || !setup.backend ||
-      setup.backend->artifact_kind() != backends::ArtifactKind::python_module)
-    return "";
+  if (task.format != TaskFormat::aten_operator || !setup.backend) return "";
+  if (setup.backend->artifact_kind() == backends::ArtifactKind::shared_object)
+    return operator_adapter_native(task.aten_op, task.cases);  // cpu, cuda: a C++ kf_forward
   return operator_adapter(task.aten_op, task.cases);
 }
 
@@ -267,6 +267,12 @@ bool defines_python_function(const std::string& source, const std::string& name)
   return false;
 }
 
+/// True when a C++ `source` defines `name` (a line declaring `int name(` and a body).
+bool defines_cpp_function(const std::string& source, const std::string& name) {
+  const std::regex def("\\bint\\s+" + name + "\\s*\\(");
+  return std::regex_search(source, def) && source.find('{') != std::string::npos;
+}
+
 }  // namespace
 
 std::string entry_point(const TaskJudging& task) {
@@ -287,7 +293,10 @@ backends::Extracted extract_candidate(const backends::Backend& backend, const st
   for (const auto& b : blocks) {
     if (std::find(langs.begin(), langs.end(), b.language) == langs.end()) continue;
     ++r.blocks_seen;
-    if (defines_python_function(b.body, entry)) chosen = &b;  // the last one wins
+    const bool defines = backend.artifact_kind() == backends::ArtifactKind::shared_object
+                             ? defines_cpp_function(b.body, entry)
+                             : defines_python_function(b.body, entry);
+    if (defines) chosen = &b;  // the last one wins
   }
   if (chosen) {
     r.ok = true;
@@ -300,8 +309,10 @@ backends::Extracted extract_candidate(const backends::Backend& backend, const st
   r.message = r.blocks_seen == 0
                   ? "The reply contains no fenced code block (```" + backend.prompt_language() + ")."
                   : "None of the " + std::to_string(r.blocks_seen) +
-                        " code block(s) in the reply defines the task's function `def " + entry +
-                        "(...)` at the top level of the module.";
+                        " code block(s) in the reply defines the task's function `" +
+                        (backend.artifact_kind() == backends::ArtifactKind::shared_object
+                             ? "extern \"C\" int " + entry + "(...)`."
+                             : "def " + entry + "(...)` at the top level of the module.");
   return r;
 }
 

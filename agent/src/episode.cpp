@@ -109,14 +109,21 @@ int restore_command(RunSetup& rs) {
 }
 
 /// The prompts of ATen-operator tasks state each overload's schema, asked of the torch
-/// interpreter (the backend's for a Python backend, else $KFORGE_PYTHON or python3) once.
+/// interpreter (the backend's for a Python backend, else $KFORGE_PYTHON, the triton backend's, or
+/// python3) once.
 void add_operator_schemas(RunSetup& rs) {
   std::vector<Task*> ops;
   for (const Task* t : rs.tasks)
     if (t->format == TaskFormat::aten_operator) ops.push_back(const_cast<Task*>(t));  // rs.suite's own
   if (ops.empty()) return;
   std::string python = "python3";
-  if (const char* p = std::getenv("KFORGE_PYTHON"); p && *p) python = p;
+  const backends::Backend* py = rs.backend->artifact_kind() == backends::ArtifactKind::python_module
+                                    ? rs.backend
+                                    : backends::find_backend("triton");  // cpu, cuda: its torch interpreter
+  if (const char* env = std::getenv("KFORGE_PYTHON"); env && *env)
+    python = env;
+  else if (py)
+    if (auto found = py->find_compiler(backends::CompileOptions{})) python = found->string();
   if (rs.backend->artifact_kind() == backends::ArtifactKind::python_module)
     if (auto p = rs.backend->find_compiler(backends::CompileOptions{})) python = p->string();
   for (const auto& m : fill_operator_schemas(ops, python)) std::cerr << "kforge run: " << m << "\n";

@@ -63,14 +63,19 @@ int judge_again(const fs::path& pkg, const json& manifest, const VerifyCommand& 
                 const std::string& device, const fs::path& work) {
   std::error_code ec;
   fs::remove_all(work, ec);
+  std::string backend = "triton";
   for (const auto& e : manifest["operators"]) {
-    const fs::path dst = work / "kernels" / e.value("operator", "") / "kernel.py";
+    // A shared object is judged again from its source, built here with this toolchain.
+    const bool native = e.value("kind", "triton") == "shared_object";
+    const fs::path src = pkg / e.value(native ? "source_file" : "kernel_file", "");
+    if (native) backend = src.extension() == ".cu" ? "cuda" : "cpu";
+    const fs::path dst = work / "kernels" / e.value("operator", "") / ("kernel" + src.extension().string());
     fs::create_directories(dst.parent_path());
-    fs::copy_file(pkg / e.value("kernel_file", ""), dst, fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
   }
   EvalCommand ev;
   ev.suite = (pkg / manifest.value("cases_file", "cases/operators.txt")).parent_path().string();
-  ev.backend = "triton";
+  ev.backend = backend;
   ev.kernels = work / "kernels";
   ev.out = work / "eval";
   ev.device = device;
@@ -116,8 +121,11 @@ int run_library_verify(const VerifyCommand& cmd) {
     const std::string op = e.value("operator", "");
     std::vector<std::string> reasons;
     const fs::path file = pkg / e.value("kernel_file", "");
+    const fs::path source = pkg / e.value("source_file", e.value("kernel_file", ""));
     const bool same =
-        fs::is_regular_file(file) && sha256_hex(read_file(file)) == e.value("kernel_sha256", "");
+        fs::is_regular_file(file) && sha256_hex(read_file(file)) == e.value("kernel_sha256", "") &&
+        (!e.contains("source_sha256") ||
+         (fs::is_regular_file(source) && sha256_hex(read_file(source)) == e.value("source_sha256", "")));
     if (!same) reasons.push_back("kernel file changed since export (SHA-256 differs from the manifest)");
     auto it = got.find(op);
     const std::string outcome = it == got.end() ? "not_judged" : it->second.value("outcome", "?");

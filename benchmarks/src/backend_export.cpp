@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "kforge/benchmarks/generalisation.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -57,15 +58,7 @@ const char* kPyproject =
     "dependencies = [\"torch\", \"triton\"]\n\n"
     "[tool.setuptools]\npackages = [\"kforge_backend\"]\n\n"
     "[tool.setuptools.package-data]\nkforge_backend = [\"manifest.json\", \"cases/operators.txt\", "
-    "\"kernels/*.py\"]\n";
-
-/// The candidate's own module: its source without kforge's case adapter.
-std::string candidate_part(const std::string& module) {
-  auto at = module.find(operator_adapter_marker());
-  std::string s = at == std::string::npos ? module : module.substr(0, at);
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s + "\n";
-}
+    "\"kernels/*.py\", \"kernels/*.so\", \"kernels/*.cpp\", \"kernels/*.cu\"]\n";
 
 json run_manifest(const fs::path& run_dir) {
   try {
@@ -88,13 +81,6 @@ std::map<std::string, Task> run_tasks(const json& rm) {
   return out;
 }
 
-/// One operator's cases in BackendBench's trace format, as the suite listed them.
-std::string trace_text(const Task& t) {
-  std::string s = "Operator: " + t.aten_op + "\n";
-  for (const auto& c : t.cases) s += "cnt: " + std::to_string(c.count) + ", " + c.args + "\n";
-  return s;
-}
-
 }  // namespace
 
 BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
@@ -113,41 +99,65 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
   const auto tasks = run_tasks(rm);
   std::string trace;  // the exported operators' cases: what `kforge library verify` judges again
   json ops = json::array();
-  for (const auto& t : s.tasks) {
-    if (t.category != "operator") continue;
-    if (!t.best) {
-      ex.skipped.push_back(t.task + ": no passing kernel");
+  std::vector<std::string> missing;
+  for (const auto& [task, k] : library_kernels(run_dir, s, &missing)) {
+    const AttemptRecord& r = *k.result->best;
+    if (r.category != "operator") continue;
+    const bool native = r.backend == "cpu" || r.backend == "cuda";
+    if (r.backend != "triton" && !native) {
+      ex.skipped.push_back(task + ": backend " + r.backend + " (triton, cpu and cuda kernels are exported)");
       continue;
     }
-    const AttemptRecord& r = *t.best;
-    if (r.backend != "triton") {
-      ex.skipped.push_back(t.task + ": backend " + r.backend + " (only triton kernels are exported yet)");
+    // A cpu/cuda kernel: the shared object the judge passed (built once, in the attempt), loaded
+    // by the package through ctypes; its source beside it for readers.
+    const fs::path so = k.attempt_dir / "build" / "kernel.so";
+    if (native && !options.watermark && !fs::is_regular_file(so)) {
+      ex.skipped.push_back(task + ": no build/kernel.so in " + k.attempt_dir.string());
       continue;
     }
-    // `kforge run` keeps the candidate's source in the attempt directory; `kforge eval` only the
-    // built module (build/kernel.py, the adapter appended: cut off below).
-    const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
-    const fs::path src =
-        fs::is_regular_file(adir / "kernel.py") ? adir / "kernel.py" : adir / "build" / "kernel.py";
-    if (!fs::is_regular_file(src)) {
-      ex.skipped.push_back(t.task + ": no kernel.py in " + adir.string());
+    const auto g = generalisation_of(s.generalisation, task, r.source_sha);
+    const int gen = !g || !g->generalises ? -1 : *g->generalises ? 1 : 0;  // -1: unknown
+    if (gen != 1 && !options.include_non_generalising) {
+      ex.skipped.push_back(task +
+                           (gen == 0
+                                ? ": does not generalise to unseen shapes (" + g->reason + ")"
+                                : ": not shown to generalise (" +
+                                      (g ? g->reason : std::string("not judged on unseen shapes")) + ")") +
+                           "; --include-non-generalising exports it");
       continue;
     }
-    const std::string kernel =
-        options.watermark ? watermark_kernel(t.task, *options.watermark) : candidate_part(read_file(src));
-    const std::string file = "kernels/" + t.task + ".py";
+    const bool shared_object = native && !options.watermark;
+    const std::string kernel = options.watermark ? watermark_kernel(task, *options.watermark)
+                               : shared_object   ? read_file(so)
+                                                 : k.source;
+    const std::string file = "kernels/" + task + (shared_object ? ".so" : ".py");
     write_file(pkg / file, kernel);
-    if (auto it = tasks.find(t.task); it != tasks.end()) trace += trace_text(it->second);
-    ops.push_back({{"operator", t.task},
-                   {"entry", operator_entry(t.task)},
+    const std::string source_file =
+        shared_object ? "kernels/" + task + fs::path(k.file_name).extension().string() : file;
+    if (shared_object) write_file(pkg / source_file, k.source);
+    if (auto it = tasks.find(task); it != tasks.end())
+      trace += trace_text(it->second.aten_op, it->second.cases);
+    ops.push_back({{"operator", task},
+                   {"entry", operator_entry(task)},
                    {"kernel_file", file},
+                   {"kind", shared_object ? "shared_object" : "triton"},
+                   {"source_file", source_file},
+                   {"source_sha256", sha256_hex(shared_object ? k.source : kernel)},
                    {"kernel_sha256", sha256_hex(kernel)},
                    {"source_sha", r.source_sha},
                    {"speedup", r.has_speedup() ? r.speedup : 0.0},
                    {"watermark", options.watermark ? json(*options.watermark) : json(nullptr)},
+                   {"generalises", gen < 0 ? json(nullptr) : json(gen == 1)},
+                   {"generalisation", g ? json({{"reason", g->reason},
+                                                {"outcome", g->outcome},
+                                                {"sub_kind", g->sub_kind},
+                                                {"unseen", g->unseen}})
+                                        : json(nullptr)},
                    {"evidence", to_json(r)}});
     ++ex.exported;
   }
+  for (const auto& m : missing)
+    if (tasks.count(m.substr(0, m.find(':')))) ex.skipped.push_back(m);
   json manifest{{"generator", "kforge library export --as-backend"},
                 {"run", fs::absolute(run_dir).string()},
                 {"device", device},
@@ -155,6 +165,8 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
                 {"gpu", rm.value("devices", json::array())},
                 {"toolchain", rm.value("runner", json::object())},
                 {"cases_file", trace.empty() ? json(nullptr) : json("cases/operators.txt")},
+                {"generalisation_rule", unseen_rule_text()},
+                {"include_non_generalising", options.include_non_generalising},
                 {"operators", ops}};
   if (!trace.empty()) write_file(pkg / "cases" / "operators.txt", trace);
   write_file(pkg / "manifest.json", dump_json(manifest, 2) + "\n");

@@ -560,6 +560,19 @@ json to_json(const TaskResult& t) {
   return j;
 }
 
+json generalisation_json(const std::map<std::string, Generalisation>& g) {
+  json out = json::object();
+  for (const auto& [task, v] : g)
+    out[task] = {{"generalises", v.generalises ? json(*v.generalises) : json(nullptr)},
+                 {"reason", v.reason},
+                 {"source_sha", v.source_sha},
+                 {"backend", v.backend},
+                 {"outcome", v.outcome},
+                 {"sub_kind", v.sub_kind},
+                 {"unseen", v.unseen}};
+  return out;
+}
+
 json to_json(const Summary& s) {
   json cfg = {{"ks", s.config.ks}, {"fast_ps", s.config.fast_ps}, {"alphas", s.config.alphas}};
   json cuts = json::object();
@@ -587,6 +600,7 @@ json to_json(const Summary& s) {
           {"llm_errors", s.llm_errors},
           {"infra_errors", s.infra_errors},
           {"unusable", s.unusable},
+          {"generalisation", generalisation_json(s.generalisation)},
           {"precision_disallowed", s.precision_disallowed},
           {"credit_all_precision", to_json(s.credit_all_precision)},
           {"timing_anomalies", s.timing_anomalies},

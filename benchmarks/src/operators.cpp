@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <regex>
 #include <stdexcept>
 
+#include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/util.hpp"
 
 namespace fs = std::filesystem;
@@ -303,7 +305,207 @@ std::string describe(const OpValue& v) {
   return "?";
 }
 
+/// An atom that is a plain non-negative integer literal ("768"), as the unseen rule changes.
+bool is_int_text(const std::string& t) {
+  return !t.empty() && t.size() < 19 &&
+         std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+/// The value under the unseen-shape rule (unseen_size on sizes and integer literals).
+OpValue unseen_value(const OpValue& v, bool* changed) {
+  OpValue o = v;
+  auto grow = [&](std::int64_t x) {
+    const std::int64_t y = unseen_size(x);
+    *changed = *changed || y != x;
+    return y;
+  };
+  switch (v.kind) {
+    case OpValue::Kind::tensor: {
+      for (auto& d : o.shape) d = grow(d);
+      if (!o.stride.empty()) o.stride = dense_strides_like(o.shape, v.stride);
+      return o;
+    }
+    case OpValue::Kind::atom:
+      if (is_int_text(v.text)) o.text = std::to_string(grow(std::stoll(v.text)));
+      return o;
+    default:
+      for (auto& x : o.items) x = unseen_value(x, changed);
+      return o;
+  }
+}
+
+/// A value in BackendBench's trace syntax (parse_case_args reads it back).
+std::string trace_value(const OpValue& v) {
+  switch (v.kind) {
+    case OpValue::Kind::tensor:
+      return "T(" + int_list_text(v.shape) + ", " + v.dtype +
+             (v.stride.empty() ? "" : ", " + int_list_text(v.stride)) + ")";
+    case OpValue::Kind::atom:
+      return v.text;
+    case OpValue::Kind::list:
+    case OpValue::Kind::tuple: {
+      std::string s = v.kind == OpValue::Kind::list ? "[" : "(";
+      for (std::size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + trace_value(v.items[i]);
+      if (v.kind == OpValue::Kind::tuple && v.items.size() == 1) s += ",";
+      return s + (v.kind == OpValue::Kind::list ? "]" : ")");
+    }
+    case OpValue::Kind::dict: {
+      std::string s = "{";
+      for (std::size_t i = 0; i < v.items.size(); ++i)
+        s += (i ? ", " : "") + ("'" + v.keys[i] + "': ") + trace_value(v.items[i]);
+      return s + "}";
+    }
+  }
+  return "None";
+}
+
+/// A C string literal.
+std::string c_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+/// An integer atom as a C expression, or "" when the text is not a plain integer.
+std::string c_int(const std::string& t) {
+  const bool neg = !t.empty() && t[0] == '-';
+  const std::string mag = neg ? t.substr(1) : t;
+  if (!is_int_text(mag)) return "";
+  return (neg ? "-" : "") + mag + "LL";
+}
+
+/// A floating atom as a C expression, or "".
+std::string c_float(const std::string& t) {
+  static const std::regex kNum(R"(^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$)");
+  const bool neg = !t.empty() && t[0] == '-';
+  const std::string mag = (neg || (!t.empty() && t[0] == '+')) ? t.substr(1) : t;
+  if (mag == "math.inf") return neg ? "-__builtin_inf()" : "__builtin_inf()";
+  if (mag == "math.nan") return "__builtin_nan(\"\")";
+  return std::regex_match(t, kNum) ? t : "";
+}
+
+/// One case's call of the native entry: its tensor views, its kf_arg list.
+struct NativeCall {
+  std::string views;  ///< statements filling t[...]
+  std::string lists;  ///< static int64_t arrays
+  std::vector<std::string> args;
+  int tensors = 0;
+  int next_global = 0;
+};
+
+std::string native_tensor(const OpValue& v, NativeCall& c) {
+  const int local = c.tensors++;
+  const std::string t = "t[" + std::to_string(local) + "]";
+  c.views += "    " + t + " = inputs[" + std::to_string(c.next_global++) + "];\n";
+  if (!v.stride.empty()) {
+    c.views += "    " + t + ".ndim = " + std::to_string(v.shape.size()) + ";\n";
+    for (std::size_t k = 0; k < v.shape.size(); ++k)
+      c.views += "    " + t + ".sizes[" + std::to_string(k) + "] = " + std::to_string(v.shape[k]) + "; " + t +
+                 ".strides[" + std::to_string(k) + "] = " + std::to_string(v.stride[k]) + ";\n";
+  }
+  return std::to_string(local);
+}
+
+std::string native_arg(const OpValue& v, const std::string& name, NativeCall& c) {
+  auto arg = [&](const char* kind, const std::string& tensor, const std::string& i, const std::string& f,
+                 const std::string& n, const std::string& ints, const std::string& text) {
+    return "{" + c_string(name) + ", " + kind + ", " + tensor + ", " + i + ", " + f + ", " + n + ", " + ints +
+           ", " + text + "}";
+  };
+  if (v.kind == OpValue::Kind::tensor)
+    return arg("KF_ARG_TENSOR", native_tensor(v, c), "0", "0.0", "0", "nullptr", "nullptr");
+  if (v.kind == OpValue::Kind::atom) {
+    if (v.text == "True" || v.text == "False")
+      return arg("KF_ARG_BOOL", "0", v.text == "True" ? "1" : "0", "0.0", "0", "nullptr", "nullptr");
+    if (v.text == "None") return arg("KF_ARG_NONE", "0", "0", "0.0", "0", "nullptr", "nullptr");
+    if (auto i = c_int(v.text); !i.empty())
+      return arg("KF_ARG_INT", "0", i, "0.0", "0", "nullptr", "nullptr");
+    if (auto f = c_float(v.text); !f.empty())
+      return arg("KF_ARG_FLOAT", "0", "0", f, "0", "nullptr", "nullptr");
+  }
+  if (v.kind == OpValue::Kind::list || v.kind == OpValue::Kind::tuple) {
+    const bool ints = std::all_of(v.items.begin(), v.items.end(), [](const OpValue& x) {
+      return x.kind == OpValue::Kind::atom && !c_int(x.text).empty();
+    });
+    const bool tensors =
+        !v.items.empty() && std::all_of(v.items.begin(), v.items.end(),
+                                        [](const OpValue& x) { return x.kind == OpValue::Kind::tensor; });
+    if (ints || tensors) {
+      const std::string l = "l" + std::to_string(c.args.size());
+      std::string vals;
+      for (const auto& x : v.items)
+        vals += (vals.empty() ? "" : ", ") + (ints ? c_int(x.text) : native_tensor(x, c));
+      c.lists += "    static const int64_t " + l + "[] = {" + (vals.empty() ? "0" : vals) + "};\n";
+      return arg(ints ? "KF_ARG_INTS" : "KF_ARG_TENSORS", "0", "0", "0.0", std::to_string(v.items.size()), l,
+                 "nullptr");
+    }
+  }
+  // Anything else as its Python literal; tensors inside it still take their input slots.
+  std::function<void(const OpValue&)> walk = [&](const OpValue& x) {
+    if (x.kind == OpValue::Kind::tensor) native_tensor(x, c);
+    for (const auto& y : x.items) walk(y);
+  };
+  walk(v);
+  return arg("KF_ARG_OTHER", "0", "0", "0.0", "0", "nullptr", c_string(trace_value(v)));
+}
+
 }  // namespace
+
+std::vector<std::int64_t> dense_strides_like(const std::vector<std::int64_t>& shape,
+                                             const std::vector<std::int64_t>& stride) {
+  std::vector<std::size_t> order(shape.size());  // innermost (smallest stride) first
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return stride[a] != stride[b] ? stride[a] < stride[b] : a > b;
+  });
+  std::vector<std::int64_t> out(shape.size(), 0);
+  std::int64_t step = 1;
+  for (std::size_t i : order) {
+    if (stride[i] == 0) continue;  // a broadcast (expanded) dimension stays one
+    out[i] = step;
+    step *= std::max<std::int64_t>(shape[i], 1);
+  }
+  return out;
+}
+
+std::string case_args_text(const OperatorCase& c) {
+  OpValue pos;
+  pos.kind = OpValue::Kind::tuple;
+  pos.items = c.positional;
+  OpValue kw;
+  kw.kind = OpValue::Kind::dict;
+  for (const auto& [k, v] : c.keyword) kw.keys.push_back(k), kw.items.push_back(v);
+  std::string p = trace_value(pos);
+  return "(" + p + ", " + trace_value(kw) + ")";
+}
+
+std::vector<OperatorCase> unseen_cases(const std::vector<OperatorCase>& cases, std::size_t* changed) {
+  std::vector<OperatorCase> out;
+  if (changed) *changed = 0;
+  for (const auto& c : cases) {
+    OperatorCase u = c;
+    bool any = false;
+    for (auto& v : u.positional) v = unseen_value(v, &any);
+    for (auto& [k, v] : u.keyword) v = unseen_value(v, &any);
+    u.args = case_args_text(u);
+    if (any && changed) ++*changed;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::string trace_text(const std::string& op, const std::vector<OperatorCase>& cases) {
+  std::string s = "Operator: " + op + "\n";
+  for (const auto& c : cases) s += "cnt: " + std::to_string(c.count) + ", " + c.args + "\n";
+  return s;
+}
 
 std::string operator_cases_table(const std::vector<OperatorCase>& cases, std::size_t max_rows) {
   std::string s = "| case | trace line | cnt | arguments |\n|---|---|---|---|\n";
@@ -464,6 +666,76 @@ std::string operator_adapter(const std::string& op, const std::vector<OperatorCa
   s += "import math\n\nimport torch\n\n\n";
   s += "def _kf_flat(y):\n    return list(y) if isinstance(y, (tuple, list)) else [y]\n\n\n";
   s += "def kf_forward(" + (params.empty() ? std::string() : params.substr(2)) + "):\n" + fbody;
+  return s;
+}
+
+const std::string& native_adapter_marker() {
+  static const std::string m =
+      "// ---- kforge: the operator task's cases (appended by kforge, not the candidate's code) ----";
+  return m;
+}
+
+std::string operator_adapter_native(const std::string& op, const std::vector<OperatorCase>& cases) {
+  const std::string entry = operator_entry(op);
+  std::string s = "\n\n" + native_adapter_marker() + "\n";
+  // A candidate's macros must not rewrite kforge's code: every name it uses is undefined first.
+  for (const std::string& n : {std::string("kf_forward"),
+                               entry,
+                               std::string("kf_tensor"),
+                               std::string("kf_arg"),
+                               std::string("inputs"),
+                               std::string("outputs"),
+                               std::string("n_inputs"),
+                               std::string("n_outputs"),
+                               std::string("stream"),
+                               std::string("per"),
+                               std::string("rc"),
+                               std::string("t"),
+                               std::string("a"),
+                               std::string("nullptr"),
+                               std::string("__builtin_inf"),
+                               std::string("__builtin_nan"),
+                               std::string("KF_ARG_TENSOR"),
+                               std::string("KF_ARG_INT"),
+                               std::string("KF_ARG_FLOAT"),
+                               std::string("KF_ARG_BOOL"),
+                               std::string("KF_ARG_NONE"),
+                               std::string("KF_ARG_INTS"),
+                               std::string("KF_ARG_TENSORS"),
+                               std::string("KF_ARG_OTHER")})
+    s += "#undef " + n + "\n";
+  for (std::size_t i = 0; i < 64; ++i) s += "#undef l" + std::to_string(i) + "\n";
+  s += "#include \"kforge/kernel_abi.h\"\n\n";
+  s += "extern \"C\" int " + entry +
+       "(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs, const kf_arg* args, "
+       "int n_args, void* stream);\n\n";
+  s +=
+      "extern \"C\" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs, "
+      "void* stream) {\n";
+  std::string body;
+  int global = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    NativeCall c;
+    c.next_global = global;
+    for (const auto& a : cases[i].positional) c.args.push_back(native_arg(a, "", c));
+    for (const auto& [k, a] : cases[i].keyword) c.args.push_back(native_arg(a, k, c));
+    global = c.next_global;
+    body += "  {  // case " + std::to_string(i) + " (line " + std::to_string(cases[i].line) + ")\n";
+    body += "    kf_tensor t[" + std::to_string(std::max(c.tensors, 1)) + "];\n" + c.views + c.lists;
+    body += "    const kf_arg a[" + std::to_string(std::max<std::size_t>(c.args.size(), 1)) + "] = {";
+    for (std::size_t k = 0; k < c.args.size(); ++k) body += (k ? ", " : "") + c.args[k];
+    body += std::string(c.args.empty() ? "{}" : "") + "};\n";
+    body += "    const int rc = " + entry + "(t, " + std::to_string(c.tensors) + ", outputs + " +
+            std::to_string(i) + " * per, per, a, " + std::to_string(c.args.size()) + ", stream);\n";
+    body += "    if (rc != 0) return rc;\n  }\n";
+  }
+  s += "  if (n_inputs != " + std::to_string(global) +
+       ") return 90;  // the cases' tensors, in get_inputs() order\n";
+  s += "  const int per = n_outputs / " + std::to_string(std::max<std::size_t>(cases.size(), 1)) +
+       ";  // every case has the overload's outputs\n";
+  s +=
+      "  if (per * " + std::to_string(std::max<std::size_t>(cases.size(), 1)) + " != n_outputs) return 91;\n";
+  s += body + "  return 0;\n}\n";
   return s;
 }
 

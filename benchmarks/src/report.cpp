@@ -12,9 +12,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kforge/benchmarks/generalisation.hpp"
+#include "kforge/benchmarks/operators.hpp"
+#include "kforge/benchmarks/report_html.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/utf8.hpp"
-#include "kforge/benchmarks/report_html.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 
@@ -183,6 +185,27 @@ void cut_section(std::ostringstream& os, const Summary& s, const std::string& di
 }
 
 }  // namespace
+
+/// Which library kernels hold on shapes their prompt never showed (generalisation.json).
+static void library_section(std::ostringstream& os, const Summary& s) {
+  int yes = 0, no = 0, unknown = 0;
+  for (const auto& [task, g] : s.generalisation) (!g.generalises ? unknown : *g.generalises ? yes : no)++;
+  os << "\n## Library: generalisation\n\n"
+     << "Each library kernel judged again on shapes its prompt never showed (" << unseen_rule_text() << "). "
+     << yes << " generalise, " << no << " do not, " << unknown
+     << " could not be judged; `kforge library export --as-backend` exports only the first unless "
+        "`--include-non-generalising`.\n\n";
+  Table t(os, {"task", "backend", "generalises", "outcome on unseen shapes", "unseen shapes", "reason"});
+  auto cell = [](std::string v) {
+    if (v.size() > 200) v = std::string(utf8_prefix(v, 200)) + "...";
+    for (auto& c : v)
+      if (c == '\n' || c == '|') c = ' ';
+    return v.empty() ? std::string(kNone) : v;
+  };
+  for (const auto& [task, g] : s.generalisation)
+    t.row({task, cell(g.backend), generalises_text(g.generalises),
+           cell(g.outcome + (g.sub_kind.empty() ? "" : "/" + g.sub_kind)), cell(g.unseen), cell(g.reason)});
+}
 
 std::string render_report_md(const Summary& s, const std::string& title, const RunInfo* info) {
   std::ostringstream os;
@@ -364,6 +387,7 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
       t.row(cells);
     }
   }
+  if (!s.generalisation.empty()) library_section(os, s);
   return os.str();
 }
 
@@ -468,6 +492,7 @@ Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config,
   Summary s = summarize(loaded.records, config);
   if (records) *records = std::move(loaded.records);
   s.warnings.insert(s.warnings.begin(), loaded.warnings.begin(), loaded.warnings.end());
+  if (auto g = read_generalisation(run_dir)) s.generalisation = std::move(g->kernels);
   if (fs::exists(run_dir / "unusable.json")) {
     try {
       auto j = json::parse(read_file(run_dir / "unusable.json"));
@@ -702,11 +727,8 @@ std::string render_compare_md(const ComparedRuns& c) {
   return os.str();
 }
 
-LibraryExport export_library(const fs::path& run_dir) {
-  Summary s = summarize_run(run_dir);
-  LibraryExport ex;
-  ex.dir = run_dir / "library";
-
+std::map<std::string, LibraryKernel> library_kernels(const fs::path& run_dir, const Summary& s,
+                                                     std::vector<std::string>* missing) {
   // One entry per task id: the best over backends and models.
   std::map<std::string, const TaskResult*> best;
   for (const auto& t : s.tasks) {
@@ -718,47 +740,78 @@ LibraryExport export_library(const fs::path& run_dir) {
       if ((sx && !sy) || (sx && sy && x.speedup > y.speedup)) it->second = &t;
     }
   }
-
+  std::map<std::string, LibraryKernel> out;
   std::error_code ec;
-  fs::remove_all(ex.dir, ec);
-  if (ec) throw std::runtime_error(ex.dir.string() + ": cannot clear: " + ec.message());
-  fs::create_directories(ex.dir);
-  json index = json::array();
   for (const auto& [task, tr] : best) {
     const AttemptRecord& r = *tr->best;
     // The canonical layout, not the record's attempt_dir: a record never points outside the run.
-    fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
-    // The backend's own source first (a directory should hold only that one).
+    const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
+    // The backend's own source first (a directory should hold only that one); `kforge eval` keeps
+    // only the built one (build/kernel.*).
     std::vector<std::string> names{"kernel.cu", "kernel.cpp", "kernel.py"};
     const std::map<std::string, std::string> preferred{
         {"cuda", "kernel.cu"}, {"cpu", "kernel.cpp"}, {"triton", "kernel.py"}};
     if (auto p = preferred.find(r.backend); p != preferred.end())
       std::stable_partition(names.begin(), names.end(), [&](const std::string& n) { return n == p->second; });
     fs::path src;
-    for (const auto& name : names)
-      if (fs::is_regular_file(adir / name, ec)) {
-        src = adir / name;
-        break;
-      }
+    for (const fs::path& dir : {adir, adir / "build"}) {
+      for (const auto& name : names)
+        if (fs::is_regular_file(dir / name, ec)) {
+          src = dir / name;
+          break;
+        }
+      if (!src.empty()) break;
+    }
     if (src.empty()) {
-      ex.missing.push_back(task + ": no kernel.cu, kernel.cpp or kernel.py in " + adir.string());
+      if (missing) missing->push_back(task + ": no kernel.cu, kernel.cpp or kernel.py in " + adir.string());
       continue;
     }
+    std::string text = read_file(src);
+    auto at = text.find(operator_adapter_marker());
+    if (at == std::string::npos) at = text.find(native_adapter_marker());
+    if (at != std::string::npos) {  // kforge's adapter, not the candidate's code
+      text = text.substr(0, at);
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      text += "\n";
+    }
+    out.emplace(task, LibraryKernel{tr, adir, src.filename().string(), std::move(text)});
+  }
+  return out;
+}
+
+LibraryExport export_library(const fs::path& run_dir) {
+  Summary s = summarize_run(run_dir);
+  LibraryExport ex;
+  ex.dir = run_dir / "library";
+  const auto kernels = library_kernels(run_dir, s, &ex.missing);
+  std::error_code ec;
+  fs::remove_all(ex.dir, ec);
+  if (ec) throw std::runtime_error(ex.dir.string() + ": cannot clear: " + ec.message());
+  fs::create_directories(ex.dir);
+  json index = json::array();
+  for (const auto& [task, k] : kernels) {
+    const AttemptRecord& r = *k.result->best;
     fs::path out = ex.dir / fs::path(task);  // task validated by attempt_rel_path above
     fs::create_directories(out);
-    fs::copy_file(src, out / src.filename(), fs::copy_options::overwrite_existing);
-    if (fs::is_regular_file(adir / "result.json", ec))
-      fs::copy_file(adir / "result.json", out / "result.json", fs::copy_options::overwrite_existing);
+    write_file(out / k.file_name, k.source);
+    if (fs::is_regular_file(k.attempt_dir / "result.json", ec))
+      fs::copy_file(k.attempt_dir / "result.json", out / "result.json", fs::copy_options::overwrite_existing);
     write_file(out / "attempt.json", dump_json(to_json(r), 2) + "\n");
-    index.push_back({{"task", task},
-                     {"category", r.category},
-                     {"difficulty", r.difficulty},
-                     {"backend", r.backend},
-                     {"model", r.model},
-                     {"file", (fs::path(task) / src.filename()).generic_string()},
-                     {"speedup", r.has_speedup() ? r.speedup : 0.0},
-                     {"source_sha", r.source_sha},
-                     {"attempt_dir", r.attempt_dir}});
+    const auto g = generalisation_of(s.generalisation, task, r.source_sha);
+    index.push_back(
+        {{"task", task},
+         {"category", r.category},
+         {"difficulty", r.difficulty},
+         {"backend", r.backend},
+         {"model", r.model},
+         {"file", (fs::path(task) / k.file_name).generic_string()},
+         {"speedup", r.has_speedup() ? r.speedup : 0.0},
+         {"source_sha", r.source_sha},
+         {"attempt_dir", r.attempt_dir},
+         {"generalises", g && g->generalises ? json(*g->generalises) : json(nullptr)},
+         {"generalisation",
+          g ? g->reason
+            : std::string("not checked: `kforge library export RUN` judges it on unseen shapes")}});
     ++ex.exported;
   }
   write_file(ex.dir / "index.json", dump_json(index, 2) + "\n");

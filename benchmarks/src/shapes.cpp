@@ -1,8 +1,9 @@
 #include "kforge/benchmarks/shapes.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <algorithm>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -232,7 +233,8 @@ struct Parsed {
 
 /// Reads one top-level assignment into `p` (when it is one).
 void parse_assignment(const std::string& line, int n, Parsed& p) {
-  static const std::regex kAssign(R"(^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::\s*[A-Za-z_][\w\[\], ]*)?=(?!=)\s*(.*?)\s*$)");
+  static const std::regex kAssign(
+      R"(^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::\s*[A-Za-z_][\w\[\], ]*)?=(?!=)\s*(.*?)\s*$)");
   static const std::regex kChain(R"(^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$)");
   std::smatch m;
   if (!std::regex_match(line, m, kAssign)) return;
@@ -377,22 +379,24 @@ std::string joined(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
-/// The source with each used literal >= 16 divided by f (kept >= 16), its lines rewritten as
-/// `NAME = VALUE  # profile P`; the changes listed ("n 4096->32"). Nothing to change: nullopt.
-std::optional<std::string> scaled_source(const std::string& source, const Parsed& p,
-                                         const std::set<std::string>& used, std::int64_t f,
-                                         const std::string& profile, std::vector<std::string>* changes) {
+/// The source with each used literal >= 16 changed (scaling: divided by f, kept >= 16), its lines rewritten
+/// as `NAME = VALUE  # profile P`; the changes listed ("n 4096->32"). Nothing to change: nullopt.
+std::optional<std::string> rewritten_source(const std::string& source, const Parsed& p,
+                                            const std::set<std::string>& used,
+                                            const std::function<std::int64_t(std::int64_t)>& change,
+                                            const std::string& profile, std::vector<std::string>* changes) {
   auto lines = split_lines(source);
   changes->clear();
   for (const auto& lit : p.literals) {
     std::vector<std::string> vals;
     bool changed = false;
     for (std::size_t i = 0; i < lit.values.size(); ++i) {
-      const bool is_used = lit.unpacked ? used.count(lit.names[i]) > 0
-                                        : std::any_of(lit.names.begin(), lit.names.end(),
-                                                      [&](const std::string& n) { return used.count(n) > 0; });
+      const bool is_used = lit.unpacked
+                               ? used.count(lit.names[i]) > 0
+                               : std::any_of(lit.names.begin(), lit.names.end(),
+                                             [&](const std::string& n) { return used.count(n) > 0; });
       std::int64_t v = lit.values[i];
-      if (is_used && v >= 16) v = std::max<std::int64_t>(16, v / f);
+      if (is_used && v >= 16) v = change(v);
       if (v != lit.values[i]) {
         changed = true;
         changes->push_back((lit.unpacked ? lit.names[i] : joined(lit.names, " = ")) + " " +
@@ -401,8 +405,8 @@ std::optional<std::string> scaled_source(const std::string& source, const Parsed
       vals.push_back(std::to_string(v));
     }
     if (!changed) continue;
-    lines[static_cast<std::size_t>(lit.line)] =
-        joined(lit.names, lit.unpacked ? ", " : " = ") + " = " + joined(vals, ", ") + "  # profile " + profile;
+    lines[static_cast<std::size_t>(lit.line)] = joined(lit.names, lit.unpacked ? ", " : " = ") + " = " +
+                                                joined(vals, ", ") + "  # profile " + profile;
   }
   if (changes->empty()) return std::nullopt;
   std::string out;
@@ -458,7 +462,9 @@ std::optional<ScaledProfile> scale_to_bytes(const std::string& source, double ta
   const auto used = used_names(p);
   std::vector<std::string> changes;
   for (std::int64_t f = 2; sp.after.bytes > target_bytes && f <= (std::int64_t{1} << 24); f *= 2) {
-    auto src = scaled_source(source, p, used, f, profile, &changes);
+    auto src = rewritten_source(
+        source, p, used, [f](std::int64_t v) { return std::max<std::int64_t>(16, v / f); }, profile,
+        &changes);
     if (!src || *src == sp.source) break;  // nothing (more) to shrink: every constant at 16
     ShapeEstimate e = estimate_inputs(*src);
     if (!e.ok) break;
@@ -477,8 +483,40 @@ std::optional<ScaledProfile> scale_to_bytes(const std::string& source, double ta
   return sp;
 }
 
+std::optional<ScaledProfile> unseen_profile(const std::string& source) {
+  const Parsed p = parse(source);
+  ScaledProfile sp;
+  sp.before = estimate(p);
+  if (!sp.before.ok) return std::nullopt;
+  auto src = rewritten_source(
+      source, p, used_names(p), [](std::int64_t v) { return unseen_size(v); }, "unseen", &sp.changes);
+  if (!src) return std::nullopt;
+  sp.after = estimate_inputs(*src);
+  if (!sp.after.ok) return std::nullopt;
+  sp.source = std::move(*src);
+  return sp;
+}
+
+std::int64_t unseen_size(std::int64_t v) {
+  return v >= 16 && v < (std::int64_t{1} << 31) ? v + 7 : v;
+}
+
+std::optional<std::string> unseen_base(const std::string& profile) {
+  static const std::string kSuffix = "+unseen";
+  if (profile == "unseen") return std::string("default");
+  if (profile.size() > kSuffix.size() &&
+      profile.compare(profile.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
+    return profile.substr(0, profile.size() - kSuffix.size());
+  return std::nullopt;
+}
+
 bool has_profile(const Task& task, const std::string& profile) {
   if (profile.empty() || profile == "default" || task.profiles.count(profile)) return true;
+  if (auto base = unseen_base(profile)) {
+    if (!has_profile(task, *base)) return false;
+    auto src = apply_profile(task, *base);
+    return src && unseen_profile(*src).has_value();
+  }
   return scale_profile(task.source, profile).has_value();
 }
 

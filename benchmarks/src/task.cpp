@@ -172,6 +172,13 @@ TaskFileResult parse_task_file(const fs::path& file, const std::string& id) {
 
 std::optional<std::string> apply_profile(const Task& task, const std::string& profile) {
   if (profile.empty() || profile == "default") return task.source;
+  if (auto base = unseen_base(profile)) {  // "B+unseen": the unseen rule over profile B (shapes.hpp)
+    auto src = apply_profile(task, *base);
+    if (!src) return std::nullopt;
+    auto sp = unseen_profile(*src);
+    if (!sp) return std::nullopt;
+    return std::move(sp->source);
+  }
   auto it = task.profiles.find(profile);
   if (it == task.profiles.end()) {
     // A profile the task does not define: the derived one (shapes.hpp), where there is a rule for it.
@@ -376,12 +383,14 @@ void load_multikernelbench(Suite& s, const fs::path& ref) {
 Suite load_suite(const fs::path& dir) {
   if (fs::is_regular_file(dir) || fs::is_regular_file(dir / "operators.txt")) {
     Suite s;  // BackendBench's trace format: one aten_operator task per operator
-    const fs::path trace = fs::is_regular_file(dir) ? fs::canonical(dir) : fs::canonical(dir / "operators.txt");
+    const fs::path trace =
+        fs::is_regular_file(dir) ? fs::canonical(dir) : fs::canonical(dir / "operators.txt");
     s.root = fs::is_regular_file(dir) ? trace.parent_path() : fs::canonical(dir);
     s.name = fs::is_regular_file(dir) ? trace.stem().string() : s.root.filename().string();
     s.layout = "operators";
     load_operator_suite(s, trace);
-    std::sort(s.tasks.begin(), s.tasks.end(), [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
+    std::sort(s.tasks.begin(), s.tasks.end(),
+              [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
     return s;
   }
   if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": suite directory does not exist");

@@ -256,6 +256,15 @@ std::string testblock_task_section(const PromptInput& in, const std::string& har
        {"checks", checks}});
 }
 
+/// What the operator task asks for, by backend: a Triton `<op>_kernel_impl(*args, **kwargs)`, or a
+/// C++ (cpu) / CUDA C++ (cuda) `extern "C" int <op>_kernel_impl(...)` of kernel_abi.h.
+std::string operator_write(const PromptInput& in) {
+  const std::string e = in.entries.empty() ? "kf_forward" : in.entries.front();
+  if (in.backend == "triton") return "Write, in Triton, the function `" + e + "(*args, **kwargs)`";
+  return std::string("Write, in ") + (in.backend == "cuda" ? "CUDA C++" : "C++ for the CPU") +
+         ", the function `extern \"C\" int " + e + "(...)` (its signature is under Output format)";
+}
+
 /// The task section of an ATen-operator task: the overload, the function to write, its cases
 /// (the generated module) and the checks.
 std::string operator_task_section(const PromptInput& in, const std::string& hardware,
@@ -269,6 +278,7 @@ std::string operator_task_section(const PromptInput& in, const std::string& hard
                                        : "`" + in.signature + "`"},
        {"cases_table", trim(in.cases_table)},
        {"entry", in.entries.empty() ? "kf_forward" : in.entries.front()},
+       {"write", operator_write(in)},
        {"reference", trim(in.reference)},
        {"checks", checks}});
 }

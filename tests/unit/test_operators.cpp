@@ -6,6 +6,7 @@
 #include "catch.hpp"
 #include "kforge/benchmarks/metrics.hpp"
 #include "kforge/benchmarks/operators.hpp"
+#include "kforge/benchmarks/shapes.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
@@ -192,4 +193,86 @@ TEST_CASE("the prompt's case table shows every argument, strides, keywords, and 
   const std::string capped = operator_cases_table(tf.ops[0].cases, 1);
   CHECK(capped.find("| 1 |") == std::string::npos);
   CHECK(capped.find("1 more case(s)") != std::string::npos);
+}
+
+TEST_CASE("unseen cases: sizes >= 16 grow by 7 consistently, small values and layouts stay", "[operators]") {
+  OperatorCase a, b, c, d;
+  REQUIRE_FALSE(parse_case_args("((T([64, 32], f32), T([32], f32)), {'alpha': 2})", a));
+  REQUIRE_FALSE(parse_case_args("((T([2, 16, 64], f32), [64], T([64], f32), None, 1e-05), {})", b));
+  REQUIRE_FALSE(parse_case_args("((T([16, 8], f32, [1, 16]), [-1], True), {})", c));
+  REQUIRE_FALSE(parse_case_args("((T([3, 3, 3], f32), 0.5), {})", d));
+  std::size_t changed = 0;
+  const auto u = unseen_cases({a, b, c, d}, &changed);
+  REQUIRE(u.size() == 4);
+  CHECK(changed == 3);  // d has no size >= 16
+  CHECK(u[0].args == "((T([71, 39], f32), T([39], f32)), {'alpha': 2})");
+  CHECK(u[1].args == "((T([2, 23, 71], f32), [71], T([71], f32), None, 1e-05), {})");
+  CHECK(u[2].args == "((T([23, 8], f32, [1, 23]), [-1], True), {})");  // column-major stays column-major
+  CHECK(u[3].args == case_args_text(d));
+  // Every unseen case reads back as a case, and the rule is one mapping (16 -> 23 everywhere).
+  for (const auto& x : u) {
+    OperatorCase back;
+    CHECK_FALSE(parse_case_args(x.args, back));
+  }
+  CHECK(unseen_size(15) == 15);
+  CHECK(unseen_size(16) == 23);
+  CHECK(unseen_size(1000) == 1007);
+  CHECK(unseen_size(std::int64_t{1} << 40) == (std::int64_t{1} << 40));  // a sentinel such as INT64_MAX stays
+  CHECK(dense_strides_like({5, 7}, {0, 1}) == std::vector<std::int64_t>{0, 1});  // a broadcast stays
+  // The trace text of the unseen cases loads as an operator suite.
+  const TraceFile t = parse_trace(trace_text("aten.add.Tensor", u), "unseen.txt");
+  CHECK(t.errors.empty());
+  REQUIRE(t.ops.size() == 1);
+  CHECK(t.ops[0].cases.size() == 4);
+}
+
+TEST_CASE("the unseen profile: '<P>+unseen' grows P's used constants by 7", "[operators][shapes]") {
+  Task t;
+  t.source =
+      "import torch\nROWS = 64\nCOLS = 257\nK = 3\n\nclass Model(torch.nn.Module):\n"
+      "    def forward(self, x):\n        return x\n\n"
+      "def get_inputs():\n    return [torch.randn(ROWS, COLS * K)]\n\ndef get_init_inputs():\n    return "
+      "[]\n";
+  t.constants = {{"ROWS", "64", 2}, {"COLS", "257", 3}, {"K", "3", 4}};
+  t.profiles["ci"] = {{"ROWS", "32"}};
+  auto sp = unseen_profile(t.source);
+  REQUIRE(sp);
+  CHECK(sp->after.inputs.at(0).dims == std::vector<std::int64_t>{71, 264 * 3});
+  auto ci = apply_profile(t, "ci+unseen");
+  REQUIRE(ci);
+  CHECK(contains(*ci, "ROWS = 39  # profile unseen"));
+  CHECK(contains(*ci, "COLS = 264  # profile unseen"));
+  CHECK(contains(*ci, "K = 3\n"));
+  CHECK(apply_profile(t, "unseen") == sp->source);
+  CHECK(has_profile(t, "ci+unseen"));
+  CHECK_FALSE(has_profile(t, "nosuch+unseen"));
+  CHECK(unseen_base("ci+unseen") == std::optional<std::string>("ci"));
+  CHECK(unseen_base("ci") == std::nullopt);
+}
+
+TEST_CASE("the cpu/cuda adapter: one entry call per case, views, kf_arg kinds, output slices",
+          "[operators]") {
+  OperatorCase a, b;
+  REQUIRE_FALSE(
+      parse_case_args("((T([16, 8], f32, [1, 16]), [64], True, None, 1e-05), {'approximate': 'tanh'})", a));
+  REQUIRE_FALSE(parse_case_args("(([T([4], f32), T([4], f32)], -1), {'alpha': -inf})", b));
+  const std::string s = operator_adapter_native("aten.foo.default", {a, b});
+  CHECK(starts_with(s, "\n\n" + native_adapter_marker()));
+  CHECK(contains(s, "extern \"C\" int foo_kernel_impl(const kf_tensor* inputs"));
+  CHECK(contains(s, "if (n_inputs != 3) return 90;"));             // the cases' three tensors
+  CHECK(contains(s, "t[0].sizes[0] = 16; t[0].strides[0] = 1;"));  // the strided view
+  CHECK(contains(s, "t[0].sizes[1] = 8; t[0].strides[1] = 16;"));
+  CHECK(contains(s, "{\"\", KF_ARG_INTS, 0, 0, 0.0, 1, l1, nullptr}"));
+  CHECK(contains(s, "static const int64_t l1[] = {64LL};"));
+  CHECK(contains(s, "{\"\", KF_ARG_BOOL, 0, 1, 0.0, 0, nullptr, nullptr}"));
+  CHECK(contains(s, "{\"\", KF_ARG_NONE,"));
+  CHECK(contains(s, "{\"\", KF_ARG_FLOAT, 0, 0, 1e-05,"));
+  CHECK(contains(s, "{\"approximate\", KF_ARG_OTHER, 0, 0, 0.0, 0, nullptr, \"'tanh'\"}"));
+  CHECK(contains(s, "t[0] = inputs[1];"));  // case 1's tensors continue the numbering
+  CHECK(contains(s, "t[1] = inputs[2];"));
+  CHECK(contains(s, "{\"\", KF_ARG_TENSORS, 0, 0, 0.0, 2, l0, nullptr}"));
+  CHECK(contains(s, "{\"\", KF_ARG_INT, 0, -1LL,"));
+  CHECK(contains(s, "{\"alpha\", KF_ARG_FLOAT, 0, 0, -__builtin_inf(),"));
+  CHECK(contains(s, "foo_kernel_impl(t, 2, outputs + 1 * per, per, a, 3, stream)"));
+  CHECK(contains(s, "#undef kf_forward\n#undef foo_kernel_impl\n"));  // no candidate macro rewrites it
 }

@@ -63,6 +63,39 @@ static inline int64_t kf_numel(const kf_tensor* t) {
   return n;
 }
 
+/** ATen-operator tasks (issue 24) on the cpu and cuda backends: the candidate defines
+ *
+ *   extern "C" int <op>_kernel_impl(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs,
+ *                                   int n_outputs, const kf_arg* args, int n_args, void* stream);
+ *
+ * called once per call of the operator. `args` are the call's arguments in order (positional,
+ * then keyword ones by name); a tensor argument is `inputs[arg.tensor]` — a view that may be
+ * strided (sizes and strides as given, not necessarily contiguous). `outputs` are the operator's
+ * results (a tuple's elements in order), preallocated contiguous with the operator's shapes and
+ * dtypes and filled with poison: write every element. The judge calls it on every case of the
+ * task through kforge's own kf_forward; an exported library calls it from PyTorch. */
+typedef enum kf_arg_kind {
+  KF_ARG_TENSOR = 0,  /* tensor: index into inputs */
+  KF_ARG_INT = 1,     /* i */
+  KF_ARG_FLOAT = 2,   /* f (inf and nan as such) */
+  KF_ARG_BOOL = 3,    /* i: 0 or 1 */
+  KF_ARG_NONE = 4,    /* Python None */
+  KF_ARG_INTS = 5,    /* a list of integers: n, ints */
+  KF_ARG_TENSORS = 6, /* a list of tensors: n, ints = indices into inputs */
+  KF_ARG_OTHER = 7    /* anything else: text, its Python literal ('tanh', torch.float16, ...) */
+} kf_arg_kind;
+
+typedef struct kf_arg {
+  const char* name; /* "" for a positional argument, else the keyword */
+  int32_t kind;     /* a kf_arg_kind */
+  int32_t tensor;
+  int64_t i;
+  double f;
+  int32_t n;
+  const int64_t* ints;
+  const char* text;
+} kf_arg;
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,8 +8,11 @@
 // through to PyTorch), kernels/<operator>.py (the candidate's own module, kforge's case adapter
 // cut off) and manifest.json (per operator: kernel file, SHA-256 of it, the attempt's source
 // hash, speedup, the attempt's record as the verification evidence; the run's device, dispatch
-// key and judge hello as GPU and toolchain). Only passing operator tasks of the triton backend
-// are exported (cuda: not yet). A watermark build replaces every kernel with a Triton kernel
+// key and judge hello as GPU and toolchain; per operator `generalises` and `generalisation`, the
+// verdict on unseen shapes from <run>/generalisation.json). Passing operator kernels of the
+// triton backend (kernels/<op>.py) and of the cpu and cuda backends (kernels/<op>.so: the shared
+// object the judge passed, called through ctypes; its source beside it) are exported, and of
+// those only the kernels shown to generalise unless include_non_generalising. A watermark build replaces every kernel with a Triton kernel
 // that writes a constant (BackendBench's idea): a model's outputs then show whether its calls
 // really route through the package. Thread-safe on distinct directories.
 #pragma once
@@ -23,6 +26,9 @@ namespace kforge {
 
 struct BackendExportOptions {
   std::optional<double> watermark;  ///< set: every kernel writes this value instead of computing
+  /// Also export kernels not shown to generalise to unseen shapes (generalisation.json says no,
+  /// or could not judge them, or has no verdict for them); by default only those that do.
+  bool include_non_generalising = false;
 };
 
 struct BackendExport {

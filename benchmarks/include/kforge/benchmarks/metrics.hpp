@@ -166,6 +166,18 @@ struct BackendBenchScores {
 struct TaskResult;
 BackendBenchScores backendbench_scores(const std::vector<TaskResult>& tasks, const std::vector<double>& ps);
 
+/// Whether a library kernel holds beyond the shapes its prompt showed (issue 24 §3): its verdict
+/// when judged again on unseen shapes (generalisation.hpp writes and reads these).
+struct Generalisation {
+  std::optional<bool> generalises;  ///< nullopt: could not be judged (the reason says why)
+  std::string reason;
+  std::string source_sha;  ///< the judged kernel's attempt (AttemptRecord::source_sha)
+  std::string backend;
+  std::string outcome;  ///< of the judging on the unseen shapes ("" when none ran)
+  std::string sub_kind;
+  std::string unseen;  ///< the unseen shapes: "ci+unseen: ROWS 64->71, ..." or "3/3 cases changed"
+};
+
 struct Summary {
   int schema_version = 1;
   MetricsConfig config;
@@ -180,6 +192,9 @@ struct Summary {
   /// Tasks that could not be judged at all (reference does not load, output random in its module
   /// mode): task id -> reason. summarize_run reads them from <run>/unusable.json.
   std::map<std::string, std::string> unusable;
+  /// The library's kernels judged on unseen shapes: task id -> verdict. summarize_run reads them
+  /// from <run>/generalisation.json (written by `kforge library export`); empty when not checked.
+  std::map<std::string, Generalisation> generalisation;
   /// Passes using lower-precision math the run did not allow (precision_disallowed): their
   /// speedups are not credited in the scores above. `credit_all_precision` is the other view:
   /// best-attempt scores with those speedups credited.
@@ -217,5 +232,7 @@ nlohmann::json to_json(const Slice& s);
 nlohmann::json to_json(const TaskResult& t);
 /// The summary.json object.
 nlohmann::json to_json(const Summary& s);
+/// task id -> {generalises (true/false/null), reason, source_sha, backend, outcome, sub_kind, unseen}.
+nlohmann::json generalisation_json(const std::map<std::string, Generalisation>& g);
 
 }  // namespace kforge

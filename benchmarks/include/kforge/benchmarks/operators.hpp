@@ -84,6 +84,36 @@ std::string operator_adapter(const std::string& op, const std::vector<OperatorCa
 /// candidate's own code.
 const std::string& operator_adapter_marker();
 
+/// One case's arguments in BackendBench's trace syntax, `((T([8, 40], f32), 0.5), {})`, from
+/// its parse (what parse_case_args reads back).
+std::string case_args_text(const OperatorCase& c);
+
+/// Cases of `op` in BackendBench's trace format (`Operator:` line, one `cnt:` line per case).
+std::string trace_text(const std::string& op, const std::vector<OperatorCase>& cases);
+
+/// Dense strides for `shape` laid out in the order `stride` implies (smallest stride innermost;
+/// a zero stride, a broadcast dimension, stays zero): a strided case's layout at new sizes.
+std::vector<std::int64_t> dense_strides_like(const std::vector<std::int64_t>& shape,
+                                             const std::vector<std::int64_t>& stride);
+
+/// The unseen cases of an operator (issue 24 §3): each case with shapes.hpp's unseen-shape rule
+/// (unseen_size: every tensor dimension and integer literal in [16, 2^31) grows by 7, one mapping
+/// for the whole case, so matching sizes, broadcasts and size arguments such as a layer norm's
+/// normalized_shape still agree); strided tensors keep their layout (dense_strides_like).
+/// Counts and lines stay. `changed` (optional) receives how many cases differ from the shown ones.
+std::vector<OperatorCase> unseen_cases(const std::vector<OperatorCase>& cases,
+                                       std::size_t* changed = nullptr);
+
+/// The C++ text kforge appends to a cpu or cuda candidate for an operator task: a kf_forward
+/// calling the candidate's `extern "C" int <op>_kernel_impl(inputs, n_inputs, outputs, n_outputs,
+/// args, n_args, stream)` (kernel_abi.h) once per case, with the case's tensors as views of the
+/// judge's inputs (strided ones with the case's sizes and strides), its arguments as kf_arg values
+/// and its slice of the outputs (n_outputs / cases each).
+std::string operator_adapter_native(const std::string& op, const std::vector<OperatorCase>& cases);
+
+/// The first line of operator_adapter_native's text (what the library cuts at).
+const std::string& native_adapter_marker();
+
 /// The task of one operator: format aten_operator, id = op, generated source, BackendBench's
 /// tolerance (atol = rtol = 1e-2 for floating outputs; integers exact).
 Task operator_task(const TraceOperator& op, const std::filesystem::path& file);

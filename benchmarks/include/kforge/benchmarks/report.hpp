@@ -114,13 +114,30 @@ struct LibraryExport {
   std::vector<std::string> missing;  ///< "<task>: <why>" for best attempts whose source is missing
 };
 
-/// Copies the best correct kernel of each task (TaskResult::best) to <run>/library/<task>/:
+/// One task's library kernel: the best correct kernel of the task (TaskResult::best; of several
+/// backends or models, the one of highest speedup), its attempt directory and its source.
+struct LibraryKernel {
+  const TaskResult* result = nullptr;  ///< points into the Summary given to library_kernels
+  std::filesystem::path attempt_dir;
+  std::string file_name;  ///< kernel.cu, kernel.cpp or kernel.py
+  std::string source;     ///< the candidate's own code (an operator task's adapter cut off)
+};
+
+/// The library's kernel of every task that has a correct one: the attempt directory's
+/// kernel.cu / kernel.cpp / kernel.py (the backend's own first: cuda .cu, cpu .cpp, triton .py),
+/// else its build/ copy (`kforge eval` keeps only that one). Tasks whose source is missing are
+/// appended to `missing` ("<task>: <why>") and left out. The one rule for what the library holds.
+std::map<std::string, LibraryKernel> library_kernels(const std::filesystem::path& run_dir, const Summary& s,
+                                                     std::vector<std::string>* missing = nullptr);
+
+/// Copies the best correct kernel of each task (library_kernels) to <run>/library/<task>/:
 /// its source (kernel.cu, kernel.cpp or kernel.py, whichever the attempt directory holds; the
 /// backend's own first: cuda .cu, cpu .cpp, triton .py),
 /// result.json (the attempt's own, when it has one) and attempt.json (its AttemptRecord), and
-/// writes library/index.json listing every exported task. When one task was solved by several
-/// backends or models, the one of highest speedup is exported. Stale entries of an earlier
-/// export are replaced. Throws std::runtime_error on file-system failure.
+/// writes library/index.json listing every exported task (with `generalises` true/false/null and
+/// `generalisation`, the reason, from <run>/generalisation.json when it judged this kernel). When one task
+/// was solved by several backends or models, the one of highest speedup is exported. Stale entries of an
+/// earlier export are replaced. Throws std::runtime_error on file-system failure.
 LibraryExport export_library(const std::filesystem::path& run_dir);
 
 }  // namespace kforge

@@ -180,8 +180,9 @@ TaskFileResult parse_tritonbench_file(const std::filesystem::path& file, const s
 /// from it later in the file follow. An empty profile name or "default" returns the source
 /// unchanged. A profile the task does not define is the scaled one of shapes.hpp (small, ci:
 /// integer constants of get_inputs() divided until the inputs fit a byte target) where its
-/// shapes are understood; otherwise std::nullopt. An override naming a constant the file does
-/// not define is appended after the last constant.
+/// shapes are understood; otherwise std::nullopt. "B+unseen" (or "unseen" for the default) is
+/// profile B with shapes.hpp's unseen-shape rule applied (sizes >= 16 grow by 7). An override
+/// naming a constant the file does not define is appended after the last constant.
 std::optional<std::string> apply_profile(const Task& task, const std::string& profile);
 
 /// Directories of the built-in suites: <kforge_home>/benchmarks/suites/<name>/.
