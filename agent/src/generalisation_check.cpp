@@ -155,9 +155,8 @@ GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
     if (!rc.suite_root.empty()) suite = load_suite(rc.suite_root);
   } catch (const std::exception&) {
   }
-  const fs::path work = cmd.run_dir / "generalisation";
-  std::error_code ec;
-  fs::remove_all(work, ec);
+  const fs::path work = cmd.run_dir / "generalisation";  // the last judging's kernels and eval (its evidence)
+  bool cleared = false;
   std::string trace;  // operators' unseen cases
   std::map<std::string, std::string> shapes;
   std::set<std::string> todo;
@@ -178,6 +177,11 @@ GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
       continue;
     }
     shapes[task] = *unseen;
+    if (!cleared) {  // verdicts reused alone keep the earlier evidence
+      std::error_code ec;
+      fs::remove_all(work, ec);
+      cleared = true;
+    }
     write_file(work / "kernels" / task / k.file_name, k.source);
     todo.insert(task);
   }
