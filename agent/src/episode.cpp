@@ -261,7 +261,7 @@ json profile_policy(const ProfileStep& step, bool every_pass) {
 /// The judging setup shared by every attempt: options, profile step, the device's peaks.
 void make_attempt_setup(RunSetup& rs) {
   const RunCommand& cmd = rs.cmd;
-  rs.profile = make_profile_step(cmd.profiler, cmd.backend, cmd.bench);
+  rs.profile = make_profile_step(cmd.profiler, cmd.backend);
   rs.profile->failing = cmd.profile_failing;
   AttemptSetup& a = rs.attempt;
   a.backend = rs.backend;

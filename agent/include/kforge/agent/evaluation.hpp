@@ -70,7 +70,8 @@ std::optional<backends::ScaledTask> scale_for_profile(const backends::TaskRef& t
 /// Resolves `requested` (none | basic | ncu | auto) for `backend`: ncu only for cuda and where
 /// ncu is found (backends::find_ncu) with the curated metric set; else basic with a note for
 /// cuda ("ncu not found ...: basic profile only"); huge inputs are profiled scaled
-/// (scale_for_profile). Without timing (`bench` false: --no-bench) "auto" is none: the profile
+/// (scale_for_profile). Without timing (`bench` false: eval's --no-bench; run keeps the
+/// profile step, whose peaks and roofline feed its prompts) "auto" is none: the profile
 /// step measures, and a check-only eval spent 88% of its slot time under ncu (H100, 14 Triton
 /// exemplars); an explicit basic or ncu is kept. Throws std::invalid_argument for an unknown
 /// name, std::runtime_error when the metric set cannot be read.
