@@ -479,7 +479,8 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
            {"artifact", std::filesystem::absolute(artifact).string()},
            {"trials", trials},
            {"seed", seed},
-           {"deadline_ms", judge_deadline_ms(cfg_.check_timeout)},
+           {"deadline_ms",
+            judge_deadline_ms(task.test_block() ? cfg_.testblock_check_timeout : cfg_.check_timeout)},
            {"tolerances", tolerances_json(task)}};
   if (task.test_block()) {
     req["source"] = task.source;
@@ -489,15 +490,17 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
     req["device"] = cfg_.device;  // no `load` sets the worker's device for a test block
   }
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
-  return run_check(req, trials);
+  return run_check(req, trials,
+                   task.test_block() ? cfg_.testblock_reference_timeout + cfg_.testblock_check_timeout
+                                     : cfg_.check_timeout);
 }
 
-CheckResult RunnerClient::run_check(const json& req, int trials) {
+CheckResult RunnerClient::run_check(const json& req, int trials, std::chrono::milliseconds timeout) {
   CheckResult c;
   c.trials = trials;
   auto t0 = Clock::now();
   const long long begin_ns = monotonic_ns();
-  Reply r = request(req, cfg_.check_timeout);
+  Reply r = request(req, timeout);
   c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   log_interval("check", lock_name_.empty() ? cfg_.device : lock_name_, child_ ? child_->pid() : -1, begin_ns,
                monotonic_ns());

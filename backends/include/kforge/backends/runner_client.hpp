@@ -101,6 +101,12 @@ struct RunnerConfig {
   std::chrono::milliseconds start_timeout{180'000};  ///< import torch can take ~4 s, more under load
   std::chrono::milliseconds load_timeout{300'000};
   std::chrono::milliseconds check_timeout{60'000};
+  /// A test block (TritonBench): the reference's runs (the gold twice per seed, its Triton
+  /// kernels compiled and autotuned cold), which never count against the candidate, and the
+  /// candidate's check (its kernels, too, compile and autotune cold in a fresh host: G gold files
+  /// autotune over up to ~30 configurations). The client waits for the sum.
+  std::chrono::milliseconds testblock_reference_timeout{240'000};
+  std::chrono::milliseconds testblock_check_timeout{150'000};
   std::chrono::milliseconds bench_timeout{180'000};
   /// The devices' locks for timed work (timed_lock.hpp), not owned; null: default_timed_lock().
   TimedLock* timed_lock = nullptr;
@@ -314,7 +320,7 @@ class RunnerClient {
   Reply request(nlohmann::json req, std::chrono::milliseconds timeout);
   /// Sends a check request (`check`, or `testblock` for a TritonBench task: judge.hpp
   /// check_testblock) and reads its reply.
-  CheckResult run_check(const nlohmann::json& req, int trials);
+  CheckResult run_check(const nlohmann::json& req, int trials, std::chrono::milliseconds timeout);
   /// The infra_error sub-kind for a request that got no reply (judge_timeout, judge_died, ...).
   static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);
