@@ -36,6 +36,7 @@ class TritonBackend final : public Backend {
   std::string device_type() const override { return detect_cuda_arch() ? "cuda" : "cpu"; }
   std::string prompt_language() const override { return "python"; }
   ArtifactKind artifact_kind() const override { return ArtifactKind::python_module; }
+  HostKind host_kind() const override { return HostKind::python; }  // backends/triton/host.py
   std::string source_file_name() const override { return "kernel.py"; }
   std::vector<std::string> fence_languages() const override { return {"python", "py", "python3", ""}; }
 

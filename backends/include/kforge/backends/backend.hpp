@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/backends/host_kind.hpp"
+
 namespace kforge::backends {
 
 /// Knobs of one compile. The defaults are the benchmark configuration.
@@ -123,6 +125,12 @@ class Backend {
   virtual std::string prompt_language() const = 0;
   /// What compile() produces (default: a shared object).
   virtual ArtifactKind artifact_kind() const { return ArtifactKind::shared_object; }
+  /// The candidate host that runs the artifact (host_kind.hpp); the runner client sends it with
+  /// every check, bench and profile request. Default: kforge-host for a shared object, the
+  /// Python host for a Python module.
+  virtual HostKind host_kind() const {
+    return artifact_kind() == ArtifactKind::python_module ? HostKind::python : HostKind::native;
+  }
   /// File the candidate is written to inside the work directory: "kernel.cpp", "kernel.cu".
   virtual std::string source_file_name() const = 0;
   /// Fence languages accepted in a reply, lowercased; "" accepts an untagged fence.
