@@ -1,6 +1,7 @@
 // The triton backend (DESIGN.md §5): Python candidates with @triton.jit kernels. Everything that
-// differs from the C-ABI backends lives here and in the runner's Triton candidate host
-// (backends/triton/host.py): the artifact is the module itself, its "build" is the static scan
+// differs from the C-ABI backends lives in this folder: this file, the scan (triton_scan.cpp,
+// ast_scan.py) and the Python candidate host the judge starts for it (HostKind::python:
+// host.py): the artifact is the module itself, its "build" is the static scan
 // (backends/triton/ast_scan.py: syntax, then what a kernel has no use for), and the import and
 // Triton's JIT happen in the confined host on the first call.
 #include <cstdlib>
@@ -27,6 +28,56 @@ bool defines_python_function(std::string_view source, std::string_view name) {
   for (const auto& line : split_lines(source))
     if (std::regex_search(line, def)) return true;
   return false;
+}
+
+/// The build of a Python module: writes it, runs the static scan (triton_scan.hpp) and, when it
+/// finds nothing, makes the module the artifact. A syntax error is compile_error/syntax, a
+/// finding forbidden_api (the rule in `forbidden`), a scan that cannot run toolchain_missing.
+CompileResult build_python_module(const Backend& backend, const std::string& source, const fs::path& workdir,
+                                  const CompileOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CompileResult r;
+  std::error_code ec;
+  fs::create_directories(workdir, ec);
+  if (ec) throw std::runtime_error(workdir.string() + ": cannot create work directory: " + ec.message());
+  r.source_path = fs::absolute(workdir / backend.source_file_name());
+  write_file(r.source_path, source);
+  r.argv = backend.compile_argv(backend.source_file_name(), "", options);
+  auto finish = [&]() -> CompileResult {
+    r.wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    return std::move(r);
+  };
+  const auto py = backend.find_compiler(options);
+  if (!py) {
+    r.status = CompileStatus::toolchain_missing;
+    r.summary = "The Python interpreter (" + r.argv.front() + ") was not found.";
+    return finish();
+  }
+  ScanOptions so;
+  so.python = py->string();
+  const ScanResult scan = scan_triton_candidate(r.source_path, so);
+  r.log = "$ " + r.argv.front() + " -I -B ast_scan.py kernel.py\n" + scan.summary(50);
+  switch (scan.outcome) {
+    case Outcome::pass:
+      r.status = CompileStatus::ok;
+      r.artifact = r.source_path;  // the module is the artifact: the host imports it
+      break;
+    case Outcome::compile_error:
+      r.status = CompileStatus::compile_error;
+      r.sub_kind = CompileErrorKind::syntax;
+      r.summary = scan.summary();
+      break;
+    case Outcome::forbidden_api:
+      r.status = CompileStatus::forbidden_api;
+      for (const auto& f : scan.findings) r.forbidden.push_back({f.what, f.what, f.rule, false});
+      r.summary = scan.summary();
+      break;
+    default:
+      r.status = CompileStatus::toolchain_missing;  // the scan itself failed: kforge's fault
+      r.summary = "The static scan of the candidate failed: " + scan.error;
+      break;
+  }
+  return finish();
 }
 
 class TritonBackend final : public Backend {
@@ -78,59 +129,17 @@ class TritonBackend final : public Backend {
     const auto py = find_compiler(o);
     return {py ? py->string() : "python3", "-I", "-B", ast_scan_script().string(), src.string()};
   }
+  bool build(const std::string& source, const fs::path& workdir, const CompileOptions& o,
+             CompileResult* out) const override {
+    *out = build_python_module(*this, source, workdir, o);
+    return true;
+  }
 };
 
 }  // namespace
 
 std::shared_ptr<const Backend> make_triton_backend() {
   return std::make_shared<TritonBackend>();
-}
-
-CompileResult build_python_module(const Backend& backend, const std::string& source, const fs::path& workdir,
-                                  const CompileOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  CompileResult r;
-  std::error_code ec;
-  fs::create_directories(workdir, ec);
-  if (ec) throw std::runtime_error(workdir.string() + ": cannot create work directory: " + ec.message());
-  r.source_path = fs::absolute(workdir / backend.source_file_name());
-  write_file(r.source_path, source);
-  r.argv = backend.compile_argv(backend.source_file_name(), "", options);
-  auto finish = [&]() -> CompileResult {
-    r.wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-    return std::move(r);
-  };
-  const auto py = backend.find_compiler(options);
-  if (!py) {
-    r.status = CompileStatus::toolchain_missing;
-    r.summary = "The Python interpreter (" + r.argv.front() + ") was not found.";
-    return finish();
-  }
-  ScanOptions so;
-  so.python = py->string();
-  const ScanResult scan = scan_triton_candidate(r.source_path, so);
-  r.log = "$ " + r.argv.front() + " -I -B ast_scan.py kernel.py\n" + scan.summary(50);
-  switch (scan.outcome) {
-    case Outcome::pass:
-      r.status = CompileStatus::ok;
-      r.artifact = r.source_path;  // the module is the artifact: the host imports it
-      break;
-    case Outcome::compile_error:
-      r.status = CompileStatus::compile_error;
-      r.sub_kind = CompileErrorKind::syntax;
-      r.summary = scan.summary();
-      break;
-    case Outcome::forbidden_api:
-      r.status = CompileStatus::forbidden_api;
-      for (const auto& f : scan.findings) r.forbidden.push_back({f.what, f.what, f.rule, false});
-      r.summary = scan.summary();
-      break;
-    default:
-      r.status = CompileStatus::toolchain_missing;  // the scan itself failed: kforge's fault
-      r.summary = "The static scan of the candidate failed: " + scan.error;
-      break;
-  }
-  return finish();
 }
 
 }  // namespace kforge::backends
