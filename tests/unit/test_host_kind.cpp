@@ -1,11 +1,14 @@
 // Which candidate host runs an artifact (issue 21 §6): the backend states it
 // (Backend::host_kind), the runner client sends it ("host"), and the judge starts that host, not
 // the one the artifact's file name suggests. A request without the field keeps the old rule.
+#include <nlohmann/json.hpp>
+
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 #include "scratch_dir.hpp"
 
 using namespace kforge;
@@ -20,6 +23,16 @@ backends::TaskRef fixture_task() {
   auto parsed = parse_task_file(kAdversarial / "task.py", "adversarial/relu2_add");
   REQUIRE(parsed.task);
   return agent::task_ref(*parsed.task, "");
+}
+
+/// One request to a raw kforge-runner and its reply.
+nlohmann::json ask(sandbox::LineChild& child, nlohmann::json req) {
+  static int id = 0;
+  req["id"] = std::to_string(++id);
+  REQUIRE(child.write_line(req.dump()));
+  auto line = child.read_line(std::chrono::milliseconds(120'000));
+  REQUIRE(line);
+  return nlohmann::json::parse(*line);
 }
 
 }  // namespace
@@ -77,4 +90,52 @@ TEST_CASE("host kind: the judge starts the host the request names, whatever the 
   INFO(right_host.message);
   CHECK(right_host.outcome == Outcome::pass);
   CHECK(runner.workers_started() == 1);  // none of it took the judge down
+}
+
+TEST_CASE(
+    "host kind: a request without it gets the host its artifact's name implies; an unknown one is refused",
+    "[runner]") {
+  // The raw protocol, as an older client speaks it (RunnerClient always sends "host").
+  const auto task = fixture_task();
+  const fs::path work = scratch("host-kind-raw");
+  auto py = backends::compile(backends::get_backend("triton"),
+                              read_file(kAdversarial / "triton/correct/kernel.py"), work / "triton", {});
+  INFO(py.summary);
+  REQUIRE(py.ok());
+  sandbox::Spec spec;
+  spec.argv = {backends::default_runner_path().string()};
+  std::string error;
+  auto child = sandbox::LineChild::start(spec, &error);
+  REQUIRE(child);
+  auto ready = child->read_line(std::chrono::milliseconds(120'000));
+  REQUIRE(ready);
+  REQUIRE(ready->find("\"ready\":true") != std::string::npos);
+  auto load = ask(*child, {{"cmd", "load"},
+                           {"task", task.id},
+                           {"file", task.file.string()},
+                           {"source", task.source},
+                           {"device", "cpu"},
+                           {"model_seed", 42},
+                           {"module_mode", task.module_mode}});
+  INFO(load.dump());
+  REQUIRE(load.value("ok", false));
+  const nlohmann::json check{{"cmd", "check"},
+                             {"artifact", py.artifact.string()},
+                             {"trials", 2},
+                             {"seed", 7},
+                             {"deadline_ms", 50'000}};
+  auto legacy = ask(*child, check);
+  INFO(legacy.dump());
+  CHECK(legacy.value("outcome", "") == "pass");  // kernel.py: the Python host, as before the field
+  auto named = check;
+  named["host"] = "python";
+  auto explicit_python = ask(*child, named);
+  INFO(explicit_python.dump());
+  CHECK(explicit_python.value("outcome", "") == "pass");
+  named["host"] = "shell";
+  auto unknown = ask(*child, named);
+  INFO(unknown.dump());
+  CHECK_FALSE(unknown.value("ok", true));
+  CHECK(unknown.value("message", "").find("unknown candidate host 'shell'") != std::string::npos);
+  CHECK_FALSE(unknown.contains("outcome"));  // the judge's refusal, never a verdict
 }
