@@ -3,7 +3,7 @@
 // For each deliberately slow kernel of bench/data/slow_kernels/manifest.json it reads the
 // kernel's ncu report (<reports>/<defect>/ncu_candidate.csv; by default the recorded fixtures
 // next to the manifest), derives the bottleneck class (DRAM vs SM speed of light, the roofline
-// thresholds of benchmarks/roofline.hpp) and the findings (backends/ncu.hpp), and prints a
+// thresholds of benchmarks/roofline.hpp) and the findings (backends/profile: ncu.hpp), and prints a
 // table: defect, expected finding, top finding, match; then writes the rows as JSON.
 //
 //   bench_feedback [out.json] [--reports DIR]

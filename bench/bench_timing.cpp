@@ -54,17 +54,15 @@ bool triton_cases(const Suite& suite, backends::RunnerClient& runner, const back
     auto cr = backends::compile(backend, read_file(kernel),
                                 fs::temp_directory_path() / "kforge-bench-timing-triton" / id, {});
     if (!cr.ok()) return std::fprintf(stderr, "%s: build failed: %s\n", id, cr.summary.c_str()), false;
-    auto b = runner.bench(ref, cr.artifact, bo);
+    auto b = runner.bench(ref, cr.artifact, bo, backend.host_kind());
     double batch_ms = -1;
     const double tb = do_bench_candidate(
         *python, kforge_home() / "benchmarks/suites/kforge-core" / (std::string(id) + ".py"), kernel,
         &batch_ms);
     const double diff = 100.0 * (b.candidate_ms - tb) / tb;
     ok = ok && b.ok && tb > 0 && std::fabs(diff) <= 5.0;
-    std::printf(
-        "%-28s %12.4f %12.4f %+8.2f%% %12.4f  (timed window %.4f ms at set-up)%s\n", id, b.candidate_ms, tb,
-        diff, batch_ms, b.round_trip_ms,
-        b.ok ? "" : ("  " + b.message).c_str());
+    std::printf("%-28s %12.4f %12.4f %+8.2f%% %12.4f  (timed window %.4f ms at set-up)%s\n", id,
+                b.candidate_ms, tb, diff, batch_ms, b.round_trip_ms, b.ok ? "" : ("  " + b.message).c_str());
     std::printf("    lead-in %.4f ms subtracted, %d batch(es) dropped as preempted\n", b.lead_in_ms,
                 b.lead_in_preempted);
     for (const auto& [k, v] : b.host_reported_ms) std::printf("    host reported %s %.4f ms\n", k.c_str(), v);
@@ -118,7 +116,7 @@ int main(int argc, char** argv) {
   if (!cr.ok()) return std::fprintf(stderr, "compile failed: %s\n", cr.summary.c_str()), 1;
   std::vector<double> medians, cvs;
   for (int i = 0; i < 5; ++i) {
-    auto b = runner.bench(ref, cr.artifact, bo);
+    auto b = runner.bench(ref, cr.artifact, bo, backend.host_kind());
     medians.push_back(b.candidate_ms);
     cvs.push_back(b.candidate.cv);
   }

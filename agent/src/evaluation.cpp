@@ -251,7 +251,7 @@ void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClie
                                 "); --profile-every-pass profiles every pass";
     return;
   }
-  backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir);
+  backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir, ev.host);
   rec.profile.profiler_ms = p.profiler_ms;
   rec.judge.phases_ms["judge.profile.device_lock_wait"] = p.lock_wait_ms;  // other runners' timed work
   rec.profile.profiler_note = p.note;

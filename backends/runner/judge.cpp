@@ -117,8 +117,8 @@ std::string host_text(const std::string& rest) {
   return rest;
 }
 
-bool is_python_module(const std::string& artifact) {
-  return artifact.size() > 3 && artifact.compare(artifact.size() - 3, 3, ".py") == 0;
+bool python_host(const json& req) {
+  return candidate_host_kind(req) == kforge::backends::HostKind::python;
 }
 
 /// An empty directory of the judge's, read-only, for the host to run in: the caller's working
@@ -136,9 +136,10 @@ std::string empty_workdir(ScratchDir* workdir) {
 /// Triton host (backends/triton/host.py) imports a Python module, on a GPU with a fresh
 /// scratch directory for Triton's cache (the only place it may create files). Either runs in
 /// an empty directory of its own.
-HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, Session& s) {
+HostCommand host_command(const JudgeContext& ctx, Session& s) {
   ScratchDir* scratch = &s.scratch;
-  if (!is_python_module(artifact)) return HostCommand{{ctx.host_exe}, {}, {}, empty_workdir(&s.workdir)};
+  if (s.host_kind == kforge::backends::HostKind::native)
+    return HostCommand{{ctx.host_exe}, {}, {}, empty_workdir(&s.workdir)};
   if (ctx.python.empty() || ctx.triton_host.empty())
     throw std::runtime_error("this kforge-runner has no Triton candidate host (python / host.py not set)");
   HostCommand c{{ctx.python, "-I", "-B", ctx.triton_host},
@@ -165,7 +166,7 @@ HostCommand host_command(const JudgeContext& ctx, const std::string& artifact, S
 /// The Triton host's `allow` line for the request's allowed ops (none for kforge-host).
 std::vector<std::string> allow_lines(const json& req) {
   const std::string ops = req.value("allow_ops", "");
-  if (ops.empty() || !is_python_module(req.at("artifact").get<std::string>())) return {};
+  if (ops.empty() || !python_host(req)) return {};
   return {"allow " + ops};
 }
 
@@ -173,7 +174,7 @@ std::vector<std::string> allow_lines(const json& req) {
 /// (get_init_inputs(), the state's names in the exchange's order, the module mode); the host
 /// uses it only when the module defines ModelNew and no kf_forward.
 std::vector<std::string> model_lines(LoadedTask& task, const json& req) {
-  if (!is_python_module(req.at("artifact").get<std::string>())) return {};
+  if (!python_host(req)) return {};
   const json m = model_spec(task);
   return {"model " + m.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
@@ -299,7 +300,8 @@ int openmp_pool_threads() {
 /// fail the attempt (forbidden_api/threads). They could not run unseen anyway (the host is
 /// frozen whenever the judge is not timing or checking it), but work they hold is not the call's.
 std::optional<json> check_threads(const JudgeContext& ctx, Session& s) {
-  if (ctx.device.is_cuda() || is_python_module(s.artifact) || s.threads_allowed < 0) return std::nullopt;
+  if (ctx.device.is_cuda() || s.host_kind != kforge::backends::HostKind::native || s.threads_allowed < 0)
+    return std::nullopt;
   const int n = s.host->thread_count();
   if (n < 0 || n <= s.threads_allowed) return std::nullopt;
   return failure(
@@ -312,12 +314,13 @@ std::optional<json> check_threads(const JudgeContext& ctx, Session& s) {
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
 /// candidate is loaded yet, so it cannot inflate it) and loads the artifact. A reply in *out
 /// when the candidate failed to load; throws on the judge's own failures.
-std::optional<json> open_session(const JudgeContext& ctx, const std::string& artifact, Session& s,
-                                 const Deadline& dl, Laps& laps,
-                                 const std::vector<std::string>& before_load) {
+std::optional<json> open_session(const JudgeContext& ctx, const json& req, Session& s, const Deadline& dl,
+                                 Laps& laps, const std::vector<std::string>& before_load) {
   std::string err;
+  const std::string artifact = req.at("artifact").get<std::string>();
   s.artifact = artifact;
-  s.host = CandidateHost::start(host_command(ctx, artifact, s), artifact,
+  s.host_kind = candidate_host_kind(req);
+  s.host = CandidateHost::start(host_command(ctx, s), artifact,
                                 ctx.device.is_cuda() ? ctx.device.index() : -1, s.ex->host_fds(), &err);
   if (!s.host) throw std::runtime_error(err);
   laps.lap(s.host->forked() ? "host_fork_ms" : "host_start_ms");  // warm from the zygote, or spawned
@@ -349,7 +352,7 @@ std::optional<json> open_session(const JudgeContext& ctx, const std::string& art
   laps.lap("host_load_ms");
   if (!r) return failure(f);
   if (*r == "ok") {
-    if (!ctx.device.is_cuda() && !is_python_module(artifact))
+    if (!ctx.device.is_cuda() && s.host_kind == kforge::backends::HostKind::native)
       if (int n = s.host->thread_count(); n > 0)
         s.threads_allowed = n + (s.host->maps_file("libgomp") ? openmp_pool_threads() : 0);
     return std::nullopt;
@@ -601,6 +604,14 @@ std::optional<json> compare_outputs(LoadedTask& task, const Exchange& ex,
 
 }  // namespace
 
+kforge::backends::HostKind candidate_host_kind(const json& req) {
+  if (!req.contains("host"))
+    return kforge::backends::host_kind_for_artifact(req.at("artifact").get<std::string>());
+  const std::string name = req.at("host").get<std::string>();
+  if (auto h = kforge::backends::parse_host_kind(name)) return *h;
+  throw std::invalid_argument("unknown candidate host '" + name + "' (native, python)");
+}
+
 json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
                      std::unique_ptr<CandidateSession>* keep) {
   const auto t0 = Clock::now();
@@ -616,8 +627,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r =
-          open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before_load(task, req))) {
+  if (auto r = open_session(ctx, req, s, dl, laps, before_load(task, req))) {
     (*r)["phases"] = laps.to_json();
     return *r;
   }
@@ -958,14 +968,15 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   if (req.contains("artifact")) {
     const std::string artifact = req.at("artifact").get<std::string>();
     // The check's host, unless its calibration ran beside another runner's timed work.
-    if (!session || session->artifact != artifact || !session->host->alive() || !session->calibrated_alone) {
+    if (!session || session->artifact != artifact || session->host_kind != candidate_host_kind(req) ||
+        !session->host->alive() || !session->calibrated_alone) {
       session.reset();
       session = std::make_unique<Session>();
       auto probe = task.ref.make_inputs(req.value("seed", 2000));
       session->ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),
                                                task.out_specs, K);
       probe.clear();
-      if (auto r = open_session(ctx, artifact, *session, dl, laps, before_load(task, req))) return *r;
+      if (auto r = open_session(ctx, req, *session, dl, laps, before_load(task, req))) return *r;
     }
     Session& s = *session;
     K = s.ex->sets();
@@ -1294,7 +1305,7 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
            {"entries", req.value("entries", json::array())}};
   std::vector<std::string> before = testblock_allow_lines(req, refs);
   before.push_back("testsrc " + src.dump(-1, ' ', false, json::error_handler_t::replace));
-  if (auto r = open_session(ctx, req.at("artifact").get<std::string>(), s, dl, laps, before)) return *r;
+  if (auto r = open_session(ctx, req, s, dl, laps, before)) return *r;
   json checks = json::array(
       {twice ? "the gold's test block: run twice under each seed, its uninitialised memory poisoned "
                "differently (gold agreement)"

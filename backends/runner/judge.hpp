@@ -26,6 +26,7 @@
 
 #include "candidate_host.hpp"
 #include "exchange.hpp"
+#include "kforge/backends/host_kind.hpp"
 #include "kforge/backends/timed_lock.hpp"
 #include "lead_in.hpp"
 #include "runner.hpp"
@@ -35,8 +36,8 @@ namespace kforge::runner {
 
 struct JudgeContext {
   at::Device device{at::kCPU};
-  std::string host_exe;  ///< kforge-host (shared-object artifacts)
-  /// The Triton candidate host (Python-module artifacts, `.py`): the interpreter with torch and
+  std::string host_exe;  ///< kforge-host (HostKind::native: shared-object artifacts)
+  /// The Triton candidate host (HostKind::python: Python-module artifacts): the interpreter with torch and
   /// triton, backends/triton/host.py, libkforge_pyconfine.so, and the directory where the host
   /// caches Triton's driver module and its own warm-up kernel (written before confinement).
   std::string python;
@@ -64,14 +65,19 @@ struct JudgeContext {
 /// host's `model` line and the profile mode's profile_model.json.
 nlohmann::json model_spec(LoadedTask& task);
 
+/// The candidate host a request names ("host": host_kind.hpp); a request without it gets the one
+/// its "artifact"'s name implies (host_kind_for_artifact). Throws std::invalid_argument for an
+/// unknown name.
+kforge::backends::HostKind candidate_host_kind(const nlohmann::json& req);
+
 /// The candidate's command line under Nsight Compute: `kforge-host --profile <artifact> <device>
-/// <tensors>` for a shared object; for a Python module (`.py`) the Triton host's profile mode,
+/// <tensors>` for HostKind::native; for HostKind::python the Triton host's profile mode,
 /// `<python> -I -B host.py --profile <artifact> <device> <tensors> <pyconfine.so> <model file>
 /// <Triton cache>` (backends/triton/profile_host.py). Throws std::runtime_error when this
 /// runner has no Triton host.
 std::vector<std::string> profile_candidate_argv(const JudgeContext& ctx, const std::string& artifact,
-                                                const std::string& device, const std::string& tensors,
-                                                const std::string& model_file);
+                                                kforge::backends::HostKind host, const std::string& device,
+                                                const std::string& tensors, const std::string& model_file);
 
 /// The `profile_setup` request (runner_client.hpp): in req["dir"], profile_tensors.bin (the
 /// task's inputs under req["seed"], its parameters and output specs), profile_reference.json
@@ -104,6 +110,7 @@ std::string temp_dir();
 
 struct CandidateSession {
   std::string artifact;
+  kforge::backends::HostKind host_kind = kforge::backends::HostKind::native;  ///< the host running it
   ScratchDir scratch;  ///< the Triton host's cache on a GPU; outlives the host (declared first)
   ScratchDir workdir;  ///< the host's working directory: empty, read-only; outlives the host
   std::unique_ptr<Exchange> ex;

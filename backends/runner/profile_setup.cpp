@@ -49,10 +49,10 @@ nlohmann::json model_spec(LoadedTask& task) {
 }
 
 std::vector<std::string> profile_candidate_argv(const JudgeContext& ctx, const std::string& artifact,
-                                                const std::string& device, const std::string& tensors,
-                                                const std::string& model_file) {
-  const bool python_module = artifact.size() > 3 && artifact.compare(artifact.size() - 3, 3, ".py") == 0;
-  if (!python_module) return {ctx.host_exe, "--profile", artifact, device, tensors};
+                                                kforge::backends::HostKind host, const std::string& device,
+                                                const std::string& tensors, const std::string& model_file) {
+  if (host == kforge::backends::HostKind::native)
+    return {ctx.host_exe, "--profile", artifact, device, tensors};
   if (ctx.python.empty() || ctx.triton_host.empty())
     throw std::runtime_error("this kforge-runner has no Triton candidate host (python / host.py not set)");
   return {ctx.python,      "-I",   "-B",    ctx.triton_host,   "--profile",
@@ -84,7 +84,7 @@ nlohmann::json profile_setup(LoadedTask& task, nlohmann::json load_request, cons
   write_text(reference, load_request.dump());
   const std::string artifact = req.at("artifact").get<std::string>();
   const std::string dev = std::to_string(ctx.device.is_cuda() ? ctx.device.index() : -1);
-  auto candidate = profile_candidate_argv(ctx, artifact, dev, tensors, model);
+  auto candidate = profile_candidate_argv(ctx, artifact, candidate_host_kind(req), dev, tensors, model);
   if (candidate.size() > 5)  // the Triton host builds a ModelNew from the judge's description
     write_text(model, model_spec(task).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return {

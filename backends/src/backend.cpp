@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -327,117 +326,12 @@ std::string Backend::default_device() const {
   return device_type() == "cpu" ? "cpu" : device_type() + ":0";
 }
 
-namespace {
-
-std::string cpu_model_name() {
-  static const std::string model = [] {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (starts_with(line, "model name")) {
-        const auto colon = line.find(':');
-        if (colon != std::string::npos) return trim(line.substr(colon + 1));
-      }
-    }
-    return std::string("unknown");
-  }();
-  return model;
-}
-
-class CpuBackend final : public Backend {
- public:
-  std::string name() const override { return "cpu"; }
-  std::string device_type() const override { return "cpu"; }
-  std::string prompt_language() const override { return "cpp"; }
-  std::string source_file_name() const override { return "kernel.cpp"; }
-  std::vector<std::string> fence_languages() const override { return {"cpp", "c++", "cxx", "cc", "c", ""}; }
-  std::optional<fs::path> find_compiler(const CompileOptions& o) const override {
-    return find_executable(o.compiler.empty() ? "g++" : o.compiler);
-  }
-  std::string target_arch(const CompileOptions&) const override { return "native:" + cpu_model_name(); }
-  std::vector<std::string> compile_argv(const fs::path& src, const fs::path& out_so,
-                                        const CompileOptions& o) const override {
-    const auto cxx = find_compiler(o);
-    std::vector<std::string> argv = {cxx ? cxx->string() : (o.compiler.empty() ? "g++" : o.compiler), "-O3",
-                                     "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC",
-                                     // An unresolved helper is a link error now, with the
-                                     // linker's message, not a dlopen failure in the runner.
-                                     "-Wl,--no-undefined", "-I" + abi_include_dir(o).string()};
-    argv.insert(argv.end(), o.extra_flags.begin(), o.extra_flags.end());
-    argv.insert(argv.end(), {"-o", out_so.string(), src.string()});
-    return argv;
-  }
-};
-
-class CudaBackend final : public Backend {
- public:
-  std::string name() const override { return "cuda"; }
-  std::string device_type() const override { return "cuda"; }
-  std::string prompt_language() const override { return "cuda"; }
-  std::string source_file_name() const override { return "kernel.cu"; }
-  std::vector<std::string> fence_languages() const override {
-    return {"cuda", "cu", "cpp", "c++", "cxx", "cc", ""};
-  }
-  std::optional<fs::path> find_compiler(const CompileOptions& o) const override {
-    if (!o.compiler.empty()) return find_executable(o.compiler);
-    if (auto p = find_executable("nvcc")) return p;
-    if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
-      if (auto p = find_executable((fs::path(home) / "bin" / "nvcc").string())) return p;
-    }
-    return find_executable("/usr/local/cuda/bin/nvcc");
-  }
-  std::string target_arch(const CompileOptions& o) const override {
-    if (!o.arch.empty()) return o.arch;
-    if (auto a = detect_cuda_arch()) return *a;
-    return "sm_90a";
-  }
-  std::vector<std::string> compile_argv(const fs::path& src, const fs::path& out_so,
-                                        const CompileOptions& o) const override {
-    const auto nvcc = find_compiler(o);
-    std::vector<std::string> argv = {
-        nvcc ? nvcc->string() : (o.compiler.empty() ? "nvcc" : o.compiler),
-        "-O3",
-        "-std=c++17",
-        "-arch=" + target_arch(o),
-        "-shared",
-        "-Xcompiler",
-        "-fPIC",
-        // ptxas's per-kernel registers, spills and shared memory in the build log (issue 11 §1;
-        // resource_usage.hpp reads them, also where cuobjdump is missing).
-        "-Xptxas",
-        "-v",
-        // A shared CUDA runtime: the static one imports dlopen, sockets, ... which would hide
-        // the candidate's own use of them from the symbol check.
-        "--cudart",
-        "shared",
-        "-Xlinker",
-        "--no-undefined",
-    };
-    if (nvcc) {
-      // Let the runner find libcudart (and cuBLAS/cuDNN) of this toolkit without
-      // LD_LIBRARY_PATH.
-      std::error_code ec;
-      const fs::path root = fs::canonical(*nvcc, ec).parent_path().parent_path();
-      for (const auto& lib : {root / "lib64", root / "targets" / "x86_64-linux" / "lib"}) {
-        if (!ec && fs::is_directory(lib, ec)) {
-          argv.push_back("-Xlinker");
-          argv.push_back("-rpath=" + lib.string());
-          break;
-        }
-      }
-    }
-    argv.push_back("-I" + abi_include_dir(o).string());
-    argv.insert(argv.end(), o.extra_flags.begin(), o.extra_flags.end());
-    argv.insert(argv.end(), {"-o", out_so.string(), src.string()});
-    if (o.allow_cublas) argv.insert(argv.end(), {"-lcublas", "-lcublasLt"});
-    if (o.allow_cudnn) argv.push_back("-lcudnn");
-    return argv;
-  }
-};
-
-}  // namespace
-
-std::shared_ptr<const Backend> make_triton_backend();  // triton_backend.cpp
+// The built-in backends, one folder each (backends/<name>/): builtin_backends.inc is generated
+// from backends/CMakeLists.txt's KFORGE_BACKENDS list, one KFORGE_BUILTIN_BACKEND(name) line per
+// backend, whose folder defines make_<name>_backend().
+#define KFORGE_BUILTIN_BACKEND(name) std::shared_ptr<const Backend> make_##name##_backend();
+#include "builtin_backends.inc"
+#undef KFORGE_BUILTIN_BACKEND
 
 namespace {
 
@@ -449,9 +343,10 @@ struct Registry {
 Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: backends outlive static destructors
-    reg->backends["cpu"] = std::make_shared<CpuBackend>();
-    reg->backends["cuda"] = std::make_shared<CudaBackend>();
-    reg->backends["triton"] = make_triton_backend();
+    auto add = [reg](std::shared_ptr<const Backend> b) { reg->backends[b->name()] = std::move(b); };
+#define KFORGE_BUILTIN_BACKEND(name) add(make_##name##_backend());
+#include "builtin_backends.inc"
+#undef KFORGE_BUILTIN_BACKEND
     return reg;
   }();
   return *r;

@@ -105,8 +105,7 @@ void check_artifact(CompileResult& r, const fs::path& artifact, const SymbolPoli
 
 CompileResult compile(const Backend& backend, const std::string& source, const fs::path& workdir,
                       const CompileOptions& options) {
-  if (backend.artifact_kind() == ArtifactKind::python_module)
-    return build_python_module(backend, source, workdir, options);
+  if (CompileResult own; backend.build(source, workdir, options, &own)) return own;
   const auto t0 = std::chrono::steady_clock::now();
   CompileResult r;
   auto finish = [&]() -> CompileResult {

@@ -46,6 +46,7 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
   std::random_device rd;
   if (ev.seed < 0) ev.seed = std::uniform_int_distribution<int64_t>(1, 1'000'000'000)(rd);
   ev.compile = compile(backend, source, workdir, options.compile);
+  ev.host = backend.host_kind();
   ev.compile_ms = static_cast<double>(ev.compile.wall.count());
   if (!ev.compile.ok()) {
     auto o = ev.compile.outcome();
@@ -65,7 +66,7 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
 
 void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, const EvalOptions& options) {
   if (!ev.compile.ok()) throw std::logic_error("check_and_bench: the candidate did not compile");
-  ev.check = runner.check(task, ev.compile.artifact, options.trials, ev.seed);
+  ev.check = runner.check(task, ev.compile.artifact, options.trials, ev.seed, ev.host);
   ev.check_ms = ev.check->check_ms;
   ev.outcome = ev.check->outcome;
   ev.sub_kind = ev.check->sub_kind;
@@ -81,7 +82,7 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
         bench_tritonbench(runner, task, read_file(ev.compile.artifact),
                           ev.compile.artifact.parent_path() / "tritonbench_perf", options.bench_options);
   else
-    ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options);
+    ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options, ev.host);
   ev.bench_ms = ev.bench->bench_ms;
   if (ev.bench->ok)  // what of a TritonBench task was not timed, and why
     for (const auto& f : ev.bench->flags)

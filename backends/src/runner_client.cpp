@@ -261,7 +261,8 @@ std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
 
 std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, const fs::path& artifact,
                                                             const fs::path& dir, int64_t seed,
-                                                            std::string* error) {
+                                                            std::string* error,
+                                                            std::optional<HostKind> host) {
   if (auto e = ensure_loaded(task, nullptr)) {
     *error = *e;
     return std::nullopt;
@@ -270,6 +271,7 @@ std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task,
   fs::create_directories(dir, ec);
   Reply r = request(json{{"cmd", "profile_setup"},
                          {"artifact", fs::absolute(artifact).string()},
+                         {"host", to_string(host.value_or(host_kind_for_artifact(artifact.string())))},
                          {"dir", fs::absolute(dir).string()},
                          {"seed", seed}},
                     cfg_.load_timeout);
@@ -437,8 +439,9 @@ int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
 }  // namespace
 
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
-                                int64_t seed) {
-  CheckResult c = check_once(task, artifact, trials, seed);
+                                int64_t seed, std::optional<HostKind> host) {
+  const HostKind h = host.value_or(host_kind_for_artifact(artifact.string()));
+  CheckResult c = check_once(task, artifact, trials, seed, h);
   if (c.outcome != Outcome::infra_error || known_unusable(task)) return c;  // judged, or the load's verdict
   // The worker failed (or a test block's reference did): the next request starts a fresh one.
   const bool fresh = last_request_fresh_;
@@ -448,7 +451,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
     return c;
   }
   spdlog::info("task {}: infra_error ({}); the check once more on a fresh worker", task.id, c.sub_kind);
-  CheckResult again = check_once(task, artifact, trials, seed);
+  CheckResult again = check_once(task, artifact, trials, seed, h);
   again.retried = true;
   if (again.outcome == Outcome::infra_error && !known_unusable(task)) {
     kill_worker();
@@ -458,7 +461,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
 }
 
 CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials,
-                                     int64_t seed) {
+                                     int64_t seed, HostKind host) {
   if (auto known = known_unusable(task)) {
     CheckResult c;
     c.trials = trials;
@@ -477,6 +480,7 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
   ++candidates_on_worker_;
   json req{{"cmd", task.test_block() ? "testblock" : "check"},
            {"artifact", std::filesystem::absolute(artifact).string()},
+           {"host", to_string(host)},
            {"trials", trials},
            {"seed", seed},
            {"deadline_ms",
@@ -533,19 +537,20 @@ CheckResult RunnerClient::run_check(const json& req, int trials, std::chrono::mi
 }
 
 BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path& artifact,
-                                const BenchOptions& o) {
-  BenchResult b = bench_once(task, artifact, o);
+                                const BenchOptions& o, std::optional<HostKind> host) {
+  const HostKind h = host.value_or(host_kind_for_artifact(artifact.string()));
+  BenchResult b = bench_once(task, artifact, o, h);
   if (b.ok || b.outcome != Outcome::infra_error || known_unusable(task)) return b;
   kill_worker();  // as check(): a fresh worker next, and once more on it
   spdlog::info("task {}: infra_error while timing ({}); once more on a fresh worker", task.id, b.sub_kind);
-  BenchResult again = bench_once(task, artifact, o);
+  BenchResult again = bench_once(task, artifact, o, h);
   again.retried = true;
   if (!again.ok && again.outcome == Outcome::infra_error) kill_worker();
   return again;
 }
 
 BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem::path& artifact,
-                                     const BenchOptions& o) {
+                                     const BenchOptions& o, HostKind host) {
   BenchResult b;
   if (auto err = ensure_loaded(task, nullptr)) {
     judge_failed(&b.outcome, &b.sub_kind, &b.message, "reference_failed", *err);
@@ -559,7 +564,10 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
            {"seed", o.seed},
            {"deadline_ms", judge_deadline_ms(cfg_.bench_timeout)},
            {"baseline", o.compile_baseline ? "compile" : "eager"}};
-  if (!artifact.empty()) req["artifact"] = std::filesystem::absolute(artifact).string();
+  if (!artifact.empty()) {
+    req["artifact"] = std::filesystem::absolute(artifact).string();
+    req["host"] = to_string(host);
+  }
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
   // Timed work: under the device's lock, waited for before the request's timeout starts.

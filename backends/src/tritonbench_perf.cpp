@@ -275,7 +275,8 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     const TaskRef t = perf_task(task, p);
     const auto artifact = workdir / ("perf" + std::to_string(p) + ".py");
     write_file(artifact, perf_module(candidate_source, task.perf_script, p, false));
-    BenchResult b = runner.bench(t, artifact, opt);
+    // A Python module, whatever the backend: the Python host.
+    BenchResult b = runner.bench(t, artifact, opt, HostKind::python);
     if (!b.ok && b.outcome == Outcome::infra_error) return b;  // the judge's failure
     // As TritonBench, an input the candidate fails on is left out of its Speed Up (its verdict is
     // the test block's): PyTorch compute there (the script's call_op may do its own; a G task's gold

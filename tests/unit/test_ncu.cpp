@@ -41,7 +41,7 @@ TEST_CASE("the curated ncu metric set: every metric has a label, unit, group and
     CHECK(names.count(must) == 1);
   // Issue 21 §4: each metric adds replay passes to every profiled launch, so the set holds only
   // what the findings or the kernel times read (ncu.cpp names it), and launch__ values (free).
-  const std::string reader = read_file(fs::path(KFORGE_TESTS_DIR) / "../backends/src/ncu.cpp");
+  const std::string reader = read_file(fs::path(KFORGE_TESTS_DIR) / "../backends/profile/src/ncu.cpp");
   for (const auto& m : ms) {
     INFO(m.name);
     CHECK((m.name.rfind("launch__", 0) == 0 || reader.find('"' + m.name + '"') != std::string::npos));

@@ -1,9 +1,9 @@
 # Writes the recorded-format ncu fixtures (ncu_candidate.csv) of the slow kernels: hand-chosen,
 # H100-like values in ncu's --csv --page raw layout. python3 make_fixtures.py
 import json, csv, io, os, sys
-metrics = [m['name'] for m in json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../../backends/data/ncu_metrics.json')))['metrics']]
+metrics = [m['name'] for m in json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../../backends/profile/ncu_metrics.json')))['metrics']]
 units = {}
-for m in json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../../backends/data/ncu_metrics.json')))['metrics']:
+for m in json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../../backends/profile/ncu_metrics.json')))['metrics']:
     u = m['unit']
     units[m['name']] = {'ns':'nsecond','%':'%','bytes':'byte','blocks':'block','registers':'register/thread','threads':'thread',
                         'sectors':'sector','requests':'request','conflicts':'','wavefronts':'','warp instructions':'inst',

@@ -7,9 +7,10 @@
 // libraries the symbol check may let through. Backends are immutable once registered and live
 // until the process exits; every const member function is thread-safe. The registry is
 // guarded by a mutex: register_backend / find_backend may be called from any thread. The
-// built-in "cpu" and "cuda" backends are registered on first use of the registry, so a new
-// backend registers itself with register_backend() without touching this file
-// (MultiKernelBench's register_backend idea).
+// built-in backends, one folder each (backends/cpu, backends/cuda, backends/triton), are
+// registered on first use of the registry: each is one name in backends/CMakeLists.txt's
+// KFORGE_BACKENDS list, whose folder defines make_<name>_backend(). A backend outside the tree
+// registers itself with register_backend() (MultiKernelBench's register_backend idea).
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "kforge/backends/host_kind.hpp"
 
 namespace kforge::backends {
 
@@ -101,6 +104,8 @@ std::optional<std::string> detect_cuda_arch();
 /// otherwise each $PATH entry is tried. std::nullopt when not found.
 std::optional<std::filesystem::path> find_executable(std::string_view name);
 
+struct CompileResult;  // compile.hpp
+
 /// What a backend's build produces: a shared object exporting kf_forward (the candidate host
 /// dlopens it) or a Python module (a Python candidate host imports it).
 enum class ArtifactKind { shared_object, python_module };
@@ -123,6 +128,12 @@ class Backend {
   virtual std::string prompt_language() const = 0;
   /// What compile() produces (default: a shared object).
   virtual ArtifactKind artifact_kind() const { return ArtifactKind::shared_object; }
+  /// The candidate host that runs the artifact (host_kind.hpp); the runner client sends it with
+  /// every check, bench and profile request. Default: kforge-host for a shared object, the
+  /// Python host for a Python module.
+  virtual HostKind host_kind() const {
+    return artifact_kind() == ArtifactKind::python_module ? HostKind::python : HostKind::native;
+  }
   /// File the candidate is written to inside the work directory: "kernel.cpp", "kernel.cu".
   virtual std::string source_file_name() const = 0;
   /// Fence languages accepted in a reply, lowercased; "" accepts an untagged fence.
@@ -146,6 +157,15 @@ class Backend {
   virtual std::vector<std::string> compile_argv(const std::filesystem::path& src,
                                                 const std::filesystem::path& out_so,
                                                 const CompileOptions& options) const = 0;
+
+  /// A build of the backend's own, for an artifact that is not a shared object: fills *out
+  /// (writing the source into `workdir`) and returns true. False (the default): compile() builds
+  /// a shared object with compile_argv() in the sandbox, through the compile cache, and runs
+  /// the symbol check.
+  virtual bool build(const std::string& /*source*/, const std::filesystem::path& /*workdir*/,
+                     const CompileOptions& /*options*/, CompileResult* /*out*/) const {
+    return false;
+  }
 };
 
 /// The ABI include directory these options select (options.abi_dir or

@@ -62,15 +62,8 @@ struct CompileResult {
 /// Artifact file name inside the work directory.
 inline constexpr const char* kArtifactName = "kernel.so";
 
-/// The build of a Python-module backend (triton_backend.cpp): writes the module, runs the
-/// static scan (triton_scan.hpp) and, when it finds nothing, makes the module the artifact.
-/// A syntax error is compile_error/syntax, a finding forbidden_api (the rule in `forbidden`), a
-/// scan that cannot run toolchain_missing.
-CompileResult build_python_module(const Backend& backend, const std::string& source,
-                                  const std::filesystem::path& workdir, const CompileOptions& options);
-
-/// Builds `source` with `backend` in `workdir` (created if needed); a Python-module backend
-/// goes through build_python_module. The compiler runs with
+/// Builds `source` with `backend` in `workdir` (created if needed); a backend with a build of
+/// its own (Backend::build: the triton backend's static scan) through that. The compiler runs with
 /// cwd = workdir on relative file names. Throws std::runtime_error only when the work
 /// directory or source file cannot be written.
 CompileResult compile(const Backend& backend, const std::string& source, const std::filesystem::path& workdir,

@@ -33,6 +33,9 @@ struct Evaluation {
   std::string sub_kind;
   std::string message;  ///< feedback-ready text: compiler errors, mismatch summary, crash
   CompileResult compile;
+  /// The candidate host the backend needs (Backend::host_kind), set by compile_candidate();
+  /// std::nullopt: the one the artifact's name implies.
+  std::optional<HostKind> host;
   std::optional<CheckResult> check;
   std::optional<BenchResult> bench;
   int64_t seed = 0;

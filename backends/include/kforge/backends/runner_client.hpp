@@ -59,6 +59,9 @@
 //         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
+//   Every request naming an "artifact" also carries "host" ("native": kforge-host, "python": the
+//        Triton host; host_kind.hpp), the host its backend needs; the client always sends it,
+//        and a request without it (an older client) gets the host the artifact's name implies.
 //   Any request may carry "timed_lock_held": true: the client holds the device's timed lock
 //        (timed_lock.hpp) for the whole request, so the judge takes none itself. Otherwise a
 //        check's calibration takes it (waiting at most 250 ms; a check whose calibration ran
@@ -84,6 +87,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/backends/host_kind.hpp"
 #include "kforge/backends/timed_lock.hpp"
 #include "kforge/common/outcome.hpp"
 
@@ -284,16 +288,20 @@ class RunnerClient {
   /// parameters, output specs; the reference's load request) and name the processes to
   /// profile. nullopt with *error set when the task does not load or the files cannot be
   /// written.
+  /// `host`: the candidate host (Backend::host_kind); std::nullopt: the one the artifact's
+  /// name implies (host_kind_for_artifact). The same for check and bench.
   std::optional<ProfileTargets> profile_targets(const TaskRef& task, const std::filesystem::path& artifact,
                                                 const std::filesystem::path& dir, int64_t seed,
-                                                std::string* error);
+                                                std::string* error, std::optional<HostKind> host = {});
   /// Loads the task unless it is already loaded. Failures are values (LoadResult::error).
   LoadResult load(const TaskRef& task);
   /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...); a TritonBench
   /// task (TaskRef::test_block()) by running its test block under those seeds.
-  CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed);
+  CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
+                    std::optional<HostKind> host = {});
   /// Times the candidate and the reference in this worker; artifact empty: reference only.
-  BenchResult bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt);
+  BenchResult bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt,
+                    std::optional<HostKind> host = {});
   /// The reference timed by triton.testing.do_bench in the worker (median ms); <0 on failure.
   double triton_do_bench(const TaskRef& task, int64_t seed);
   /// Runs the reference alone for `trials` seeds (suite validation); "" or the error text.
@@ -328,9 +336,10 @@ class RunnerClient {
   std::optional<std::string> ensure_loaded(const TaskRef& task, LoadResult* out);
   /// One load request (no retry); the error text when it failed.
   std::optional<std::string> load_once(const TaskRef& task, LoadResult* out);
-  CheckResult check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials,
-                         int64_t seed);
-  BenchResult bench_once(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt);
+  CheckResult check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
+                         HostKind host);
+  BenchResult bench_once(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt,
+                         HostKind host);
   /// Records that the task's reference failed on a fresh worker (`detail`: the full text).
   void mark_unusable(const TaskRef& task, const std::string& detail);
   /// The remembered failure of an unusable task, as a load error; nullopt when it is usable.

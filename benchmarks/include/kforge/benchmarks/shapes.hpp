@@ -68,7 +68,7 @@ std::optional<ScaledProfile> scale_profile(const std::string& source, const std:
 
 /// The same rule for any target (bytes of one input set); `profile` names the comment of the
 /// rewritten lines (`# profile <name>`). The profile step's ncu run uses it for huge inputs
-/// (backends/profile_step.hpp, NcuProfilerOptions::scale).
+/// (backends/profile: profile_step.hpp, NcuProfilerOptions::scale).
 std::optional<ScaledProfile> scale_to_bytes(const std::string& source, double target_bytes,
                                             const std::string& profile);
 

@@ -1,6 +1,6 @@
 #pragma once
 // kforge/backends/ncu.hpp — the Nsight Compute profile step (issue 11 §1): the curated metric
-// set (backends/data/ncu_metrics.json, each metric with the reason it is there), the `ncu`
+// set (backends/profile/ncu_metrics.json, each metric with the reason it is there), the `ncu`
 // argv, the parser of ncu's CSV output into a typed ProfileReport (per kernel launched: name,
 // time, metric values), and the findings: the 3-4 most telling metrics with a one-line reading.
 // Everything here is pure except find_ncu() and load_ncu_metrics() (file reads). Running ncu
@@ -30,7 +30,7 @@ struct NcuMetric {
   std::string reason;
 };
 
-/// <kforge_home>/backends/data/ncu_metrics.json
+/// <kforge_home>/backends/profile/ncu_metrics.json
 std::filesystem::path default_ncu_metrics_file();
 
 /// The curated set; throws std::runtime_error naming the file and entry when malformed.

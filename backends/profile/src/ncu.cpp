@@ -17,7 +17,7 @@ namespace kforge::backends {
 namespace fs = std::filesystem;
 
 fs::path default_ncu_metrics_file() {
-  return kforge_home() / "backends" / "data" / "ncu_metrics.json";
+  return kforge_home() / "backends" / "profile" / "ncu_metrics.json";
 }
 
 std::vector<NcuMetric> load_ncu_metrics(const fs::path& file) {

@@ -218,7 +218,8 @@ std::optional<ScaledTask> NcuProfiler::scaled(RunnerClient& runner, const TaskRe
 }
 
 NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, const fs::path& artifact,
-                                const fs::path& dir) {
+                                const fs::path& dir, std::optional<HostKind> host_kind) {
+  const HostKind host = host_kind.value_or(host_kind_for_artifact(artifact.string()));
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   auto left = [&] {
@@ -235,7 +236,7 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
   const TaskRef& task = smaller ? smaller->task : full_task;
   const std::string scaled_note = smaller ? smaller->description : "";
   std::string error;
-  auto targets = runner.profile_targets(task, artifact, dir, 3000, &error);
+  auto targets = runner.profile_targets(task, artifact, dir, 3000, &error, host);
   if (!targets) {
     p.note = "not profiled: " + error + (scaled_note.empty() ? "" : " (" + scaled_note + ")");
     return p;
@@ -249,7 +250,7 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
   // A passing candidate's call is idempotent (the judge verified that it leaves its inputs and
   // parameters intact and writes every output element); kforge-host restarts cheaply, the
   // Triton host (torch, Triton, its JIT) does not.
-  const bool cheap_restart = artifact.extension() != ".py";
+  const bool cheap_restart = host == HostKind::native;
   p.replay_mode = opt.replay_mode =
       choose_replay_mode(true, cheap_restart, call_bytes(runner.load(task)), device_memory(runner));
   std::error_code ec;
