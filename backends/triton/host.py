@@ -77,7 +77,7 @@ ALLOWED_OPS = {
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
     "zeros", "zeros_like", "new_zeros", "zero_", "ones", "ones_like", "new_ones",
     "full", "full_like", "new_full", "fill_", "fill",
-    "copy_", "clone", "_to_copy", "contiguous", "lift_fresh", "lift_fresh_copy", "detach", "alias",
+    "copy_", "clone", "_to_copy", "contiguous", "lift_fresh", "lift_fresh_copy", "detach", "detach_", "alias",
     "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t", "transpose", "permute",
     "expand", "squeeze", "unsqueeze", "slice", "select", "unbind", "split", "split_with_sizes",
     "chunk", "narrow", "view_as", "flatten", "unflatten", "movedim", "set_", "resize_",
