@@ -416,7 +416,7 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     // As TritonBench, an input the candidate fails on is left out of its Speed Up (its verdict is
     // the test block's): PyTorch compute there (the script's call_op may do its own; a G task's gold
     // ops allowed in its check are not carried over), a crash, a wrong result on a verified batch,
-    // an input it writes (in-place ops). Never credited, never charged.
+    // an input it writes that the reference does not (in_place). Never credited, never charged.
     if (!b.ok) {
       total.flags.push_back("performance input " + std::to_string(p) +
                             " not timed: " + std::string(to_string(b.outcome)) +
