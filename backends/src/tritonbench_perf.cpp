@@ -108,7 +108,7 @@ def _kf_in_place(tensors, cloned, kept):
 def kf_forward(*tensors):
     if _KF_INPLACE is None:
         return _kf_perf.call_op(_kf_rebuild(_kf_shape, list(tensors)))
-    if _KF_INPLACE == "all":
+    if _KF_INPLACE in ("all", "nothing"):
         return _kf_in_place(tensors, range(len(tensors)), range(len(tensors)))
     return _kf_in_place(tensors, *_KF_INPLACE)
 )PY";
@@ -124,8 +124,8 @@ def _kf_bits(t):
 def _kf_detect(tensors):
     # The judge's run of the reference (its first call, on the load's probe inputs), on clones:
     # the tensor leaves call_op writes (bits changed) or returns (storage shared). Cloned: both;
-    # kept as outputs: those written and not returned. None: it writes none and returns tensors,
-    # all of them when it returns no tensor and writes none.
+    # kept as outputs: those written and not returned. None: it writes none and returns tensors;
+    # "nothing": it returns no tensor and writes none (nothing to verify: not timed).
     global _KF_INPLACE
     torch = __import__("torch")
     before = [t.clone() for t in tensors]
@@ -135,7 +135,7 @@ def _kf_detect(tensors):
     returned = [i for i, t in enumerate(ts) if any(_kf_shares(x, [t]) for x in got)]
     cloned = sorted(set(written) | set(returned))
     if not cloned:
-        _KF_INPLACE = None if got else "all"
+        _KF_INPLACE = None if got else "nothing"
     else:
         kept = [i for i in written if i not in returned]
         _KF_INPLACE = (tuple(cloned), tuple(kept)) if max(cloned) < 52 else "all"
@@ -143,10 +143,12 @@ def _kf_detect(tensors):
 
 def _kf_inplace_code(which):
     # The detection's verdict for the judge (bench_tritonbench), one bit per leaf of the cloned
-    # (which = 0) or kept (1) ones: 0 none (no clone), -1 all.
+    # (which = 0) or kept (1) ones: 0 none (no clone), -1 all, -2 nothing.
     if _KF_INPLACE is None or _KF_INPLACE == "detect":
         return 0.0
-    return -1.0 if _KF_INPLACE == "all" else float(sum(1 << i for i in _KF_INPLACE[which]))
+    if _KF_INPLACE in ("all", "nothing"):
+        return -1.0 if _KF_INPLACE == "all" else -2.0
+    return float(sum(1 << i for i in _KF_INPLACE[which]))
 
 
 class Model(__import__("torch").nn.Module):
@@ -222,6 +224,7 @@ std::string InPlace::python() const {
   if (kind == Kind::none) return "None";
   if (kind == Kind::detect) return "\"detect\"";
   if (kind == Kind::all) return "\"all\"";
+  if (kind == Kind::nothing) return "\"nothing\"";
   auto tuple = [](const std::vector<int>& v) {
     std::string s = "(";
     for (int i : v) s += std::to_string(i) + ", ";
@@ -232,6 +235,10 @@ std::string InPlace::python() const {
 
 InPlace InPlace::from_code(double cloned_code, double kept_code) {
   InPlace m;
+  if (cloned_code == -2) {
+    m.kind = Kind::nothing;
+    return m;
+  }
   if (cloned_code < 0 || cloned_code >= 0x1p52 || kept_code < 0 || kept_code >= 0x1p52) {
     m.kind = cloned_code == 0 ? Kind::none : Kind::all;
     return m;
@@ -393,6 +400,10 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
   if (!probe.ok)
     return not_timed("the reference's performance harness failed: " + probe.error.substr(0, 400));
   const InPlace in_place = InPlace::from_code(probe.bytes, probe.flops);
+  if (in_place.kind == InPlace::Kind::nothing)
+    return not_timed(
+        "call_op returns no tensor and writes none of its inputs on the judge's run of the "
+        "reference: nothing a candidate's call could be verified on");
   // The inputs (loads are the judge's alone: cheap), then the chosen ones timed.
   std::vector<LoadResult> loads;
   for (int p = 0; p < max_inputs; ++p) {

@@ -491,6 +491,19 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
   CHECK(backends::InPlace::from_code(probe.bytes, probe.flops).kind == backends::InPlace::Kind::none);
   CHECK(backends::perf_module("", relu.perf_script, 0, false).find("_KF_INPLACE = None") !=
         std::string::npos);
+  // A call_op that returns nothing and writes nothing leaves nothing to verify: not timed (a
+  // candidate doing no work would otherwise be timed as equal).
+  auto discarding = relu;
+  const std::string ret = "return relu_scale(x, scale)";
+  REQUIRE(discarding.perf_script.find(ret) != std::string::npos);
+  discarding.perf_script.replace(discarding.perf_script.find(ret), ret.size(), "relu_scale(x, scale)");
+  const auto b = backends::bench_tritonbench(runner, discarding, "def relu_scale(x, scale):\n    return x\n",
+                                             work / "discarding", bo);
+  REQUIRE(b.ok);
+  CHECK(b.perf_inputs.empty());
+  REQUIRE(!b.flags.empty());
+  CHECK(b.flags.front().find("not timed: call_op returns no tensor and writes none of its inputs") == 0);
+  CHECK(backends::InPlace::from_code(-2, 0).kind == backends::InPlace::Kind::nothing);
   CHECK(backends::InPlace::from_code(-1, -1).kind == backends::InPlace::Kind::all);
   CHECK(backends::InPlace::from_code(5, 4).python() == "((0, 2, ), (2, ))");
 }

@@ -25,7 +25,8 @@
 // call_op; its outputs are the tensors call_op returned (a clone it wrote, or a fresh tensor)
 // followed by the clones the reference writes without returning them (adam's p and exp_avg), and
 // the judge verifies them against the reference's: a candidate that does not do the work returns
-// unchanged clones and fails; one that writes an input not cloned is caught as before.
+// unchanged clones and fails; one that writes an input not cloned is caught as before. A call_op
+// that returns no tensor and writes no input leaves nothing to verify: not timed, with the reason.
 // The clones' cost is in both times, said in the bench's flags ("in place: ... copying N bytes").
 // Stateless functions; bench_tritonbench() uses the RunnerClient it is given (one owner).
 #pragma once
@@ -50,14 +51,16 @@ std::vector<std::string> perf_script_imports(const std::string& perf_script);
 /// Which tensor leaves of a performance input the harness clones before call_op (the header's
 /// "in place"): none (call_op on the judge's tensors, as before), `cloned` (those the reference
 /// writes or returns; the outputs are then the tensors call_op returns followed by the clones at
-/// `kept`, those it writes without returning them), all (every leaf cloned and kept), or detect
-/// (the reference only: its first call decides, in_place_probe).
+/// `kept`, those it writes without returning them), all (every leaf cloned and kept), nothing
+/// (call_op returns no tensor and writes none: nothing to verify, not timed), or detect (the
+/// reference only: its first call decides, in_place_probe).
 struct InPlace {
-  enum class Kind { none, detect, leaves, all };
+  enum class Kind { none, detect, leaves, all, nothing };
   Kind kind = Kind::none;
   std::vector<int> cloned, kept;  ///< Kind::leaves: 0-based, in get_inputs() order
   std::string python() const;     ///< the `_KF_INPLACE` literal both modules get
-  /// From the probe's verdict (`_kf_inplace_code(0)`, `(1)`: one bit per leaf; 0 none, < 0 all).
+  /// From the probe's verdict (`_kf_inplace_code(0)`, `(1)`: one bit per leaf; 0 none, -2
+  /// nothing, other negatives all).
   static InPlace from_code(double cloned_code, double kept_code);
 };
 
