@@ -483,6 +483,22 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
     CHECK(b.speedup == 0);
     CHECK(flags.find("performance input 0 not timed: output_mismatch") != std::string::npos);
   }
+  // A candidate that also writes an input the reference does not write (x, not cloned) is caught
+  // by the judge's guard of its inputs, as before: never timed.
+  {
+    const auto task = agent::task_ref(*suite.find("G/axpy_into"), "");
+    const std::string scribble = read_file(cands / "scribble/G/axpy_into/kernel.py");
+    const auto b = backends::bench_tritonbench(runner, task, scribble, work / "scribble", bo);
+    std::string flags;
+    for (const auto& f : b.flags) flags += f + "\n";
+    INFO(flags);
+    REQUIRE(b.ok);
+    CHECK(b.perf_inputs.empty());
+    // (On the CPU the judge maps inputs read-only, so the write faults; on a GPU, input_modified.)
+    CHECK(flags.find("performance input 0 not timed: ") != std::string::npos);
+    CHECK((flags.find("input_modified") != std::string::npos ||
+           flags.find("mapped read-only") != std::string::npos));
+  }
   // An operation that works out of place keeps the plain harness (no clone, as before).
   Suite tb = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
   const auto relu = agent::task_ref(*tb.find("T/relu_scale"), "");
