@@ -28,6 +28,10 @@
 // unchanged clones and fails; one that writes an input not cloned is caught as before. A call_op
 // that returns no tensor and writes no input leaves nothing to verify: not timed, with the reason.
 // The clones' cost is in both times, said in the bench's flags ("in place: ... copying N bytes").
+// Known limits: the detection runs on input 0 only (call_op is one function for every input); the
+// glue runs in the candidate's process, so a candidate that patched torch's clone to skip the copy
+// of a buffer call_op only writes would save that copy (its outputs are still verified, and a
+// skipped clone of a buffer that is read, or none at all, fails or writes the judge's inputs).
 // Stateless functions; bench_tritonbench() uses the RunnerClient it is given (one owner).
 #pragma once
 
