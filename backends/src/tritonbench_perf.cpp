@@ -2,6 +2,7 @@
 #include "kforge/backends/tritonbench_perf.hpp"
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -86,17 +87,77 @@ def _kf_rebuild(x, ts):
 _kf_perf, _kf_shape = _kf_input()
 
 
+def _kf_shares(x, ys):
+    if x.numel() == 0:
+        return False
+    p = x.untyped_storage().data_ptr()
+    return any(y.numel() > 0 and y.untyped_storage().data_ptr() == p for y in ys)
+
+
+def _kf_in_place(tensors, cloned, kept):
+    # An operation that works in place (_KF_INPLACE, the judge's): the tensors at `cloned` are
+    # cloned first, so call_op writes the clones, never the judge's inputs; the outputs are the
+    # tensors call_op returned, then the clones at `kept` (written by the reference, not returned).
+    ts = list(tensors)
+    for i in cloned:
+        ts[i] = ts[i].clone()
+    r = _kf_perf.call_op(_kf_rebuild(_kf_shape, list(ts)))
+    return tuple(_kf_tensors(r, []) + [ts[i] for i in kept])
+
+
 def kf_forward(*tensors):
-    return _kf_perf.call_op(_kf_rebuild(_kf_shape, list(tensors)))
+    if _KF_INPLACE is None:
+        return _kf_perf.call_op(_kf_rebuild(_kf_shape, list(tensors)))
+    if _KF_INPLACE in ("all", "nothing"):
+        return _kf_in_place(tensors, range(len(tensors)), range(len(tensors)))
+    return _kf_in_place(tensors, *_KF_INPLACE)
 )PY";
 
 /// The judge's side: the KernelBench form over the harness.
 constexpr const char* kReferenceTail = R"PY(
 
 
+def _kf_bits(t):
+    return t.detach().contiguous().reshape(-1).view(__import__("torch").uint8)
+
+
+def _kf_detect(tensors):
+    # The judge's run of the reference (its first call, on the load's probe inputs), on clones:
+    # the tensor leaves call_op writes (bits changed) or returns (storage shared). Cloned: both;
+    # kept as outputs: those written and not returned. None: it writes none and returns tensors;
+    # "nothing": it returns no tensor and writes none (nothing to verify: not timed).
+    global _KF_INPLACE
+    torch = __import__("torch")
+    before = [t.clone() for t in tensors]
+    ts = [t.clone() for t in tensors]
+    got = _kf_tensors(_kf_perf.call_op(_kf_rebuild(_kf_shape, list(ts))), [])
+    written = [i for i, (t, b) in enumerate(zip(ts, before)) if not torch.equal(_kf_bits(t), _kf_bits(b))]
+    returned = [i for i, t in enumerate(ts) if any(_kf_shares(x, [t]) for x in got)]
+    cloned = sorted(set(written) | set(returned))
+    if not cloned:
+        _KF_INPLACE = None if got else "nothing"
+    else:
+        kept = [i for i in written if i not in returned]
+        _KF_INPLACE = (tuple(cloned), tuple(kept)) if max(cloned) < 52 else "all"
+
+
+def _kf_inplace_code(which):
+    # The detection's verdict for the judge (bench_tritonbench), one bit per leaf of the cloned
+    # (which = 0) or kept (1) ones: 0 none (no clone), -1 all, -2 nothing.
+    if _KF_INPLACE is None or _KF_INPLACE == "detect":
+        return 0.0
+    if _KF_INPLACE in ("all", "nothing"):
+        return -1.0 if _KF_INPLACE == "all" else -2.0
+    return float(sum(1 << i for i in _KF_INPLACE[which]))
+
+
 class Model(__import__("torch").nn.Module):
     def forward(self, *tensors):
-        return kf_forward(*tensors) if _kf_shape is not None else tensors[0].clone()  # past the last input
+        if _kf_shape is None:
+            return tensors[0].clone()  # past the last input
+        if _KF_INPLACE == "detect":
+            _kf_detect(tensors)
+        return kf_forward(*tensors)
 
 
 def get_inputs():
@@ -159,20 +220,54 @@ std::vector<std::string> perf_script_imports(const std::string& perf_script) {
   return names;
 }
 
-std::string perf_module(const std::string& source, const std::string& perf_script, int input,
-                        bool reference) {
+std::string InPlace::python() const {
+  if (kind == Kind::none) return "None";
+  if (kind == Kind::detect) return "\"detect\"";
+  if (kind == Kind::all) return "\"all\"";
+  if (kind == Kind::nothing) return "\"nothing\"";
+  auto tuple = [](const std::vector<int>& v) {
+    std::string s = "(";
+    for (int i : v) s += std::to_string(i) + ", ";
+    return s + ")";
+  };
+  return "(" + tuple(cloned) + ", " + tuple(kept) + ")";
+}
+
+InPlace InPlace::from_code(double cloned_code, double kept_code) {
+  InPlace m;
+  if (cloned_code == -2) {
+    m.kind = Kind::nothing;
+    return m;
+  }
+  if (cloned_code < 0 || cloned_code >= 0x1p52 || kept_code < 0 || kept_code >= 0x1p52) {
+    m.kind = cloned_code == 0 ? Kind::none : Kind::all;
+    return m;
+  }
+  if (!(cloned_code > 0)) return m;
+  m.kind = Kind::leaves;
+  const auto c = static_cast<uint64_t>(cloned_code), k = static_cast<uint64_t>(kept_code);
+  for (int i = 0; i < 52; ++i) {
+    if (c >> i & 1) m.cloned.push_back(i);
+    if (k >> i & 1) m.kept.push_back(i);
+  }
+  return m;
+}
+
+std::string perf_module(const std::string& source, const std::string& perf_script, int input, bool reference,
+                        const InPlace& in_place) {
   std::string s = source;
   if (!s.empty() && s.back() != '\n') s += '\n';
   s += kHarnessHead;
-  s += "_KF_INPUT = " + std::to_string(input) + "\n\n" + perf_script_body(perf_script) + kHarnessTail;
+  s += "_KF_INPUT = " + std::to_string(input) + "\n_KF_INPLACE = " + in_place.python() + "\n\n" +
+       perf_script_body(perf_script) + kHarnessTail;
   if (reference) s += kReferenceTail;
   return s;
 }
 
-TaskRef perf_task(const TaskRef& task, int input) {
+TaskRef perf_task(const TaskRef& task, int input, const InPlace& in_place) {
   TaskRef r = task;
   r.id = task.id + "#perf" + std::to_string(input);
-  r.source = perf_module(task.source, task.perf_script, input, true);
+  r.source = perf_module(task.source, task.perf_script, input, true, in_place);
   r.test_source.clear();
   r.test_function.clear();
   r.entries.clear();
@@ -180,6 +275,14 @@ TaskRef perf_task(const TaskRef& task, int input) {
   r.bytes_expr = "_kf_formula(_kf_perf.get_gbps) * 1e9";
   r.flops_expr = "_kf_formula(_kf_perf.get_tflops) * 1e12";
   r.module_mode = "eval";
+  return r;
+}
+
+TaskRef in_place_probe(const TaskRef& task) {
+  TaskRef r = perf_task(task, 0, InPlace{InPlace::Kind::detect, {}, {}});
+  r.id = task.id + "#perf0-in-place";
+  r.bytes_expr = "_kf_inplace_code(0)";
+  r.flops_expr = "_kf_inplace_code(1)";
   return r;
 }
 
@@ -250,6 +353,37 @@ BenchResult not_timed(const std::string& why) {
   return b;
 }
 
+/// Bytes of one element of a dtype name as the runner reports it (4 for unknown names).
+int64_t element_bytes(const std::string& dtype) {
+  static const std::map<std::string, int64_t> sizes{
+      {"float64", 8},  {"int64", 8},         {"complex64", 8},  {"complex128", 16}, {"float16", 2},
+      {"bfloat16", 2}, {"int16", 2},         {"uint16", 2},     {"int8", 1},        {"uint8", 1},
+      {"bool", 1},     {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 4 : it->second;
+}
+
+/// The record's note for an operation timed in place: which leaves, and what the clones cost.
+std::string in_place_note(const InPlace& in_place, const LoadResult& largest) {
+  int64_t bytes = 0;
+  std::string which;
+  for (std::size_t i = 0; i < largest.inputs.size(); ++i) {
+    const bool cloned = in_place.kind == InPlace::Kind::all ||
+                        std::find(in_place.cloned.begin(), in_place.cloned.end(), static_cast<int>(i)) !=
+                            in_place.cloned.end();
+    if (!cloned) continue;
+    int64_t n = element_bytes(largest.inputs[i].dtype);
+    for (int64_t d : largest.inputs[i].shape) n *= d;
+    bytes += n;
+    which += (which.empty() ? "" : ", ") + std::to_string(i);
+  }
+  return "in place: call_op writes or returns its input tensor(s) " + which +
+         " (found by the judge's run of the reference on input 0); on both sides each timed call clones "
+         "them first (call_op writes the clones, never the judge's inputs), its outputs being what call_op "
+         "returned and the clones it wrote without returning, so both times include copying " +
+         std::to_string(bytes) + " bytes on the largest timed input";
+}
+
 }  // namespace
 
 BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const std::string& candidate_source,
@@ -260,10 +394,20 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
       return not_timed("TritonBench's performance script calls `" + name +
                        "`, which the candidate does not define");
   std::filesystem::create_directories(workdir);
+  // Whether call_op works in place: the judge's run of the reference on input 0 (never the
+  // candidate's word); both sides then clone the same tensor leaves inside the timed call.
+  const LoadResult probe = runner.load(in_place_probe(task));
+  if (!probe.ok)
+    return not_timed("the reference's performance harness failed: " + probe.error.substr(0, 400));
+  const InPlace in_place = InPlace::from_code(probe.bytes, probe.flops);
+  if (in_place.kind == InPlace::Kind::nothing)
+    return not_timed(
+        "call_op returns no tensor and writes none of its inputs on the judge's run of the "
+        "reference: nothing a candidate's call could be verified on");
   // The inputs (loads are the judge's alone: cheap), then the chosen ones timed.
   std::vector<LoadResult> loads;
   for (int p = 0; p < max_inputs; ++p) {
-    LoadResult lr = runner.load(perf_task(task, p));
+    LoadResult lr = runner.load(perf_task(task, p, in_place));
     if (!lr.ok && p == 0)
       return not_timed("the reference's performance harness failed: " + lr.error.substr(0, 400));
     if (!lr.ok || lr.bytes < 0) break;  // past the last input (or one the reference fails on)
@@ -271,17 +415,20 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
   }
   BenchResult total;
   total.ok = true;
-  for (int p : chosen_inputs(static_cast<int>(loads.size()), opt.perf_inputs)) {
-    const TaskRef t = perf_task(task, p);
+  const std::vector<int> chosen = chosen_inputs(static_cast<int>(loads.size()), opt.perf_inputs);
+  if (in_place.kind != InPlace::Kind::none && !chosen.empty())
+    total.flags.push_back(in_place_note(in_place, loads[chosen.back()]));
+  for (int p : chosen) {
+    const TaskRef t = perf_task(task, p, in_place);
     const auto artifact = workdir / ("perf" + std::to_string(p) + ".py");
-    write_file(artifact, perf_module(candidate_source, task.perf_script, p, false));
+    write_file(artifact, perf_module(candidate_source, task.perf_script, p, false, in_place));
     // A Python module, whatever the backend: the Python host.
     BenchResult b = runner.bench(t, artifact, opt, HostKind::python);
     if (!b.ok && b.outcome == Outcome::infra_error) return b;  // the judge's failure
     // As TritonBench, an input the candidate fails on is left out of its Speed Up (its verdict is
     // the test block's): PyTorch compute there (the script's call_op may do its own; a G task's gold
     // ops allowed in its check are not carried over), a crash, a wrong result on a verified batch,
-    // an input it writes (in-place ops). Never credited, never charged.
+    // an input it writes that the reference does not (in_place). Never credited, never charged.
     if (!b.ok) {
       total.flags.push_back("performance input " + std::to_string(p) +
                             " not timed: " + std::string(to_string(b.outcome)) +

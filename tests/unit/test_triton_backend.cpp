@@ -419,6 +419,111 @@ TEST_CASE("triton: a TritonBench task is timed on its performance inputs, as Tri
   CHECK(backends::perf_script_imports(t->perf_script).front() == "relu_scale");
 }
 
+TEST_CASE("triton: a TritonBench operation that works in place is timed on clones, the same on both sides",
+          "[runner]") {
+  // Issue 22 §4 (adam_update_triton, bgmv_shrink_kernel, ... on an H100): the fixture checkout
+  // tests/data/tritonbench_inplace has G/momentum_step (call_op updates p and buf, returns None) and
+  // G/axpy_into (call_op returns the y it writes). The judge's probe finds which leaves each writes
+  // or returns; both sides then clone those inside the timed call and return the state they made.
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_inplace");
+  const fs::path cands = fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_inplace_candidates";
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path work = scratch("triton-tritonbench-inplace");
+  backends::BenchOptions bo;
+  bo.reps = 4;
+  bo.min_reps = 3;
+  bo.warmup = 1;
+  bo.budget_ms = 100;
+  bo.perf_inputs = 2;
+  struct Case {
+    std::string name;
+    std::vector<int> cloned, kept;
+  };
+  for (const Case& c : {Case{"momentum_step", {0, 2}, {0, 2}}, Case{"axpy_into", {1}, {}}}) {
+    INFO(c.name);
+    const Task* t = suite.find("G/" + c.name);
+    REQUIRE(t);
+    REQUIRE(!t->perf_script.empty());
+    const auto task = agent::task_ref(*t, "");
+    // A correct candidate passes its test block and is timed on both inputs, the clones said in
+    // the flags (the test block first: it also puts the judge's gold on Triton's interpreter).
+    const std::string good = read_file(cands / "good/G" / c.name / "kernel.py");
+    auto opt = check_only();
+    opt.bench = true;
+    opt.bench_options = bo;
+    auto ev = backends::evaluate(triton(), good, work / c.name / "good", runner, task, opt);
+    INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    REQUIRE(ev.outcome == Outcome::pass);
+    REQUIRE(ev.bench);
+    std::string flags;
+    for (const auto& f : ev.bench->flags) flags += f + "\n";
+    INFO(flags);
+    REQUIRE(ev.bench->ok);
+    CHECK(ev.bench->perf_inputs.size() == 2);
+    CHECK(ev.bench->speedup > 0);
+    CHECK(flags.find("in place: call_op writes or returns its input tensor(s)") != std::string::npos);
+    CHECK(flags.find("not timed") == std::string::npos);
+    CHECK(ev.message.find("in place: call_op writes or returns") != std::string::npos);  // in the record
+    // The judge's detection, on the reference alone.
+    const auto probe = runner.load(backends::in_place_probe(task));
+    INFO(probe.error);
+    REQUIRE(probe.ok);
+    const auto in_place = backends::InPlace::from_code(probe.bytes, probe.flops);
+    CHECK(in_place.kind == backends::InPlace::Kind::leaves);
+    CHECK(in_place.cloned == c.cloned);
+    CHECK(in_place.kept == c.kept);
+    // A candidate that does no work returns unchanged clones: never timed, never credited.
+    const std::string lazy = read_file(cands / "lazy/G" / c.name / "kernel.py");
+    const auto b = backends::bench_tritonbench(runner, task, lazy, work / c.name / "lazy", bo);
+    flags.clear();
+    for (const auto& f : b.flags) flags += f + "\n";
+    INFO(flags);
+    REQUIRE(b.ok);
+    CHECK(b.perf_inputs.empty());
+    CHECK(b.speedup == 0);
+    CHECK(flags.find("performance input 0 not timed: output_mismatch") != std::string::npos);
+  }
+  // A candidate that also writes an input the reference does not write (x, not cloned) is caught
+  // by the judge's guard of its inputs, as before: never timed.
+  {
+    const auto task = agent::task_ref(*suite.find("G/axpy_into"), "");
+    const std::string scribble = read_file(cands / "scribble/G/axpy_into/kernel.py");
+    const auto b = backends::bench_tritonbench(runner, task, scribble, work / "scribble", bo);
+    std::string flags;
+    for (const auto& f : b.flags) flags += f + "\n";
+    INFO(flags);
+    REQUIRE(b.ok);
+    CHECK(b.perf_inputs.empty());
+    // (On the CPU the judge maps inputs read-only, so the write faults; on a GPU, input_modified.)
+    CHECK(flags.find("performance input 0 not timed: ") != std::string::npos);
+    CHECK((flags.find("input_modified") != std::string::npos ||
+           flags.find("mapped read-only") != std::string::npos));
+  }
+  // An operation that works out of place keeps the plain harness (no clone, as before).
+  Suite tb = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
+  const auto relu = agent::task_ref(*tb.find("T/relu_scale"), "");
+  const auto probe = runner.load(backends::in_place_probe(relu));
+  REQUIRE(probe.ok);
+  CHECK(backends::InPlace::from_code(probe.bytes, probe.flops).kind == backends::InPlace::Kind::none);
+  CHECK(backends::perf_module("", relu.perf_script, 0, false).find("_KF_INPLACE = None") !=
+        std::string::npos);
+  // A call_op that returns nothing and writes nothing leaves nothing to verify: not timed (a
+  // candidate doing no work would otherwise be timed as equal).
+  auto discarding = relu;
+  const std::string ret = "return relu_scale(x, scale)";
+  REQUIRE(discarding.perf_script.find(ret) != std::string::npos);
+  discarding.perf_script.replace(discarding.perf_script.find(ret), ret.size(), "relu_scale(x, scale)");
+  const auto b = backends::bench_tritonbench(runner, discarding, "def relu_scale(x, scale):\n    return x\n",
+                                             work / "discarding", bo);
+  REQUIRE(b.ok);
+  CHECK(b.perf_inputs.empty());
+  REQUIRE(!b.flags.empty());
+  CHECK(b.flags.front().find("not timed: call_op returns no tensor and writes none of its inputs") == 0);
+  CHECK(backends::InPlace::from_code(-2, 0).kind == backends::InPlace::Kind::nothing);
+  CHECK(backends::InPlace::from_code(-1, -1).kind == backends::InPlace::Kind::all);
+  CHECK(backends::InPlace::from_code(5, 4).python() == "((0, 2, ), (2, ))");
+}
+
 TEST_CASE(
     "triton: a KernelBench ModelNew candidate is built with get_init_inputs() and the reference's state",
     "[runner]") {
