@@ -13,23 +13,13 @@ import shutil
 import subprocess
 import sys
 
+from kforge_check import check, runner
+
 KFORGE, SRC, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 DATA = os.path.join(SRC, "tests", "data", "operators", "e2e")
 ENV = dict(os.environ, KFORGE_HOME=SRC)
 
-
-def kforge(*args):
-    p = subprocess.run([KFORGE, *args], env=ENV, capture_output=True, text=True)
-    print("$ kforge " + " ".join(args) + "\n" + p.stdout + p.stderr)
-    return p
-
-
-def check(cond, what):
-    if not cond:
-        print("FAIL: " + what)
-        sys.exit(1)
-    print("ok: " + what)
-
+kforge = runner(KFORGE, ENV)
 
 shutil.rmtree(OUT, ignore_errors=True)
 os.makedirs(OUT)

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 
+from kforge_check import check, runner
+
 KFORGE, SRC, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 BACKEND = sys.argv[4] if len(sys.argv) > 4 else "cpu"
 DEVICE = "cuda:0" if BACKEND == "cuda" else "cpu"
@@ -22,19 +24,7 @@ EXT = ".cu" if BACKEND == "cuda" else ".cpp"
 DATA = os.path.join(SRC, "tests", "data", "operators", "e2e")
 ENV = dict(os.environ, KFORGE_HOME=SRC)
 
-
-def kforge(*args):
-    p = subprocess.run([KFORGE, *args], env=ENV, capture_output=True, text=True)
-    print("$ kforge " + " ".join(args) + "\n" + p.stdout[-4000:] + p.stderr[-3000:])
-    return p
-
-
-def check(cond, what):
-    if not cond:
-        print("FAIL: " + what)
-        sys.exit(1)
-    print("ok: " + what)
-
+kforge = runner(KFORGE, ENV, stdout_tail=4000, stderr_tail=3000)
 
 shutil.rmtree(OUT, ignore_errors=True)
 os.makedirs(OUT)

@@ -3,6 +3,7 @@
 // the one the artifact's file name suggests. A request without the field keeps the old rule.
 #include <nlohmann/json.hpp>
 
+#include "adversarial_task.hpp"
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/evaluate.hpp"
@@ -18,12 +19,6 @@ using backends::HostKind;
 namespace {
 
 const fs::path kAdversarial = fs::path(KFORGE_TESTS_DIR) / "data/adversarial";
-
-backends::TaskRef fixture_task() {
-  auto parsed = parse_task_file(kAdversarial / "task.py", "adversarial/relu2_add");
-  REQUIRE(parsed.task);
-  return agent::task_ref(*parsed.task, "");
-}
 
 /// One request to a raw kforge-runner and its reply.
 nlohmann::json ask(sandbox::LineChild& child, nlohmann::json req) {
@@ -57,7 +52,7 @@ TEST_CASE("host kind: the judge starts the host the request names, whatever the 
   rc.device = "cpu";
   rc.check_timeout = std::chrono::milliseconds(60'000);
   backends::RunnerClient runner(rc);
-  const auto task = fixture_task();
+  const auto task = adversarial_task();
   const fs::path work = scratch("host-kind");
   backends::CompileOptions co;
   co.cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
@@ -96,7 +91,7 @@ TEST_CASE(
     "host kind: a request without it gets the host its artifact's name implies; an unknown one is refused",
     "[runner]") {
   // The raw protocol, as an older client speaks it (RunnerClient always sends "host").
-  const auto task = fixture_task();
+  const auto task = adversarial_task();
   const fs::path work = scratch("host-kind-raw");
   auto py = backends::compile(backends::get_backend("triton"),
                               read_file(kAdversarial / "triton/correct/kernel.py"), work / "triton", {});

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "adversarial_task.hpp"
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/profile_step.hpp"
@@ -441,13 +442,6 @@ fs::path triton_artifact(const fs::path& dir, const std::string& body) {
   src = src.substr(0, src.find("def kf_forward"));
   write_file(dir / "kernel.py", src + body);
   return dir / "kernel.py";
-}
-
-backends::TaskRef adversarial_task() {
-  auto parsed =
-      parse_task_file(fs::path(KFORGE_TESTS_DIR) / "data/adversarial/task.py", "adversarial/relu2_add");
-  REQUIRE(parsed.task);
-  return agent::task_ref(*parsed.task, "");
 }
 
 }  // namespace

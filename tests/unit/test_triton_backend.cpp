@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "adversarial_task.hpp"
 #include "catch.hpp"
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/evaluation.hpp"
@@ -28,12 +29,6 @@ backends::RunnerConfig runner_config(const std::string& device) {
   return rc;
 }
 
-backends::TaskRef fixture_task() {
-  auto parsed = parse_task_file(kAdversarial / "task.py", "adversarial/relu2_add");
-  REQUIRE(parsed.task);
-  return agent::task_ref(*parsed.task, "");
-}
-
 backends::EvalOptions check_only() {
   backends::EvalOptions opt;
   opt.bench = false;
@@ -51,7 +46,7 @@ void run_adversarial_triton(const std::string& device) {
   const fs::path dir = kAdversarial / "triton";
   auto manifest = nlohmann::json::parse(read_file(dir / "manifest.json"));
   backends::RunnerClient runner(runner_config(device));
-  const auto task = fixture_task();
+  const auto task = adversarial_task();
   const auto opt = check_only();
   const fs::path work = scratch("adversarial-triton-" + device.substr(0, 4));
   int judged = 0;
@@ -119,7 +114,7 @@ TEST_CASE("triton: the build is the static scan; the module is the artifact", "[
 
 TEST_CASE("triton: Python exceptions become outcomes with TritonBench's groups", "[runner]") {
   backends::RunnerClient runner(runner_config("cpu"));
-  const auto task = fixture_task();
+  const auto task = adversarial_task();
   const fs::path work = scratch("triton-errors");
   struct Case {
     std::string name, body, outcome, sub_kind, group;
@@ -149,7 +144,7 @@ TEST_CASE("triton: Python exceptions become outcomes with TritonBench's groups",
 
 TEST_CASE("triton: --allow-ops lets named ATen ops through the recording", "[runner]") {
   backends::RunnerClient runner(runner_config("cpu"));
-  auto task = fixture_task();
+  auto task = adversarial_task();
   const std::string relu_in_torch =
       kHead +
       "def kf_forward(x, y):\n    out = torch.empty_like(x)\n    r = torch.relu(x)\n"
@@ -179,7 +174,7 @@ TEST_CASE("triton: --allow-ops lets named ATen ops through the recording", "[run
 TEST_CASE("triton: a passing candidate is timed; its returned outputs are copied inside the clock",
           "[runner]") {
   backends::RunnerClient runner(runner_config("cpu"));
-  const auto task = fixture_task();
+  const auto task = adversarial_task();
   backends::EvalOptions opt = check_only();
   opt.bench = true;
   opt.bench_options.reps = 3;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "adversarial_task.hpp"
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/evaluate.hpp"
@@ -24,12 +25,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kAdversarial = fs::path(KFORGE_TESTS_DIR) / "data/adversarial";
-
-backends::TaskRef fixture_task() {
-  auto parsed = parse_task_file(kAdversarial / "task.py", "adversarial/relu2_add");
-  REQUIRE(parsed.task);
-  return agent::task_ref(*parsed.task, "");
-}
 
 /// Sets (or, with nullptr, unsets) a variable of this process for the runners it starts; the
 /// previous value comes back on destruction.
@@ -113,7 +108,7 @@ double host_ms(const Timed& t) {
 /// The fixture's correct kernel checked kChecks times by a runner without the zygote, then by
 /// one with it: every host of the first spawned, of the second forked; the times printed.
 void compare_warm_and_spawned(const std::string& device) {
-  const auto task = fixture_task();
+  const auto task = adversarial_task();
   const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
   constexpr int kChecks = 4;  // the first of each runner also loads the task (and starts the zygote)
   std::map<std::string, std::vector<Timed>> by_mode;
@@ -157,7 +152,7 @@ TEST_CASE("triton: hosts are forked warm from the runner's zygote on the GPU (ch
 TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is spawned, the zygote restarted",
           "[runner]") {
   ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
-  const auto task = fixture_task();
+  const auto task = adversarial_task();
   const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
   backends::RunnerConfig rc;
   rc.device = "cpu";
