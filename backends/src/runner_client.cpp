@@ -618,11 +618,11 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
     for (const auto& [k, v] : j["host_reported"].items())
       if (v.is_number()) b.host_reported_ms[k] = v.get<double>();
   for (const auto& [k, v] : phases_of(j)) b.phases_ms[k] = v;
-  if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
   b.speed_of_light_ms = number(j, "speed_of_light_ms");
   b.peak_bytes_per_s = number(j, "peak_bytes_per_s");
   b.timing_anomaly = j.value("timing_anomaly", std::string());
   b.flags = j.value("flags", std::vector<std::string>{});
+  if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
   b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();
   return b;
 }

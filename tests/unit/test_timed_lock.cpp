@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -248,6 +249,18 @@ TEST_CASE("timed lock: a check calibrated beside another's timed work is not reu
   CHECK(b.phases_ms.count("calibrate_ms") == 1);
   CHECK(b.phases_ms["device_lock_wait_ms"] >= 250);  // the bench waited for the holder
   CHECK(b.bench_ms >= b.phases_ms["device_lock_wait_ms"]);
+
+  // No usable lock (a relative directory is refused): the bench's flags say so, beside the
+  // judge's own.
+  FlockTimedLock unusable("relative/dir");
+  RunnerConfig unlocked_rc;
+  unlocked_rc.timed_lock = &unusable;
+  RunnerClient unlocked(unlocked_rc);
+  b = unlocked.bench(task, artifact, bo);
+  REQUIRE(b.ok);
+  CHECK(std::any_of(b.flags.begin(), b.flags.end(), [](const std::string& f) {
+    return f.find("not serialised with other timed work on the device") != std::string::npos;
+  }));
   ::unsetenv("KFORGE_LOCK_DIR");
 }
 
