@@ -2,6 +2,7 @@
 """kforge's static scan of a Triton candidate module, run before the module is imported.
 
 Usage: python3 -I ast_scan.py KERNEL.py   (never imports the candidate)
+       python3 -I ast_scan.py --serve CPU_SECONDS   (warm: one scan per path read from stdin)
 
 Prints one JSON object on stdout:
   {"version": 1, "syntax_error": null | {"type", "message", "line", "offset", "text"},
@@ -50,6 +51,7 @@ import ast
 import importlib
 import inspect
 import json
+import os
 import sys
 import types
 
@@ -1165,20 +1167,75 @@ def scan_source(source, filename="kernel.py"):
     return out
 
 
-def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write("usage: python3 -I ast_scan.py KERNEL.py\n")
-        return 2
+def scan_file(path):
+    """(the scan's JSON line, None) or (None, why the file could not be read)."""
     try:
-        with open(argv[1], "rb") as f:
+        with open(path, "rb") as f:
             data = f.read()
         source = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        sys.stderr.write("ast_scan: %s: %s\n" % (argv[1], e))
-        return 2
-    result = scan_source(source, argv[1])
+        return None, "%s: %s" % (path, e)
+    return json.dumps(scan_source(source, path)) + "\n", None
+
+
+def serve(cpu_seconds):
+    """The warm scanner (`--serve`, triton_scan.cpp's pool): torch and Triton are imported once,
+    here, and never scanned with; for each path read from stdin a child forked from this state
+    scans the file exactly as `ast_scan.py PATH` would (the same modules imported, nothing left
+    from an earlier scan: every scan starts from the same fork), under RLIMIT_CPU of
+    `cpu_seconds`, and writes its JSON line to a pipe. The server prints that line, or
+    {"error": why} when the child ended without one (a read error, a crash, the CPU limit)."""
+    import resource
+    RESOLVER.root("torch")
+    RESOLVER.root("triton")
+    sys.stdout.write("ready\n")
     sys.stdout.flush()
-    sys.stdout.write(json.dumps(result) + "\n")
+    for line in sys.stdin:
+        path = line.rstrip("\n")
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the scan: its own CPU limit, its own result
+            os.close(r)
+            code = 3
+            try:
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+                out, err = scan_file(path)
+                data = (out if out is not None else json.dumps({"error": err}) + "\n").encode()
+                while data:
+                    data = data[os.write(w, data):]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        chunks = []
+        while True:
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        reply = b"".join(chunks).decode("utf-8", "replace")
+        if not reply.endswith("\n") or "\n" in reply[:-1]:
+            reply = json.dumps({"error": "the scan of %s ended (wait status %d) without its result"
+                                % (path, status)}) + "\n"
+        sys.stdout.write(reply)
+        sys.stdout.flush()
+    return 0
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "--serve":
+        return serve(int(argv[2]))
+    if len(argv) != 2:
+        sys.stderr.write("usage: python3 -I ast_scan.py KERNEL.py | --serve CPU_SECONDS\n")
+        return 2
+    out, err = scan_file(argv[1])
+    if out is None:
+        sys.stderr.write("ast_scan: %s\n" % err)
+        return 2
+    sys.stdout.flush()
+    sys.stdout.write(out)
     return 0
 
 

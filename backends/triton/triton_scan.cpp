@@ -1,6 +1,8 @@
 #include "kforge/backends/triton_scan.hpp"
 
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "kforge/common/util.hpp"
 #include "kforge/sandbox/subprocess.hpp"
@@ -38,6 +40,13 @@ namespace {
 
 std::string line_of(const std::vector<std::string>& lines, int n) {
   return n >= 1 && n <= static_cast<int>(lines.size()) ? trim(lines[static_cast<std::size_t>(n - 1)]) : "";
+}
+
+/// The most a scan's reply may hold (bytes); more is the scan's infra_error.
+constexpr std::size_t kReplyCap = 4 << 20;
+
+long cpu_seconds_of(const ScanOptions& o) {
+  return std::max<long>(1, static_cast<long>(o.timeout.count() / 1000));
 }
 
 ScanResult infra(std::string why) {
@@ -90,24 +99,26 @@ fs::path ast_scan_script() {
   return kforge_home() / "backends" / "triton" / "ast_scan.py";
 }
 
-ScanResult scan_triton_candidate(const fs::path& file, const ScanOptions& options) {
-  const fs::path script = options.script.empty() ? ast_scan_script() : options.script;
-  if (!fs::is_regular_file(script)) return infra("ast_scan script not found: " + script.string());
-  std::string source;
-  try {
-    source = read_file(file);
-  } catch (const std::exception& e) {
-    return infra(std::string("cannot read the candidate: ") + e.what());
-  }
+namespace {
+
+/// The sandbox's spec for the scanner: argv only, the allow-listed environment, no network,
+/// rlimits; `extra` after the script (the candidate's path, or --serve and its CPU seconds).
+sandbox::Spec scanner_spec(const ScanOptions& options, const fs::path& script, std::vector<std::string> extra) {
   sandbox::Spec spec;
   // -I: isolated mode (no user site, no PYTHON* variables, the script's folder not on sys.path).
-  spec.argv = {options.python, "-I", "-B", script.string(), fs::absolute(file).string()};
+  spec.argv = {options.python, "-I", "-B", script.string()};
+  spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
   spec.env_allow = {"PATH", "LANG", "LC_ALL"};
   spec.limits.wall = options.timeout;
-  spec.limits.cpu_seconds = std::max<long>(1, static_cast<long>(options.timeout.count() / 1000));
+  spec.limits.cpu_seconds = cpu_seconds_of(options);
   spec.limits.max_file_bytes = 1 << 20;
-  spec.limits.output_cap_bytes = 4 << 20;
-  const auto res = sandbox::run(spec);
+  spec.limits.output_cap_bytes = kReplyCap;
+  return spec;
+}
+
+ScanResult scan_cold(const fs::path& file, const std::string& source, const ScanOptions& options,
+                     const fs::path& script) {
+  const auto res = sandbox::run(scanner_spec(options, script, {fs::absolute(file).string()}));
   switch (res.status) {
     case sandbox::Status::failed_to_start:
       return infra("ast_scan could not start: " + res.error);
@@ -123,6 +134,88 @@ ScanResult scan_triton_candidate(const fs::path& file, const ScanOptions& option
                  truncate_middle(res.err, 2000));
   if (res.out_truncated) return infra("ast_scan's reply was cut at the output cap");
   return parse_scan_output(res.out, source);
+}
+
+/// Warm scanners (`ast_scan.py --serve`), idle ones kept per command line: each imported torch
+/// and Triton once and forks a fresh child per scan, so a scan sees exactly what a cold
+/// `ast_scan.py PATH` sees. A scanner serves one caller at a time (taken out of the pool for
+/// the request); the pool grows to the number of concurrent scans. Thread-safe.
+class WarmScanners {
+ public:
+  using Child = std::unique_ptr<sandbox::LineChild>;
+  static WarmScanners& instance() {
+    static WarmScanners pool;
+    return pool;
+  }
+  /// An idle scanner of this command line, or a new one that said "ready" within `timeout`;
+  /// nullptr when none starts.
+  Child take(const sandbox::Spec& spec, std::chrono::milliseconds timeout) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = idle_.begin(); it != idle_.end(); ++it)
+        if (it->first == spec.argv) {
+          Child c = std::move(it->second);
+          idle_.erase(it);
+          if (c->alive()) return c;
+          break;
+        }
+    }
+    std::string err;
+    Child c = sandbox::LineChild::start(spec, &err);
+    if (!c) return nullptr;
+    auto line = c->read_line(timeout);
+    if (!line || *line != "ready") return nullptr;
+    return c;
+  }
+  void give(const std::vector<std::string>& argv, Child c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.emplace_back(argv, std::move(c));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::vector<std::string>, Child>> idle_;
+};
+
+/// The scan through a warm scanner: nullopt when the scanner failed for reasons of its own (it
+/// did not start, died or answered out of protocol), and the caller scans cold instead; a time
+/// over the limit is the scan's own infra_error, as it is cold.
+std::optional<ScanResult> scan_warm(const fs::path& file, const std::string& source, const ScanOptions& options,
+                                    const fs::path& script) {
+  auto spec = scanner_spec(options, script, {"--serve", std::to_string(cpu_seconds_of(options))});
+  spec.limits.cpu_seconds = 0;  // the server lives on; each scan's child has the limit
+  auto& pool = WarmScanners::instance();
+  auto c = pool.take(spec, std::max(options.timeout, std::chrono::milliseconds(60'000)));
+  if (!c || !c->write_line(fs::absolute(file).string())) return std::nullopt;
+  auto reply = c->read_line(options.timeout);
+  if (!reply) {
+    const bool hung = c->alive();
+    c->terminate();
+    if (hung) return infra("ast_scan timed out after " + std::to_string(options.timeout.count()) + " ms");
+    return std::nullopt;
+  }
+  if (reply->size() > kReplyCap) return infra("ast_scan's reply was cut at the output cap");
+  nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  pool.give(spec.argv, std::move(c));
+  if (j.contains("error")) return infra("ast_scan: " + j["error"].dump());
+  return parse_scan_output(*reply, source);
+}
+
+}  // namespace
+
+ScanResult scan_triton_candidate(const fs::path& file, const ScanOptions& options) {
+  const fs::path script = options.script.empty() ? ast_scan_script() : options.script;
+  if (!fs::is_regular_file(script)) return infra("ast_scan script not found: " + script.string());
+  std::string source;
+  try {
+    source = read_file(file);
+  } catch (const std::exception& e) {
+    return infra(std::string("cannot read the candidate: ") + e.what());
+  }
+  if (options.warm && fs::absolute(file).string().find('\n') == std::string::npos)  // one line per request
+    if (auto r = scan_warm(file, source, options, script)) return *r;
+  return scan_cold(file, source, options, script);
 }
 
 }  // namespace kforge::backends

@@ -146,3 +146,70 @@ TEST_CASE("triton scan: syntax errors, a missing interpreter and malformed repli
   CHECK(one.outcome == Outcome::forbidden_api);
   CHECK(one.findings.at(0).source_line == "import socket");
 }
+
+TEST_CASE("triton scan: a warm scanner gives what a cold scan gives", "[triton_scan]") {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(KFORGE_TESTS_DIR) / "data" / "adversarial" / "triton"))
+    if (e.path().filename() == "kernel.py") files.push_back(e.path());
+  REQUIRE(files.size() >= 39);
+  ScratchDir dir;
+  const fs::path bad = dir.path / "kernel.py";
+  write_file(bad, "import triton\n\ndef kf_forward(x, y):\n    return (x\n");
+  files.push_back(bad);
+  for (const auto& python : interpreters())
+    for (const auto& f : files) {
+      INFO(f << " with " << python);
+      ScanOptions warm = options(), cold = options();
+      warm.python = cold.python = python;
+      cold.warm = false;
+      const auto w = scan_triton_candidate(f, warm);
+      const auto c = scan_triton_candidate(f, cold);
+      CHECK(w.error.empty());
+      CHECK(w.outcome == c.outcome);
+      CHECK(w.summary(100) == c.summary(100));
+    }
+}
+
+TEST_CASE("triton scan: a warm scanner that fails is never the candidate's", "[triton_scan]") {
+  ScratchDir dir;
+  const fs::path k = dir.path / "kernel.py";
+  write_file(k, "import triton\n");
+  // A stand-in scanner: served, it reads one request and dies or hangs; run cold it reports
+  // one finding of rule "cold".
+  const auto fake = [&](const std::string& served) {
+    const fs::path script = dir.path / "fake_scan.py";
+    write_file(script,
+               "import sys, time\n"
+               "if sys.argv[1] == '--serve':\n"
+               "    print('ready', flush=True)\n"
+               "    sys.stdin.readline()\n" +
+                   served +
+                   "else:\n"
+                   "    print('{\"findings\": [{\"rule\": \"cold\", \"line\": 1, \"col\": 1, \"what\": \"w\", "
+                   "\"why\": \"y\"}]}')\n");
+    ScanOptions o = options();
+    o.script = script;
+    o.timeout = std::chrono::milliseconds(2'000);
+    return o;
+  };
+  SECTION("it dies: the scan is done cold") {
+    const auto o = fake("    sys.exit(0)\n");
+    for (int i = 0; i < 2; ++i) {
+      const auto r = scan_triton_candidate(k, o);
+      CHECK(r.outcome == Outcome::forbidden_api);
+      CHECK(r.sub_kind() == "cold");
+    }
+  }
+  SECTION("it answers out of protocol: the scan is done cold") {
+    const auto r = scan_triton_candidate(k, fake("    print('not json', flush=True)\n    time.sleep(30)\n"));
+    CHECK(r.sub_kind() == "cold");
+  }
+  SECTION("it hangs: the scan's time is up (infra_error, as cold), and the scanner is not reused") {
+    const auto o = fake("    time.sleep(30)\n");
+    const auto r = scan_triton_candidate(k, o);
+    CHECK(r.outcome == Outcome::infra_error);
+    CHECK(r.error.find("timed out") != std::string::npos);
+    const auto again = scan_triton_candidate(k, o);
+    CHECK(again.outcome == Outcome::infra_error);  // a new scanner, which hangs the same way
+  }
+}

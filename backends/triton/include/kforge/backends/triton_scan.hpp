@@ -58,6 +58,9 @@ struct ScanOptions {
   std::string python = "python3";  ///< interpreter (looked up on PATH when it has no '/')
   std::filesystem::path script;    ///< empty: ast_scan_script()
   std::chrono::milliseconds timeout{20'000};
+  /// Scan through a warm scanner (ast_scan.py --serve: torch and Triton imported once, a fresh
+  /// fork per scan, the same result as a cold run); false: one interpreter per scan.
+  bool warm = true;
 };
 
 /// <kforge_home>/backends/triton/ast_scan.py.
@@ -66,6 +69,10 @@ std::filesystem::path ast_scan_script();
 /// Runs the scan on a candidate file in the sandbox (argv only, no network, rlimits, its own
 /// process group, a wall-clock limit) and parses the result. Never throws for a bad candidate;
 /// a missing interpreter or script, a timeout or a crash of the scanner is an infra_error.
+/// With `options.warm` the scan goes through a process-wide pool of warm scanners (one per
+/// concurrent caller, each kept for later scans; thread-safe): a scan of a small module then
+/// costs a fork instead of importing torch and Triton (about 2-4 s of CPU each); a scanner that
+/// fails on its own account is replaced by a cold scan, never charged to the candidate.
 ScanResult scan_triton_candidate(const std::filesystem::path& file, const ScanOptions& options = {});
 
 }  // namespace kforge::backends
