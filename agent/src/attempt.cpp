@@ -220,6 +220,7 @@ prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& 
   const Task& t = *task.task;
   prompts::PromptInput in;
   in.backend = setup.backend_name;
+  in.backend_prompts = setup.backend->prompts_dir();
   in.language = setup.backend->prompt_language();
   in.device_type = setup.backend->device_type();
   in.task_id = t.id;

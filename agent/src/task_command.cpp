@@ -16,6 +16,7 @@ prompts::PromptInput first_turn_prompt_input(const Task& task, const backends::T
                                              std::vector<std::string> allow_precision) {
   prompts::PromptInput in;
   in.backend = backend.name();
+  in.backend_prompts = backend.prompts_dir();
   in.language = backend.prompt_language();
   in.device_type = backend.device_type();
   in.task_id = task.id;

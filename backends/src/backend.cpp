@@ -326,6 +326,10 @@ std::string Backend::default_device() const {
   return device_type() == "cpu" ? "cpu" : device_type() + ":0";
 }
 
+fs::path Backend::prompts_dir() const {
+  return kforge_home() / "backends" / name() / "prompts";
+}
+
 // The built-in backends, one folder each (backends/<name>/): builtin_backends.inc is generated
 // from backends/CMakeLists.txt's KFORGE_BACKENDS list, one KFORGE_BUILTIN_BACKEND(name) line per
 // backend, whose folder defines make_<name>_backend().

@@ -2,11 +2,11 @@
 #include "kforge/backends/tritonbench_perf.hpp"
 
 #include <algorithm>
-#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
 
+#include "kforge/common/dtype.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge::backends {
@@ -353,16 +353,6 @@ BenchResult not_timed(const std::string& why) {
   return b;
 }
 
-/// Bytes of one element of a dtype name as the runner reports it (4 for unknown names).
-int64_t element_bytes(const std::string& dtype) {
-  static const std::map<std::string, int64_t> sizes{
-      {"float64", 8},  {"int64", 8},         {"complex64", 8},  {"complex128", 16}, {"float16", 2},
-      {"bfloat16", 2}, {"int16", 2},         {"uint16", 2},     {"int8", 1},        {"uint8", 1},
-      {"bool", 1},     {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
-  const auto it = sizes.find(dtype);
-  return it == sizes.end() ? 4 : it->second;
-}
-
 /// The record's note for an operation timed in place: which leaves, and what the clones cost.
 std::string in_place_note(const InPlace& in_place, const LoadResult& largest) {
   int64_t bytes = 0;
@@ -372,7 +362,7 @@ std::string in_place_note(const InPlace& in_place, const LoadResult& largest) {
                         std::find(in_place.cloned.begin(), in_place.cloned.end(), static_cast<int>(i)) !=
                             in_place.cloned.end();
     if (!cloned) continue;
-    int64_t n = element_bytes(largest.inputs[i].dtype);
+    int64_t n = dtype_bytes(largest.inputs[i].dtype);
     for (int64_t d : largest.inputs[i].shape) n *= d;
     bytes += n;
     which += (which.empty() ? "" : ", ") + std::to_string(i);

@@ -1,6 +1,6 @@
 """kforge's Triton zygote (issue 21 §2): warm Triton candidate hosts.
 
-Usage (started by kforge-runner, never by hand; backends/runner/zygote.cpp):
+Usage (started by kforge-runner, never by hand; backends/judge/zygote.cpp):
   python3 -I -B zygote.py <host.py> <libkforge_pyconfine.so>
 
 One process per runner and device, started the way the judge starts a Triton candidate host

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kforge/benchmarks/task.hpp"
+#include "kforge/common/dtype.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge {
@@ -202,15 +203,6 @@ std::vector<std::string> call_args(const std::string& s, std::size_t open, std::
   }
   *end = std::string::npos;
   return {};
-}
-
-std::int64_t dtype_bytes(const std::string& dtype) {
-  static const std::map<std::string, std::int64_t> kBytes{
-      {"float32", 4}, {"float", 4}, {"float16", 2}, {"half", 2},  {"bfloat16", 2}, {"float64", 8},
-      {"double", 8},  {"int64", 8}, {"long", 8},    {"int32", 4}, {"int", 4},      {"int16", 2},
-      {"short", 2},   {"int8", 1},  {"uint8", 1},   {"bool", 1},  {"complex64", 8}};
-  auto it = kBytes.find(dtype);
-  return it == kBytes.end() ? 4 : it->second;
 }
 
 /// A module-level assignment of literal integers (no names on the right: "4096", "2048 * 2"),

@@ -35,11 +35,25 @@ std::string fill(std::string tmpl, const std::map<std::string, std::string>& val
   return out;
 }
 
-std::string load_template(const std::string& name) {
-  fs::path p = templates_dir() / name;
+std::filesystem::path backend_templates_dir(const std::string& backend) {
+  return kforge_home() / "backends" / backend / "prompts";
+}
+
+namespace {
+std::string read_template(const fs::path& p) {
   if (!fs::exists(p))
     throw std::runtime_error("prompt template " + p.string() + " is missing (set KFORGE_HOME)");
   return read_file(p);
+}
+}  // namespace
+
+std::string load_template(const std::string& name) {
+  return read_template(templates_dir() / name);
+}
+
+std::string load_backend_template(const PromptInput& in, const std::string& name) {
+  return read_template((in.backend_prompts.empty() ? backend_templates_dir(in.backend) : in.backend_prompts) /
+                       name);
 }
 
 namespace {
@@ -292,7 +306,7 @@ Prompt render_prompt(const PromptInput& in) {
   const std::string simd = in.hardware.simd.empty() ? "the host's vector ISA" : in.hardware.simd;
   const std::string omp =
       in.hardware.omp_threads > 0 ? std::to_string(in.hardware.omp_threads) : "all hardware";
-  p.system = trim(fill(load_template("system_" + in.backend + ".md"),
+  p.system = trim(fill(load_backend_template(in, "system.md"),
                        {{"device", device}, {"simd", simd}, {"omp_threads", omp}}));
   std::string table;
   int idx = 0;
@@ -337,13 +351,13 @@ Prompt render_prompt(const PromptInput& in) {
       fill(load_template("abi.md"),
            {{"data_where", on_gpu(in) ? "device pointer (host for device == -1)" : "host pointer"}});
   if (!in.aten_op.empty())
-    user += "\n" + fill(load_template("output_format_" + in.backend + "_operator.md"),
+    user += "\n" + fill(load_backend_template(in, "output_format_operator.md"),
                         {{"entry", in.entries.empty() ? "kf_forward" : in.entries.front()}});
   else if (in.test_block)
-    user += "\n" + fill(load_template("output_format_" + in.backend + "_tritonbench.md"),
+    user += "\n" + fill(load_backend_template(in, "output_format_tritonbench.md"),
                         {{"entries", names_words(in.entries)}});
   else
-    user += "\n" + fill(load_template("output_format_" + in.backend + ".md"), {{"abi", abi}});
+    user += "\n" + fill(load_backend_template(in, "output_format.md"), {{"abi", abi}});
   if (!in.history.empty()) {
     // The fastest earlier pass, for the last attempt's "best so far" column.
     const PastAttempt* best = nullptr;

@@ -1,4 +1,4 @@
-// Tests of the judge's one-pass comparison rule (backends/runner/compare_core.hpp): the float
+// Tests of the judge's one-pass comparison rule (backends/judge/compare_core.hpp): the float
 // decodings, the per-element tolerance rule with poison, NaN and infinity, the reference
 // statistics, and that merging partials equals one sequential fold (as the GPU's per-block
 // partials are merged). The rule's agreement with the detailed compare() is tested through
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../../backends/runner/compare_core.hpp"
+#include "../../backends/judge/compare_core.hpp"
 #include "catch.hpp"
 
 using namespace kforge::runner::fused;

@@ -11,10 +11,12 @@
 #include "catch.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/prompts/prompts.hpp"
 #include "kforge/retrieval/retrieval.hpp"
+#include "scratch_dir.hpp"
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -326,7 +328,8 @@ TEST_CASE("the prompt's code fences and pointer wording follow the backend (Back
   CHECK_THAT(p, Catch::Contains("host pointer"));
 }
 
-TEST_CASE("golden prompts: turn 1 for triton (python fences, the Triton output format)", "[prompts][golden]") {
+TEST_CASE("golden prompts: turn 1 for triton (python fences, the Triton output format)",
+          "[prompts][golden]") {
   auto in = golden_input("triton", "turn1");
   in.language = "python";
   in.device_type = "cuda";
@@ -341,4 +344,30 @@ TEST_CASE("golden prompts: turn 1 for triton (python fences, the Triton output f
   if (std::getenv("KFORGE_UPDATE_GOLDEN")) write_file(file, p.markdown());
   REQUIRE(fs::exists(file));
   CHECK(read_file(file) == p.markdown());
+}
+
+TEST_CASE("a backend's templates live in its folder (Backend::prompts_dir)", "[prompts]") {
+  // Every registered backend has its own system message and output formats in its folder, the
+  // place the prompts library looks for them when the caller names no other.
+  for (const auto& name : backends::backend_names()) {
+    const fs::path dir = backends::get_backend(name).prompts_dir();
+    CHECK(dir == prompts::backend_templates_dir(name));
+    for (const char* f : {"system.md", "output_format.md", "output_format_operator.md"})
+      CHECK(fs::exists(dir / f));
+    CHECK_FALSE(fs::exists(prompts::templates_dir() / ("system_" + name + ".md")));
+  }
+  // A backend whose templates are elsewhere (PromptInput::backend_prompts) gets them, and the
+  // backend-independent sections still come from prompts/templates.
+  const fs::path dir = scratch("prompts_backend_dir");
+  write_file(dir / "system.md", "toy system on {{device}}\n");
+  write_file(dir / "output_format.md", "## Output format\n\ntoy format\n{{abi}}\n");
+  auto in = golden_input("cpu", "turn1");
+  in.backend = "toy";
+  in.backend_prompts = dir;
+  const auto p = prompts::render_prompt(in);
+  CHECK_THAT(p.system, Catch::StartsWith("toy system on "));
+  CHECK_THAT(p.user, Catch::Contains("toy format"));
+  CHECK_THAT(p.user, Catch::Contains("kforge/kernel_abi.h"));  // abi.md, shared
+  in.backend_prompts.clear();
+  CHECK_THROWS_WITH(prompts::render_prompt(in), Catch::Contains("backends/toy/prompts/system.md"));
 }

@@ -11,6 +11,7 @@
 #include "kforge/backends/runner_client.hpp"
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/benchmarks/task.hpp"
+#include "kforge/common/dtype.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/utf8.hpp"
 #include "kforge/common/util.hpp"
@@ -193,6 +194,18 @@ def get_init_inputs():
     return []  # no special initialization inputs needed
 )";
 }  // namespace
+
+TEST_CASE("dtype_bytes: one table for the runner's dtype names and a task's aliases", "[robust][shapes]") {
+  CHECK(dtype_bytes("float32") == 4);
+  CHECK(dtype_bytes("float") == 4);        // torch.float in a task's source
+  CHECK(dtype_bytes("half") == 2);         // the shapes reader's alias
+  CHECK(dtype_bytes("uint16") == 2);       // was 4 in the shapes reader
+  CHECK(dtype_bytes("complex128") == 16);  // was 4 in the shapes reader
+  CHECK(dtype_bytes("float8_e4m3fn") == 1);
+  CHECK(dtype_bytes("long") == 8);  // was 4 in TritonBench's in-place note
+  CHECK(dtype_bytes("bool") == 1);
+  CHECK(dtype_bytes("no_such_dtype") == 4);
+}
 
 TEST_CASE("estimate_inputs reads get_inputs() shapes from the constants", "[robust]") {
   auto e = estimate_inputs(kReluSource);

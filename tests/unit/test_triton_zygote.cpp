@@ -1,4 +1,4 @@
-// Warm Triton candidate hosts (issue 21 §2; backends/triton/zygote.py, backends/runner/
+// Warm Triton candidate hosts (issue 21 §2; backends/triton/zygote.py, backends/judge/
 // zygote.cpp): the runner forks each Triton host from its zygote instead of spawning a fresh
 // Python; the check reply's phases say which (host_fork_ms / host_start_ms). Here: the check
 // time per candidate with and without the zygote (KFORGE_TRITON_ZYGOTE=0), printed; and a

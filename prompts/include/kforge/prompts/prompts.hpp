@@ -1,6 +1,8 @@
 #pragma once
-// Prompt rendering (DESIGN.md §7, §8). Templates are files under prompts/templates/ with
-// `{{name}}` placeholders; render_prompt() assembles the system message (per backend) and the
+// Prompt rendering (DESIGN.md §7, §8). Templates are files with `{{name}}` placeholders: the
+// backend-independent ones under prompts/templates/, a backend's own (system.md, its output
+// formats) in its folder, backends/<name>/prompts/ (Backend::prompts_dir(), given in
+// PromptInput::backend_prompts); render_prompt() assembles the system message (per backend) and the
 // user message: task section (reference, inputs/outputs table, device), exemplars, output
 // format (with the kernel ABI, so `--exemplar none` works), and the history of past attempts
 // with their feedback (policy `last` or `all`, truncated to a token budget at ~4 characters per
@@ -62,7 +64,10 @@ struct DtypeTolerance {
 enum class HistoryPolicy { last, all };
 
 struct PromptInput {
-  std::string backend;      ///< "cpu" or "cuda" (selects system_<backend>.md, output_format_<backend>.md)
+  std::string backend;  ///< the backend's name ("cpu", "cuda", "triton")
+  /// The backend's templates (Backend::prompts_dir(): system.md, output_format.md,
+  /// output_format_operator.md, output_format_tritonbench.md); empty: backend_templates_dir(backend).
+  std::filesystem::path backend_prompts;
   std::string language;     ///< code-fence language of the backend ("cpp", "cuda"); "" = from backend
   std::string device_type;  ///< where the kernel runs ("cpu", "cuda"); "" = from backend
   std::string task_id, category, reference;
@@ -82,16 +87,16 @@ struct PromptInput {
   std::vector<PastAttempt> history;  ///< oldest first
   HistoryPolicy policy = HistoryPolicy::last;
   int token_budget = 6000;  ///< for the history section, ~4 chars per token
-  /// A TritonBench task (judged on its test block): task_tritonbench.md and
-  /// output_format_<backend>_tritonbench.md replace task.md and the kf_forward format; the
+  /// A TritonBench task (judged on its test block): task_tritonbench.md and the backend's
+  /// output_format_tritonbench.md replace task.md and the kf_forward format; the
   /// reference (T: the PyTorch implementation; G: none, the gold source is the answer), the
   /// instruction (TritonBench's description), the signature (its func_inputs) and the names the
   /// module must define are stated instead of a tensor table.
   bool test_block = false;
   std::string instruction, signature;
   std::vector<std::string> entries;
-  /// An ATen-operator task on a Python backend (issue 24): task_operator.md and
-  /// output_format_<backend>_operator.md replace task.md and the kf_forward format; the
+  /// An ATen-operator task on a Python backend (issue 24): task_operator.md and the backend's
+  /// output_format_operator.md replace task.md and the kf_forward format; the
   /// reference is the generated module calling the operator on every case, entries[0] the
   /// function the module must define (`<op>_kernel_impl`), signature its ATen schema ("" when
   /// PyTorch was not asked or does not know it), cases_table its cases (operator_cases_table).
@@ -104,8 +109,13 @@ struct Prompt {
   std::string markdown() const;  ///< both messages, for prompt.md
 };
 
-/// prompts/templates under kforge_home().
+/// prompts/templates under kforge_home(): the backend-independent templates.
 std::filesystem::path templates_dir();
+
+/// backends/<backend>/prompts under kforge_home(): where a built-in backend keeps its templates
+/// (Backend::prompts_dir()'s default; the prompts library links no backend, so it knows only
+/// this convention and whatever directory the caller gives).
+std::filesystem::path backend_templates_dir(const std::string& backend);
 
 /// Replaces every `{{key}}` with its value; unknown placeholders are left as they are.
 std::string fill(std::string tmpl, const std::map<std::string, std::string>& values);
@@ -113,6 +123,10 @@ std::string fill(std::string tmpl, const std::map<std::string, std::string>& val
 /// Reads `<templates_dir>/<name>`; throws std::runtime_error naming the file when missing
 /// (a broken installation).
 std::string load_template(const std::string& name);
+
+/// Reads the backend's template `name` from in.backend_prompts (empty:
+/// backend_templates_dir(in.backend)); throws like load_template.
+std::string load_backend_template(const PromptInput& in, const std::string& name);
 
 /// The tolerance DESIGN §4 gives a dtype when the task declares none: float32 1e-4,
 /// float16/bfloat16 1e-2, float64 1e-8 (atol and rtol); integers and bool exact.

@@ -1,4 +1,4 @@
-// backends/runner/exchange.hpp — the tensors the judge shares with one candidate host
+// backends/judge/exchange.hpp — the tensors the judge shares with one candidate host
 // (internal to kforge-runner; DESIGN.md §6).
 //
 // An Exchange owns memory that both sides map: device memory exported with CUDA IPC

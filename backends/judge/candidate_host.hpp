@@ -1,4 +1,4 @@
-// backends/runner/candidate_host.hpp — the judge's handle on one kforge-host process
+// backends/judge/candidate_host.hpp — the judge's handle on one kforge-host process
 // (internal to kforge-runner; DESIGN.md §6).
 //
 // CandidateHost starts backends/host/kforge-host for one artifact with nothing but its

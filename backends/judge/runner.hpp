@@ -1,4 +1,4 @@
-// backends/runner/runner.hpp — internals of kforge-runner (not a public header).
+// backends/judge/runner.hpp — internals of kforge-runner (not a public header).
 //
 // kforge-runner is a warm worker: one process per device, speaking JSON lines on its
 // stdin/stdout (protocol: backends/include/kforge/backends/runner_client.hpp). It embeds

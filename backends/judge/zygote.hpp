@@ -1,4 +1,4 @@
-// backends/runner/zygote.hpp — the judge's warm Triton candidate hosts (internal to
+// backends/judge/zygote.hpp — the judge's warm Triton candidate hosts (internal to
 // kforge-runner; issue 21 §2, backends/triton/zygote.py).
 //
 // Zygotes owns the runner's Triton zygotes: per host command and device (in practice one per

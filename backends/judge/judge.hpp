@@ -1,4 +1,4 @@
-// backends/runner/judge.hpp — the judge's side of a check and a bench (internal to
+// backends/judge/judge.hpp — the judge's side of a check and a bench (internal to
 // kforge-runner; DESIGN.md §4, §6).
 //
 // Candidate code never runs in this process. For each check and each bench the judge starts
