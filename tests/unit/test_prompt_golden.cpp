@@ -365,9 +365,15 @@ TEST_CASE("a backend's templates live in its folder (Backend::prompts_dir)", "[p
   in.backend = "toy";
   in.backend_prompts = dir;
   const auto p = prompts::render_prompt(in);
-  CHECK_THAT(p.system, Catch::StartsWith("toy system on "));
-  CHECK_THAT(p.user, Catch::Contains("toy format"));
-  CHECK_THAT(p.user, Catch::Contains("kforge/kernel_abi.h"));  // abi.md, shared
+  CHECK(p.system.rfind("toy system on ", 0) == 0);
+  CHECK(p.user.find("toy format") != std::string::npos);
+  CHECK(p.user.find("kforge/kernel_abi.h") != std::string::npos);  // abi.md, shared
   in.backend_prompts.clear();
-  CHECK_THROWS_WITH(prompts::render_prompt(in), Catch::Contains("backends/toy/prompts/system.md"));
+  std::string error;
+  try {
+    prompts::render_prompt(in);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  CHECK(error.find("backends/toy/prompts/system.md") != std::string::npos);
 }
