@@ -405,7 +405,6 @@ std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Dea
   std::string rest;
   std::getline(in >> std::ws, rest);
   if (error == "python") return failure("runtime_error", "python_exception", host_text(rest));
-  if (error == "torch_fallback" && s.reference) return std::nullopt;  // the reference's own compute
   if (error == "torch_fallback")
     return failure("torch_fallback", "",
                    "kf_forward ran PyTorch compute instead of Triton kernels: " + host_text(rest) +
@@ -909,53 +908,6 @@ std::vector<double> time_reference(const JudgeContext& ctx, LoadedTask& task, in
   return per_rep;
 }
 
-/// Times the reference through the candidate's own harness (issue 22 §4): its code as a module
-/// (req "reference_artifact", written by the client as the candidate's is) in a host of the
-/// candidate's kind, with an exchange of K sets, calibrated and timed by time_candidate exactly
-/// as the candidate was (fresh inputs, lead-in, the host's dispatch mode and its copies, verified
-/// batches against the judge's own run). Whatever the harness costs per call is then in both
-/// times. nullopt with *why when the host cannot run it (the caller times the reference in the
-/// judge instead, and says so); never a verdict on the candidate.
-std::optional<std::vector<double>> time_reference_in_host(const JudgeContext& ctx, LoadedTask& task,
-                                                          const json& req, int K, const BenchPlan& plan,
-                                                          const Deadline& dl, std::string* why) {
-  Laps laps;  // the reference's phases are not the candidate's (the caller laps the whole)
-  Session s;
-  s.reference = true;
-  json rreq = req;
-  rreq["artifact"] = req.at("reference_artifact");
-  rreq.erase("allow_ops");
-  try {
-    auto probe = task.ref.make_inputs(req.value("seed", 2000));
-    s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params), task.out_specs,
-                                      K);
-    probe.clear();
-    if (auto r = open_session(ctx, rreq, s, dl, laps, before_load(task, rreq))) {
-      *why = r->value("message", std::string("the reference did not load"));
-      return std::nullopt;
-    }
-  } catch (const std::exception& e) {
-    *why = e.what();
-    return std::nullopt;
-  }
-  if (s.ex->sets() != K) {
-    *why = "its exchange holds " + std::to_string(s.ex->sets()) + " sets, the candidate's " + std::to_string(K);
-    return std::nullopt;
-  }
-  copy_params(*s.ex, task, task.in_specs.size() - task.params.size());
-  s.host->freeze();
-  std::vector<double> ref;
-  int verified = 0;
-  HostSide side;
-  if (auto f = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &ref, &verified, laps, &side)) {
-    *why = f->value("outcome", std::string()) + ": " + f->value("message", std::string());
-    return std::nullopt;
-  }
-  if (ref.empty()) *why = "no batch of the reference ran alone";
-  if (ref.empty()) return std::nullopt;
-  return ref;
-}
-
 /// How much faster than the speed of light a time may read before it is called impossible:
 /// the measured peak is what fills and copies reach, a little below what the hardware can.
 constexpr double kPhysicalMargin = 1.25;
@@ -1047,21 +999,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["verified_batches"] = verified;
   }
   j["sets"] = K;
-  std::vector<double> ref;
-  if (req.contains("reference_artifact")) {
-    std::string why;
-    if (auto r = time_reference_in_host(ctx, task, req, K, plan, dl, &why)) {
-      ref = std::move(*r);
-      j["reference_timing"] = "host";
-    } else {
-      j["reference_timing_note"] = "the reference's host failed (" + why.substr(0, 300) +
-                                   "); the reference was timed in the judge";
-    }
-  }
-  if (ref.empty()) {
-    ref = time_reference(ctx, task, K, plan, false);
-    j["reference_timing"] = "judge";
-  }
+  auto ref = time_reference(ctx, task, K, plan, false);
   laps.lap("reference_timing_ms");
   Stats rs = stats_of(ref);
   j["reference"] = stats_json(rs, K);
@@ -1076,7 +1014,6 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["speedup_ci"] = {lo, hi};
   }
   j["flags"] = json::array();
-  if (j.contains("reference_timing_note")) j["flags"].push_back(j["reference_timing_note"]);
   j["phases"] = laps.to_json();
   j["bench_ms"] = ms_since(t0);
   return j;

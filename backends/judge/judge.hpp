@@ -128,9 +128,6 @@ struct CandidateSession {
   /// The calibration ran under the device's timed lock (or where there is no usable lock): only
   /// then may a bench reuse this host; else the bench starts and calibrates a fresh one.
   bool calibrated_alone = false;
-  /// The host runs the reference's own code (a bench's `reference_artifact`), timed through the
-  /// same harness as the candidate: its PyTorch compute is the reference's, not a torch_fallback.
-  bool reference = false;
   int seq = 0;
 };
 

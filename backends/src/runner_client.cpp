@@ -569,8 +569,6 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
     req["host"] = to_string(host);
   }
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
-  if (!artifact.empty() && !o.reference_artifact.empty())
-    req["reference_artifact"] = std::filesystem::absolute(o.reference_artifact).string();
   if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
   // Timed work: under the device's lock, waited for before the request's timeout starts.
   const TimedHold held = hold_timed("bench");
@@ -623,7 +621,6 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.speed_of_light_ms = number(j, "speed_of_light_ms");
   b.peak_bytes_per_s = number(j, "peak_bytes_per_s");
   b.timing_anomaly = j.value("timing_anomaly", std::string());
-  b.reference_timing = j.value("reference_timing", std::string("judge"));
   b.flags = j.value("flags", std::vector<std::string>{});
   if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
   b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();

@@ -412,14 +412,8 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     const TaskRef t = perf_task(task, p, in_place);
     const auto artifact = workdir / ("perf" + std::to_string(p) + ".py");
     write_file(artifact, perf_module(candidate_source, task.perf_script, p, false, in_place));
-    // The reference through the same harness in the same host (issue 22 §4: a G gold timed
-    // against itself read 0.75-0.96x when the reference ran in the judge without the host's
-    // per-call dispatch mode and copies).
-    BenchOptions o = opt;
-    o.reference_artifact = workdir / ("reference" + std::to_string(p) + ".py");
-    write_file(o.reference_artifact, perf_module(task.source, task.perf_script, p, false, in_place));
     // A Python module, whatever the backend: the Python host.
-    BenchResult b = runner.bench(t, artifact, o, HostKind::python);
+    BenchResult b = runner.bench(t, artifact, opt, HostKind::python);
     if (!b.ok && b.outcome == Outcome::infra_error) return b;  // the judge's failure
     // As TritonBench, an input the candidate fails on is left out of its Speed Up (its verdict is
     // the test block's): PyTorch compute there (the script's call_op may do its own; a G task's gold
@@ -431,11 +425,6 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
                             (b.sub_kind.empty() ? "" : "/" + b.sub_kind) + ": " + b.message.substr(0, 300));
       continue;
     }
-    if (total.reference_timing.empty() || total.reference_timing == b.reference_timing)
-      total.reference_timing = b.reference_timing;
-    else
-      total.reference_timing = "mixed";
-    for (const auto& f : b.flags) total.flags.push_back("performance input " + std::to_string(p) + ": " + f);
     total.perf_inputs.push_back(PerfInputTiming{p, b.candidate_ms, b.reference_ms, loads[p].bytes,
                                                 loads[p].flops, b.candidate_samples, b.reference_samples});
     total.candidate_ms += b.candidate_ms;

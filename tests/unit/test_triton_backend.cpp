@@ -458,9 +458,6 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
     CHECK(ev.bench->speedup > 0);
     CHECK(flags.find("in place: call_op writes or returns its input tensor(s)") != std::string::npos);
     CHECK(flags.find("not timed") == std::string::npos);
-    // The reference is timed through the candidate's harness, in a host of its own (issue 22 §4).
-    CHECK(ev.bench->reference_timing == "host");
-    CHECK(flags.find("the reference's host failed") == std::string::npos);
     CHECK(ev.message.find("in place: call_op writes or returns") != std::string::npos);  // in the record
     // The judge's detection, on the reference alone.
     const auto probe = runner.load(backends::in_place_probe(task));

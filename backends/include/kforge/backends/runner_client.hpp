@@ -219,12 +219,6 @@ struct BenchOptions {
   /// TritonBench tasks (tritonbench_perf.hpp): how many of the performance script's inputs to
   /// time, spread evenly over them, the first and the last included; 0 = all, as TritonBench.
   int perf_inputs = 0;
-  /// The reference's code as a module for the candidate's host (bench_tritonbench: the same
-  /// harness as the candidate's module around the reference's source): the judge times it there,
-  /// exactly as it times the candidate, so that what the harness costs per call is in both
-  /// times; empty, or a host that fails: the reference is timed in the judge (BenchResult's flags
-  /// say so).
-  std::filesystem::path reference_artifact;
 };
 
 /// The timing of one TritonBench performance input (tritonbench_perf.hpp; ms per call, medians
@@ -264,9 +258,6 @@ struct BenchResult {
   double speed_of_light_ms = 0;
   double peak_bytes_per_s = 0;  ///< the bandwidth the bound used (measured, or BenchOptions')
   std::string timing_anomaly;   ///< why candidate_ms is physically impossible; "" = it is not
-  /// Where the reference was timed: "host" (a host of the candidate's kind, through the same
-  /// harness: BenchOptions::reference_artifact) or "judge" (in the judge's own Python).
-  std::string reference_timing;
   std::vector<std::string> flags;
   /// The bench's wall time: the judge's, plus the wait for the device's timed lock (phases_ms
   /// "device_lock_wait_ms"; never part of a measured time).
