@@ -425,6 +425,7 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
                             (b.sub_kind.empty() ? "" : "/" + b.sub_kind) + ": " + b.message.substr(0, 300));
       continue;
     }
+    for (const auto& f : b.flags) total.flags.push_back("performance input " + std::to_string(p) + ": " + f);
     total.perf_inputs.push_back(PerfInputTiming{p, b.candidate_ms, b.reference_ms, loads[p].bytes,
                                                 loads[p].flops, b.candidate_samples, b.reference_samples});
     total.candidate_ms += b.candidate_ms;
