@@ -103,7 +103,8 @@ namespace {
 
 /// The sandbox's spec for the scanner: argv only, the allow-listed environment, no network,
 /// rlimits; `extra` after the script (the candidate's path, or --serve and its CPU seconds).
-sandbox::Spec scanner_spec(const ScanOptions& options, const fs::path& script, std::vector<std::string> extra) {
+sandbox::Spec scanner_spec(const ScanOptions& options, const fs::path& script,
+                           std::vector<std::string> extra) {
   sandbox::Spec spec;
   // -I: isolated mode (no user site, no PYTHON* variables, the script's folder not on sys.path).
   spec.argv = {options.python, "-I", "-B", script.string()};
@@ -180,8 +181,8 @@ class WarmScanners {
 /// The scan through a warm scanner: nullopt when the scanner failed for reasons of its own (it
 /// did not start, died or answered out of protocol), and the caller scans cold instead; a time
 /// over the limit is the scan's own infra_error, as it is cold.
-std::optional<ScanResult> scan_warm(const fs::path& file, const std::string& source, const ScanOptions& options,
-                                    const fs::path& script) {
+std::optional<ScanResult> scan_warm(const fs::path& file, const std::string& source,
+                                    const ScanOptions& options, const fs::path& script) {
   auto spec = scanner_spec(options, script, {"--serve", std::to_string(cpu_seconds_of(options))});
   spec.limits.cpu_seconds = 0;  // the server lives on; each scan's child has the limit
   auto& pool = WarmScanners::instance();

@@ -149,7 +149,8 @@ TEST_CASE("triton scan: syntax errors, a missing interpreter and malformed repli
 
 TEST_CASE("triton scan: a warm scanner gives what a cold scan gives", "[triton_scan]") {
   std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(fs::path(KFORGE_TESTS_DIR) / "data" / "adversarial" / "triton"))
+  for (const auto& e :
+       fs::recursive_directory_iterator(fs::path(KFORGE_TESTS_DIR) / "data" / "adversarial" / "triton"))
     if (e.path().filename() == "kernel.py") files.push_back(e.path());
   REQUIRE(files.size() >= 39);
   ScratchDir dir;
@@ -178,15 +179,16 @@ TEST_CASE("triton scan: a warm scanner that fails is never the candidate's", "[t
   // one finding of rule "cold".
   const auto fake = [&](const std::string& served) {
     const fs::path script = dir.path / "fake_scan.py";
-    write_file(script,
-               "import sys, time\n"
-               "if sys.argv[1] == '--serve':\n"
-               "    print('ready', flush=True)\n"
-               "    sys.stdin.readline()\n" +
-                   served +
-                   "else:\n"
-                   "    print('{\"findings\": [{\"rule\": \"cold\", \"line\": 1, \"col\": 1, \"what\": \"w\", "
-                   "\"why\": \"y\"}]}')\n");
+    write_file(
+        script,
+        "import sys, time\n"
+        "if sys.argv[1] == '--serve':\n"
+        "    print('ready', flush=True)\n"
+        "    sys.stdin.readline()\n" +
+            served +
+            "else:\n"
+            "    print('{\"findings\": [{\"rule\": \"cold\", \"line\": 1, \"col\": 1, \"what\": \"w\", "
+            "\"why\": \"y\"}]}')\n");
     ScanOptions o = options();
     o.script = script;
     o.timeout = std::chrono::milliseconds(2'000);
