@@ -58,13 +58,10 @@ ScanResult infra(std::string why) {
 
 }  // namespace
 
-ScanResult parse_scan_output(std::string_view json, std::string_view source) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json);
-  } catch (const std::exception& e) {
-    return infra(std::string("ast_scan printed no JSON: ") + e.what());
-  }
+namespace {
+
+/// The scanner's reply, already parsed, for the candidate `source`.
+ScanResult scan_result_of(const nlohmann::json& j, std::string_view source) {
   if (!j.is_object() || !j.contains("findings") || !j["findings"].is_array())
     return infra("ast_scan's reply has no `findings` array");
   const auto lines = split_lines(source);
@@ -93,6 +90,18 @@ ScanResult parse_scan_output(std::string_view json, std::string_view source) {
   }
   r.outcome = r.findings.empty() ? Outcome::pass : Outcome::forbidden_api;
   return r;
+}
+
+}  // namespace
+
+ScanResult parse_scan_output(std::string_view json, std::string_view source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json);
+  } catch (const std::exception& e) {
+    return infra(std::string("ast_scan printed no JSON: ") + e.what());
+  }
+  return scan_result_of(j, source);
 }
 
 fs::path ast_scan_script() {
@@ -188,9 +197,11 @@ std::optional<ScanResult> scan_warm(const fs::path& file, const std::string& sou
   auto& pool = WarmScanners::instance();
   auto c = pool.take(spec, std::max(options.timeout, std::chrono::milliseconds(60'000)));
   if (!c || !c->write_line(fs::absolute(file).string())) return std::nullopt;
+  const auto asked = std::chrono::steady_clock::now();
   auto reply = c->read_line(options.timeout);
   if (!reply) {
-    const bool hung = c->alive();
+    // Out of time, or the scanner's end of file (it died; whether it is reaped yet is a race).
+    const bool hung = std::chrono::steady_clock::now() - asked >= options.timeout;
     c->terminate();
     if (hung) return infra("ast_scan timed out after " + std::to_string(options.timeout.count()) + " ms");
     return std::nullopt;
@@ -200,7 +211,7 @@ std::optional<ScanResult> scan_warm(const fs::path& file, const std::string& sou
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   pool.give(spec.argv, std::move(c));
   if (j.contains("error")) return infra("ast_scan: " + j["error"].dump());
-  return parse_scan_output(*reply, source);
+  return scan_result_of(j, source);
 }
 
 }  // namespace
