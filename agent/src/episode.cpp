@@ -192,8 +192,15 @@ int make_llm(RunSetup& rs) {
   return 0;
 }
 
+/// Builds at once: --compile-jobs, else one per CPU.
+int compile_jobs(const RunCommand& cmd) {
+  return cmd.compile_jobs > 0 ? cmd.compile_jobs
+                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 /// Starts one warm runner per device (each its own judge slot; runners.hpp). 0, 2 or 3.
 int start_runners(RunSetup& rs) {
+  rs.backend->prewarm(compile_jobs(rs.cmd), backends::CompileOptions{});  // while the runners start
   StartedRunners started = agent::start_runners(rs.cmd.devices, rs.cmd.device, *rs.backend, "kforge run");
   if (started.rc) return started.rc;
   rs.runners = std::move(started.runners);
@@ -397,8 +404,7 @@ RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const Rec
         if (fs::exists(f))
           render.library.push_back({r.task, r.category, rs.refs_by_id[r.task], read_file(f)});
       }
-  const int jobs = cmd.compile_jobs > 0 ? cmd.compile_jobs
-                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int jobs = compile_jobs(cmd);
   std::vector<backends::RunnerClient*> runners;
   for (auto& r : rs.runners) runners.push_back(r.get());
   auto chat = make_chat_port(*rs.llm);

@@ -496,6 +496,7 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
 
 /// The runner and the run directory. 0, 2 or 3.
 int open_eval(const EvalCommand& cmd, EvalSetup& es) {
+  es.backend->prewarm(std::max(1, cmd.jobs), backends::CompileOptions{});  // while the runners start
   StartedRunners started = start_runners(cmd.devices, cmd.device, *es.backend, "kforge eval");
   if (started.rc) return started.rc;
   es.runners = std::move(started.runners);

@@ -31,55 +31,78 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& devices
   return v.empty() ? std::vector<std::string>{one} : v;
 }
 
+namespace {
+
+/// Starts the runners of `list` at once (each imports torch: seconds), each client on its own
+/// thread; `ready` holds a runner already started for list[0] (the probe of --devices all).
+/// Fills s.runners and s.devices; rc 3 when one did not start.
+void start_list(const std::vector<std::string>& list, std::unique_ptr<backends::RunnerClient> ready,
+                const std::string& ready_hello, const backends::Backend& backend, const std::string& who,
+                StartedRunners& s) {
+  std::vector<std::string> hellos(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (i == 0 && ready && list[0] == ready->config().device) {
+      s.runners.push_back(std::move(ready));
+      hellos[0] = ready_hello;
+      continue;
+    }
+    backends::RunnerConfig rc;
+    rc.device = list[i];
+    s.runners.push_back(std::make_unique<backends::RunnerClient>(rc));
+  }
+  std::vector<std::thread> starting;
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (hellos[i].empty())
+      starting.emplace_back([&, i] {
+        hellos[i] = s.runners[i]->hello();
+        // The backend's candidate host started warm now (the Triton zygote imports torch and
+        // Triton while the first candidates are scanned), not at the first check.
+        if (!hellos[i].empty()) s.runners[i]->prewarm(backend.host_kind());
+      });
+  for (auto& t : starting) t.join();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (hellos[i].empty()) {
+      std::cerr << who << ": kforge-runner (" << s.runners[i]->config().runner.string() << ") for " << list[i]
+                << " did not start; build it or set KFORGE_RUNNER\n";
+      s.rc = 3;
+      s.runners.clear();
+      return;
+    }
+    const json hj = json::parse(hellos[i], nullptr, false);
+    s.devices.push_back({{"device", list[i]}, {"runner", hj.is_discarded() ? json(hellos[i]) : hj}});
+  }
+  s.first_hello = hellos[0];
+}
+
+}  // namespace
+
 StartedRunners start_runners(const std::vector<std::string>& devices, const std::string& device,
                              const backends::Backend& backend, const std::string& who) {
   StartedRunners s;
-  const std::string first = devices.empty() || devices[0] == "all"
-                                ? (device.empty() ? backend.default_device() : device)
-                                : devices[0];
-  backends::RunnerConfig rc;
-  rc.device = first;
-  auto probe = std::make_unique<backends::RunnerClient>(rc);
-  s.first_hello = probe->hello();
-  if (s.first_hello.empty()) {
-    std::cerr << who << ": kforge-runner (" << probe->config().runner.string()
-              << ") did not start; build it or set KFORGE_RUNNER\n";
-    s.rc = 3;
-    return s;
+  // Only `all` needs a runner's word (the GPUs it sees) before the others start.
+  std::unique_ptr<backends::RunnerClient> probe;
+  std::string probe_hello;
+  if (devices == std::vector<std::string>{"all"}) {
+    backends::RunnerConfig rc;
+    rc.device = device.empty() ? backend.default_device() : device;
+    probe = std::make_unique<backends::RunnerClient>(rc);
+    probe_hello = probe->hello();
+    if (probe_hello.empty()) {
+      std::cerr << who << ": kforge-runner (" << probe->config().runner.string()
+                << ") did not start; build it or set KFORGE_RUNNER\n";
+      s.rc = 3;
+      return s;
+    }
   }
-  const json hello_j = json::parse(s.first_hello, nullptr, false);
-  const std::vector<std::string> list = resolve_devices(devices, device, backend, hello_j);
+  const std::vector<std::string> list =
+      resolve_devices(devices, device, backend, json::parse(probe_hello.empty() ? "null" : probe_hello));
   for (const auto& d : list)
     if (d != "cpu" && d.rfind("cuda:", 0) != 0) {
       std::cerr << who << ": --devices " << d << ": expected all, cpu or cuda:N\n";
       s.rc = 2;
       return s;
     }
-  // The runners start at once (each imports torch: seconds), each client on its own thread.
-  std::vector<std::string> hellos(list.size());
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (i == 0 && list[0] == first) {
-      s.runners.push_back(std::move(probe));
-      hellos[0] = s.first_hello;
-      continue;
-    }
-    rc.device = list[i];
-    s.runners.push_back(std::make_unique<backends::RunnerClient>(rc));
-  }
-  std::vector<std::thread> starting;
-  for (std::size_t i = 0; i < list.size(); ++i)
-    if (hellos[i].empty()) starting.emplace_back([&, i] { hellos[i] = s.runners[i]->hello(); });
-  for (auto& t : starting) t.join();
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (hellos[i].empty()) {
-      std::cerr << who << ": the runner for " << list[i] << " did not start\n";
-      s.rc = 3;
-      s.runners.clear();
-      return s;
-    }
-    const json hj = json::parse(hellos[i], nullptr, false);
-    s.devices.push_back({{"device", list[i]}, {"runner", hj.is_discarded() ? json(hellos[i]) : hj}});
-  }
+  start_list(list, std::move(probe), probe_hello, backend, who, s);
   return s;
 }
 

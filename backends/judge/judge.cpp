@@ -21,6 +21,7 @@
 #include "../host/op_tally.hpp"
 #include "candidate_host.hpp"
 #include "exchange.hpp"
+#include "zygote.hpp"
 
 #ifdef KFORGE_RUNNER_CUDA
 #include <cuda_runtime.h>
@@ -953,6 +954,18 @@ ScratchDir::~ScratchDir() {
 std::string temp_dir() {
   const char* t = std::getenv("TMPDIR");
   return t && *t ? t : "/tmp";
+}
+
+json prewarm_host(const JudgeContext& ctx, kforge::backends::HostKind kind) {
+  if (kind != kforge::backends::HostKind::python || !ctx.zygotes || ctx.python.empty() ||
+      ctx.triton_host.empty())
+    return {{"ok", true}, {"started", false}};
+  CandidateSession s;  // its scratch directories go when it does: the zygote takes none of them
+  s.host_kind = kind;
+  const HostCommand cmd = host_command(ctx, s);
+  return {{"ok", true},
+          {"started",
+           ctx.zygotes->prewarm(cmd, host_environment(cmd), ctx.device.is_cuda() ? ctx.device.index() : -1)}};
 }
 
 json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,

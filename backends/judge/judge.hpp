@@ -148,6 +148,11 @@ nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task, const 
 /// every element is run once per seed in this worker's later checks of the task.
 nlohmann::json check_testblock(const JudgeContext& ctx, const nlohmann::json& req);
 
+/// The `prewarm` request (runner_client.hpp): starts what a candidate host of `kind` needs
+/// before its first check, without waiting for it: the Triton zygote (zygote.hpp) where the
+/// runner has zygotes; nothing for kforge-host. Replies {"ok": true, "started": bool}.
+nlohmann::json prewarm_host(const JudgeContext& ctx, kforge::backends::HostKind kind);
+
 /// The `bench` request: the candidate (when req has "artifact"; `session` is reused when it
 /// is that artifact's) and then, with the candidate's process gone, the reference.
 nlohmann::json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req,

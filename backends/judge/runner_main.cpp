@@ -90,6 +90,8 @@ class Worker {
         r = bench(req);
       else if (cmd == "peaks")
         r = peaks(req);
+      else if (cmd == "prewarm")
+        r = prewarm(req);
       else if (cmd == "profile_setup")
         r = profile_setup(cur().task, cur().load_request, req, judge_context(), self_exe());
       else if (cmd == "testblock")
@@ -325,6 +327,16 @@ class Worker {
             {"dram_bytes_per_s", peak_bandwidth(d)},
             {"flops_per_s", flops},
             {"method", peak_measurements(d)}};
+  }
+
+  /// The candidate host started warm before the first check; no `load` precedes it, so the
+  /// request names its device.
+  json prewarm(const json& req) {
+    device_ = at::Device(req.value("device", device_.str()));
+    const auto kind = kforge::backends::parse_host_kind(req.value("host", std::string()));
+    if (!kind)
+      return {{"ok", false}, {"error", "protocol"}, {"message", "prewarm: host must be native or python"}};
+    return prewarm_host(judge_context(), *kind);
   }
 
   /// A TritonBench test block: no `load` precedes it, so the request names its device.

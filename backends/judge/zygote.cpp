@@ -111,7 +111,7 @@ std::string Zygotes::log_tail(const Zygote& z) {
   return s;
 }
 
-bool Zygotes::start(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env, int device,
+bool Zygotes::spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env,
                     std::string* error) {
   // {python, -I, -B, host.py} + {libkforge_pyconfine.so}: zygote.py lies beside host.py.
   const std::string host_py = absolute_path(cmd.prefix[3]);
@@ -135,19 +135,24 @@ bool Zygotes::start(Zygote& z, const HostCommand& cmd, const std::vector<std::st
   }
   z.control = sv[0];
   z.log_fd = ::memfd_create("kforge-zygote-log", MFD_CLOEXEC);
+  // The device is in the host's command line, not the zygote's: it never touches one.
   z.pid = spawn_confined(args, vars, z.workdir, z.log_fd, {sv[1]}, error);
   ::close(sv[1]);
   if (z.pid <= 0) {
     z.pid = -1;
     return false;
   }
-  (void)device;  // the device is in the host's command line, not the zygote's: it never touches one
+  return true;
+}
+
+bool Zygotes::await_ready(Zygote& z, std::string* error) {
   const std::string ready = receive(z.control, kStartTimeout);
   if (ready != "ready") {
     *error = "the Triton zygote did not start: " + (ready.empty() ? std::string("no reply") : ready) + "\n" +
              log_tail(z);
     return false;
   }
+  z.ready = true;
   // What its warm-up said (Triton's compiler warmed, or why not): one line for whoever reads the
   // runner's log; the zygote writes nothing else before its first fork.
   const std::string said = log_tail(z);
@@ -181,6 +186,26 @@ pid_t Zygotes::request_fork(Zygote& z, const std::vector<int>& fds, std::string*
   return pid;
 }
 
+std::string Zygotes::key_of(const HostCommand& cmd, const std::vector<std::string>& env, int device) {
+  std::string key = std::to_string(device);
+  for (const auto& part : {cmd.prefix, cmd.suffix, env})
+    for (const auto& s : part)
+      if (!per_candidate(s)) key += '\0' + s;
+  return key;
+}
+
+bool Zygotes::prewarm(const HostCommand& cmd, const std::vector<std::string>& env, int device) {
+  if (failures_in_a_row_ >= kMaxFailuresInARow || cmd.prefix.size() != 4 || cmd.suffix.size() != 1)
+    return false;
+  Zygote& z = zygotes_[key_of(cmd, env, device)];
+  if (z.pid > 0) return false;
+  std::string error;
+  if (spawn(z, cmd, env, &error)) return true;
+  stop(z);
+  std::fprintf(stderr, "kforge-runner: the Triton zygote was not prewarmed: %s\n", error.c_str());
+  return false;
+}
+
 pid_t Zygotes::fork_host(const HostCommand& cmd, const std::vector<std::string>& env, int device,
                          const std::vector<int>& fds, std::string* error) {
   if (failures_in_a_row_ >= kMaxFailuresInARow) {
@@ -191,12 +216,8 @@ pid_t Zygotes::fork_host(const HostCommand& cmd, const std::vector<std::string>&
     *error = "not a Triton host command";
     return -1;
   }
-  std::string key = std::to_string(device);
-  for (const auto& part : {cmd.prefix, cmd.suffix, env})
-    for (const auto& s : part)
-      if (!per_candidate(s)) key += '\0' + s;
-  Zygote& z = zygotes_[key];
-  if (z.pid <= 0 && !start(z, cmd, env, device, error)) {
+  Zygote& z = zygotes_[key_of(cmd, env, device)];
+  if ((z.pid <= 0 && !spawn(z, cmd, env, error)) || (!z.ready && !await_ready(z, error))) {
     stop(z);
     ++failures_in_a_row_;
     return -1;

@@ -43,6 +43,11 @@ class Zygotes {
   /// child of this process, or -1 with *error set (start the host some other way).
   pid_t fork_host(const HostCommand& cmd, const std::vector<std::string>& env, int device,
                   const std::vector<int>& fds, std::string* error);
+  /// Starts the zygote fork_host would use for `cmd`, `env` and `device`, without waiting for
+  /// its warm-up (the first fork_host waits for it): the runner's `prewarm` request, so that
+  /// torch and Triton are imported while the first candidates are still being built. False
+  /// when it is running already or could not be spawned (the first fork_host tries again).
+  bool prewarm(const HostCommand& cmd, const std::vector<std::string>& env, int device);
   /// A host forked by fork_host did not reach `ready`: counted as the zygote's failure.
   void host_failed() { ++failures_in_a_row_; }
 
@@ -52,9 +57,13 @@ class Zygotes {
     int control = -1;  ///< SOCK_SEQPACKET: this end only
     int log_fd = -1;
     std::string workdir;
+    bool ready = false;  ///< it said `ready` (its warm-up is done)
   };
-  bool start(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env, int device,
-             std::string* error);
+  static std::string key_of(const HostCommand& cmd, const std::vector<std::string>& env, int device);
+  /// Spawns the zygote (not waiting for it); false with *error set.
+  bool spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env, std::string* error);
+  /// Waits for a spawned zygote's `ready`; false with *error set.
+  bool await_ready(Zygote& z, std::string* error);
   static void stop(Zygote& z);
   static std::string log_tail(const Zygote& z);
   pid_t request_fork(Zygote& z, const std::vector<int>& fds, std::string* error);

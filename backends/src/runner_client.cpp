@@ -123,7 +123,8 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   // Whether this is the worker's first request about a task: a reference that fails then
   // failed on its own, not because an earlier task left the worker broken.
   const std::string cmd = req.value("cmd", std::string());
-  if (cmd != "hello" && cmd != "peaks") last_request_fresh_ = task_requests_on_worker_++ == 0;
+  if (cmd != "hello" && cmd != "peaks" && cmd != "prewarm")
+    last_request_fresh_ = task_requests_on_worker_++ == 0;
   auto t0 = Clock::now();
   if (child_->write_line(dump_json(req))) {  // a suite file may hold any bytes
     if (auto out = child_->read_line(timeout)) {
@@ -221,6 +222,12 @@ std::string RunnerClient::reply_kind_name(const Reply& r) {
 std::string RunnerClient::hello() {
   Reply r = request(json{{"cmd", "hello"}}, cfg_.start_timeout);
   return r.kind == Reply::ok ? r.body.dump() : "";
+}
+
+bool RunnerClient::prewarm(HostKind host) {
+  return request(json{{"cmd", "prewarm"}, {"host", std::string(to_string(host))}, {"device", cfg_.device}},
+                 cfg_.start_timeout)
+             .kind == Reply::ok;
 }
 
 std::string RunnerClient::timed_lock_name() {

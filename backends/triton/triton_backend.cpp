@@ -134,6 +134,13 @@ class TritonBackend final : public Backend {
     *out = build_python_module(*this, source, workdir, o);
     return true;
   }
+  void prewarm(int concurrency, const CompileOptions& o) const override {
+    if (const auto py = find_compiler(o)) {
+      ScanOptions so;
+      so.python = py->string();
+      prewarm_triton_scanners(concurrency, so);
+    }
+  }
 };
 
 }  // namespace

@@ -157,43 +157,69 @@ class WarmScanners {
     static WarmScanners pool;
     return pool;
   }
-  /// An idle scanner of this command line, or a new one that said "ready" within `timeout`;
-  /// nullptr when none starts.
+  /// An idle scanner of this command line, or a new one; either said "ready" within
+  /// `timeout` (a prewarmed one says it at its first use); nullptr when none starts.
   Child take(const sandbox::Spec& spec, std::chrono::milliseconds timeout) {
+    Idle found;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto it = idle_.begin(); it != idle_.end(); ++it)
-        if (it->first == spec.argv) {
-          Child c = std::move(it->second);
+        if (it->argv == spec.argv) {
+          found = std::move(*it);
           idle_.erase(it);
-          if (c->alive()) return c;
           break;
         }
     }
+    if (found.child && found.child->alive() && (found.ready || said_ready(*found.child, timeout)))
+      return std::move(found.child);
     std::string err;
     Child c = sandbox::LineChild::start(spec, &err);
-    if (!c) return nullptr;
-    auto line = c->read_line(timeout);
-    if (!line || *line != "ready") return nullptr;
-    return c;
+    return c && said_ready(*c, timeout) ? std::move(c) : nullptr;
   }
   void give(const std::vector<std::string>& argv, Child c) {
     std::lock_guard<std::mutex> lock(mu_);
-    idle_.emplace_back(argv, std::move(c));
+    idle_.push_back({argv, std::move(c), true});
+  }
+  /// Spawns scanners of this command line until the pool holds `count`; none is waited for.
+  void prewarm(const sandbox::Spec& spec, int count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int have = 0;
+    for (const auto& i : idle_) have += i.argv == spec.argv;
+    for (; have < count; ++have) {
+      std::string err;
+      Child c = sandbox::LineChild::start(spec, &err);
+      if (!c) return;
+      idle_.push_back({spec.argv, std::move(c), false});
+    }
   }
 
  private:
+  struct Idle {
+    std::vector<std::string> argv;
+    Child child;
+    bool ready = false;  ///< its "ready" was read (a prewarmed one's is still to come)
+  };
+  static bool said_ready(sandbox::LineChild& c, std::chrono::milliseconds timeout) {
+    auto line = c.read_line(timeout);
+    return line && *line == "ready";
+  }
   std::mutex mu_;
-  std::vector<std::pair<std::vector<std::string>, Child>> idle_;
+  std::vector<Idle> idle_;
 };
+
+/// The warm scanner's spec: `--serve` and each scan's CPU seconds; the server itself lives on.
+sandbox::Spec warm_spec(const ScanOptions& options, const fs::path& script) {
+  auto spec = scanner_spec(options, script, {"--serve", std::to_string(cpu_seconds_of(options))});
+  spec.limits.cpu_seconds = 0;  // the server lives on; each scan's child has the limit
+  return spec;
+}
 
 /// The scan through a warm scanner: nullopt when the scanner failed for reasons of its own (it
 /// did not start, died or answered out of protocol), and the caller scans cold instead; a time
 /// over the limit is the scan's own infra_error, as it is cold.
 std::optional<ScanResult> scan_warm(const fs::path& file, const std::string& source,
                                     const ScanOptions& options, const fs::path& script) {
-  auto spec = scanner_spec(options, script, {"--serve", std::to_string(cpu_seconds_of(options))});
-  spec.limits.cpu_seconds = 0;  // the server lives on; each scan's child has the limit
+  const auto spec = warm_spec(options, script);
   auto& pool = WarmScanners::instance();
   auto c = pool.take(spec, std::max(options.timeout, std::chrono::milliseconds(60'000)));
   if (!c || !c->write_line(fs::absolute(file).string())) return std::nullopt;
@@ -228,6 +254,12 @@ ScanResult scan_triton_candidate(const fs::path& file, const ScanOptions& option
   if (options.warm && fs::absolute(file).string().find('\n') == std::string::npos)  // one line per request
     if (auto r = scan_warm(file, source, options, script)) return *r;
   return scan_cold(file, source, options, script);
+}
+
+void prewarm_triton_scanners(int count, const ScanOptions& options) {
+  const fs::path script = options.script.empty() ? ast_scan_script() : options.script;
+  if (!options.warm || count <= 0 || !fs::is_regular_file(script)) return;
+  WarmScanners::instance().prewarm(warm_spec(options, script), count);
 }
 
 }  // namespace kforge::backends

@@ -3,7 +3,10 @@
 // gives, the shipped Triton exemplars pass it, and the scanner's reply is parsed strictly.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "catch.hpp"
 #include "kforge/backends/triton_scan.hpp"
@@ -214,4 +217,45 @@ TEST_CASE("triton scan: a warm scanner that fails is never the candidate's", "[t
     const auto again = scan_triton_candidate(k, o);
     CHECK(again.outcome == Outcome::infra_error);  // a new scanner, which hangs the same way
   }
+}
+
+TEST_CASE("triton scan: prewarmed scanners are started at once and used by later scans", "[triton_scan]") {
+  ScratchDir dir;
+  const fs::path k = dir.path / "kernel.py";
+  write_file(k, "import triton\n");
+  const fs::path starts = dir.path / "starts";
+  // A stand-in scanner that notes each start, says ready after a pause (an import of torch),
+  // and answers every request with one finding naming its pid.
+  const fs::path script = dir.path / "counting_scan.py";
+  write_file(
+      script,
+      "import os, sys, time\n"
+      "open(" +
+          std::string("'") + starts.string() +
+          "', 'a').write('%d\\n' % os.getpid())\n"
+          "assert sys.argv[1] == '--serve'\n"
+          "time.sleep(0.5)\n"
+          "print('ready', flush=True)\n"
+          "for line in sys.stdin:\n"
+          "    print('{\"findings\": [{\"rule\": \"served\", \"line\": 1, \"col\": 1, \"what\": \"%d\", "
+          "\"why\": \"y\"}]}' % os.getpid(), flush=True)\n");
+  ScanOptions o = options();
+  o.script = script;
+  const auto lines = [&] {
+    std::error_code ec;
+    if (!fs::exists(starts, ec)) return 0;
+    const std::string s = read_file(starts);
+    return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  prewarm_triton_scanners(3, o);
+  // Returned before any scanner was ready (each pauses 0.5 s before `ready`).
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(450));
+  for (int i = 0; i < 100 && lines() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(lines() == 3);
+  prewarm_triton_scanners(3, o);  // the pool holds three already: none more
+  const auto r = scan_triton_candidate(k, o);
+  CHECK(r.sub_kind() == "served");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(lines() == 3);  // the scan took a prewarmed scanner
 }

@@ -170,3 +170,26 @@ TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is s
   CHECK(now[0] != zygotes[0]);
   CHECK(runner.workers_started() == 1);
 }
+
+TEST_CASE("triton: a prewarmed zygote starts before the first check, which forks from it", "[runner]") {
+  ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
+  const auto task = adversarial_task();
+  const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
+  backends::RunnerConfig rc;
+  rc.device = "cpu";
+  rc.check_timeout = std::chrono::milliseconds(120'000);
+  backends::RunnerClient runner(rc);
+  REQUIRE_FALSE(runner.hello().empty());
+  CHECK(own_zygotes().empty());
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(runner.prewarm(backends::HostKind::python));
+  // The reply does not wait for the zygote's warm-up (torch and Triton imported: seconds).
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500));
+  const auto zygotes = own_zygotes();
+  REQUIRE(zygotes.size() == 1);
+  CHECK(runner.prewarm(backends::HostKind::python));  // running already: not a second one
+  CHECK(runner.prewarm(backends::HostKind::native));  // kforge-host needs nothing
+  CHECK(own_zygotes() == zygotes);
+  CHECK(forked(timed_check(runner, task, correct)));
+  CHECK(own_zygotes() == zygotes);  // the first check forked from the prewarmed zygote
+}

@@ -170,6 +170,11 @@ class Backend {
                      const CompileOptions& /*options*/, CompileResult* /*out*/) const {
     return false;
   }
+
+  /// Starts, without waiting, what `concurrency` builds at once will need (the triton backend:
+  /// its warm scanners, triton_scan.hpp), so that their start-up overlaps the judges'. Never
+  /// fails: a build starts what it lacks itself. Default: nothing.
+  virtual void prewarm(int /*concurrency*/, const CompileOptions& /*options*/) const {}
 };
 
 /// The ABI include directory these options select (options.abi_dir or

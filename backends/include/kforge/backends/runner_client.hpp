@@ -280,6 +280,11 @@ class RunnerClient {
 
   /// Versions and devices as the worker reports them (JSON text); empty on failure.
   std::string hello();
+  /// Asks the worker to start what candidates of `host` need before the first check (the Triton
+  /// zygote: torch and Triton imported while the first candidates are still being built).
+  /// Returns at once: the worker starts it without waiting for it; false when the worker did not
+  /// take the request (nothing is lost: the first check starts what it needs).
+  bool prewarm(HostKind host);
   /// This runner's device measured by the judge (issue 11 §1: a copy/fill for DRAM bandwidth,
   /// an FP32 matmul with TF32 off for FLOP/s); nullopt when the worker failed. Takes about a
   /// second on a GPU, a few on a CPU; callers cache the result (roofline.hpp's peaks file).

@@ -75,4 +75,10 @@ std::filesystem::path ast_scan_script();
 /// fails on its own account is replaced by a cold scan, never charged to the candidate.
 ScanResult scan_triton_candidate(const std::filesystem::path& file, const ScanOptions& options = {});
 
+/// Spawns up to `count` warm scanners for `options` into that pool without waiting for them
+/// (each imports torch and Triton meanwhile; the first scan to take one waits for its `ready`),
+/// so that their start-up overlaps the judges'. Counts scanners the pool holds already. A
+/// scanner that does not start costs nothing: a scan starts its own, or scans cold.
+void prewarm_triton_scanners(int count, const ScanOptions& options = {});
+
 }  // namespace kforge::backends
