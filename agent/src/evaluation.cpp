@@ -496,7 +496,9 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
 
 /// The runner and the run directory. 0, 2 or 3.
 int open_eval(const EvalCommand& cmd, EvalSetup& es) {
-  es.backend->prewarm(std::max(1, cmd.jobs), backends::CompileOptions{});  // while the runners start
+  // The builds' own start-up (the triton backend's warm scanners) while the runners start.
+  es.backend->prewarm(std::clamp(static_cast<int>(es.todo.size()), 1, std::max(1, cmd.jobs)),
+                      backends::CompileOptions{});
   StartedRunners started = start_runners(cmd.devices, cmd.device, *es.backend, "kforge eval");
   if (started.rc) return started.rc;
   es.runners = std::move(started.runners);

@@ -23,6 +23,8 @@
 //   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[],
 //        reference_tf32 {matmul, cudnn}: whether PyTorch lets the reference use TF32)
 //   {"cmd":"peaks","device"} -> {"dram_bytes_per_s","flops_per_s","method"} (measure_peaks)
+//   {"cmd":"prewarm","host","device"} -> {"started"}: the candidate host of that kind (native or
+//        python) started before the first check, not waited for (the Triton zygote; prewarm)
 //   {"cmd":"profile_setup","artifact","dir","seed"} -> {"candidate":[argv],"reference":[argv]}:
 //        writes dir/profile_tensors.bin and dir/profile_reference.json for the current task and
 //        names the two processes to run under Nsight Compute (profile_targets; profile.hpp)
