@@ -63,12 +63,17 @@ bool triton_cases(const Suite& suite, backends::RunnerClient& runner, const back
     ok = ok && b.ok && tb > 0 && std::fabs(diff) <= 5.0;
     std::printf("%-28s %12.4f %12.4f %+8.2f%% %12.4f  (timed window %.4f ms at set-up)%s\n", id,
                 b.candidate_ms, tb, diff, batch_ms, b.round_trip_ms, b.ok ? "" : ("  " + b.message).c_str());
-    std::printf("    lead-in %.4f ms subtracted, %d batch(es) dropped as preempted\n", b.lead_in_ms,
-                b.lead_in_preempted);
+    std::printf(
+        "    lead-in of %.2f ms: %.4f ms on the GPU's clock subtracted (%.4f ms on the judge's), %d "
+        "batch(es) "
+        "dropped as preempted\n",
+        b.lead_in_length_ms, b.gpu_base_ms, b.lead_in_ms, b.lead_in_preempted);
     for (const auto& [k, v] : b.host_reported_ms) std::printf("    host reported %s %.4f ms\n", k.c_str(), v);
     out["triton"].push_back({{"task", id},
                              {"host_reported_ms", b.host_reported_ms},
                              {"lead_in_ms", b.lead_in_ms},
+                             {"gpu_base_ms", b.gpu_base_ms},
+                             {"lead_in_length_ms", b.lead_in_length_ms},
                              {"lead_in_preempted", b.lead_in_preempted},
                              {"judge_median_ms", b.candidate_ms},
                              {"judge_cv", b.candidate.cv},

@@ -187,10 +187,29 @@ std::vector<std::string> before_load(LoadedTask& task, const json& req) {
   return lines;
 }
 
-/// How long a timed batch's lead-in keeps the GPU busy (lead_in.hpp): above the cold first
-/// call of a Triton kf_forward (0.28-0.33 ms to its first launch, H100) with room for the
-/// request's way to the host.
+/// How long a timed batch's lead-in keeps the GPU busy (lead_in.hpp) for a native candidate
+/// host: above the cold first call of a kf_forward with room for the request's way to the host;
+/// short, because a native candidate's own CPU work before its launches is hidden in it.
 constexpr uint64_t kLeadInNs = 600'000;
+/// The same for the Triton host (issue 22 §4): long enough that the K calls of a batch have
+/// been launched, through Python, Triton's launcher and the host's per-call harness (its
+/// dispatch mode, the outputs' stores: about 50-80 us a call), before the GPU is free, so the
+/// batch is timed on the GPU as do_bench times a call, not by the host's CPU; and below the
+/// GPU's time slice (a spin of the judge's ran 2.1 ms before another context with work queued
+/// preempted it, H100), so that the candidate's queued work does not preempt it. The Triton
+/// host's candidate cannot compute on the host (ast_scan.py, the recorder of PyTorch compute),
+/// which is what a lead-in hides. Shortened by a fifth after each batch whose lead-in was
+/// preempted, down to kLeadInNs.
+constexpr uint64_t kLeadInPythonNs = 1'800'000;
+
+uint64_t lead_in_ns(kforge::backends::HostKind host) {
+  return host == kforge::backends::HostKind::python ? kLeadInPythonNs : kLeadInNs;
+}
+
+/// After a preempted batch: the next lead-in a fifth shorter, not below kLeadInNs.
+uint64_t shortened(uint64_t ns) {
+  return std::max<uint64_t>(kLeadInNs, ns - ns / 5);
+}
 /// A gap between two of the lead-in's timer readings above this: it was preempted (another
 /// context ran meanwhile), and the batch it led is not used.
 constexpr uint64_t kPreemptedGapNs = 50'000;
@@ -244,6 +263,9 @@ std::optional<json> run_sets(Session& s, const std::vector<int>& sets, const Dea
 struct Window {
   double ms = 0;
   bool led = false;  ///< the lead-in ran before the request
+  /// With a lead-in: the GPU's time from the lead-in's end to the judge's stamp after the
+  /// reply (lead_in.hpp); negative when it could not be read.
+  double gpu_ms = -1;
 };
 std::optional<json> timed_window(const JudgeContext& ctx, Session& s, const std::vector<int>& sets,
                                  const Deadline& dl, bool use_lead, Window* w, json* reported) {
@@ -251,9 +273,14 @@ std::optional<json> timed_window(const JudgeContext& ctx, Session& s, const std:
   const auto t0 = Clock::now();
   s.host->resume();
   if (ctx.device.is_cuda() && !s.host->request("touch", dl.left(), &f, "touched")) return failure(f);
-  w->led = use_lead && s.lead && s.lead->launch(kLeadInNs).empty();
+  w->led = use_lead && s.lead && s.lead->launch(s.lead_ns).empty();
   auto failed = run_sets(s, sets, dl, reported);
-  trailer(ctx, s);
+  if (w->led && s.lead->stamp().empty()) {  // the trailer, on the GPU's clock
+    sync_device(ctx.device);
+    w->gpu_ms = s.lead->interval_ms();
+  } else {
+    trailer(ctx, s);
+  }
   w->ms = ms_since(t0);
   return failed;
 }
@@ -265,7 +292,8 @@ std::optional<json> timed_window(const JudgeContext& ctx, Session& s, const std:
 /// own read 0.12-0.14 ms (H100, Triton host), and the difference was charged to every candidate.
 void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
   s.lead = make_lead_in(ctx);
-  std::vector<double> rt, led;
+  s.lead_ns = lead_in_ns(s.host_kind);
+  std::vector<double> rt, led, gpu;
   for (int i = 0; i < 9; ++i)
     for (int with_lead = 0; with_lead <= (s.lead ? 1 : 0); ++with_lead) {
       bench_conditions(ctx, s);
@@ -275,14 +303,18 @@ void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
                                  failed->value("message", std::string()));
       if (!with_lead)
         rt.push_back(w.ms);
-      else if (w.led && ran_alone(*s.lead))
+      else if (w.led && ran_alone(*s.lead) && w.gpu_ms >= 0) {
         led.push_back(w.ms);
+        gpu.push_back(w.gpu_ms);
+      }
     }
   s.round_trip_ms = stats_of(rt).median;
-  if (led.size() >= 5)
+  if (led.size() >= 5) {
     s.lead_in_ms = stats_of(led).median;
-  else
+    s.gpu_base_ms = stats_of(gpu).median;
+  } else {
     s.lead.reset();
+  }
   s.host->resume();
 }
 
@@ -824,7 +856,10 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     Window w;
     json reported;
     auto failed = timed_window(ctx, s, order, dl, true, &w, &reported);
-    const double wall = w.ms - (w.led ? s.lead_in_ms : s.round_trip_ms);
+    // Behind a lead-in, the GPU's time from its end to the judge's stamp, less the same for a
+    // run of no sets; else the judge's clock less its round trip.
+    const double wall =
+        w.led && w.gpu_ms >= 0 ? w.gpu_ms - s.gpu_base_ms : w.ms - (w.led ? s.lead_in_ms : s.round_trip_ms);
     side->report(reported);
     laps.lap("timed_ms");
     s.host->freeze();  // already, at its reply (and when the call failed)
@@ -848,6 +883,7 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     laps.lap("untouched_ms");
     if (batch == 0 && plan.warmup > 0) continue;  // the first batch warms up (module loading, clocks)
     if (!alone) {  // the candidate's work may have run inside the lead-in: not used
+      s.lead_ns = shortened(s.lead_ns);
       if (++side->preempted > 10 && side->preempted > 2 * timed) s.lead.reset();
       continue;
     }
@@ -859,30 +895,35 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
   return std::nullopt;
 }
 
-/// What a lead-in takes in this process (ms): launched, then waited for, the median of 5 that
-/// ran alone; nullopt when none did.
-std::optional<double> lead_in_alone(const JudgeContext& ctx, LeadIn& lead) {
-  std::vector<double> ms;
+/// What a lead-in of `ns` takes in this process, the median of 5 that ran alone (launched, then
+/// stamped and waited for): its wall time and the GPU's time from its end to the stamp (ms);
+/// nullopt when none ran alone.
+std::optional<std::pair<double, double>> lead_in_alone(const JudgeContext& ctx, LeadIn& lead, uint64_t ns) {
+  std::vector<double> ms, gpu;
   for (int i = 0; i < 5; ++i) {
     sync_device(ctx.device);
-    if (!lead.launch(kLeadInNs).empty()) return std::nullopt;
+    if (!lead.launch(ns).empty()) return std::nullopt;
     const auto t0 = Clock::now();
+    if (!lead.stamp().empty()) return std::nullopt;
     sync_device(ctx.device);
-    if (ran_alone(lead)) ms.push_back(ms_since(t0));
+    if (ran_alone(lead) && lead.interval_ms() >= 0) {
+      ms.push_back(ms_since(t0));
+      gpu.push_back(lead.interval_ms());
+    }
   }
   if (ms.empty()) return std::nullopt;
-  return stats_of(ms).median;
+  return std::pair{stats_of(ms).median, stats_of(gpu).median};
 }
 
 /// Times a function of the reference the same way: batches over K judge-private input sets,
 /// on a GPU behind the same lead-in as the candidate's.
 std::vector<double> time_reference(const JudgeContext& ctx, LoadedTask& task, int K, const BenchPlan& plan,
-                                   bool compiled) {
+                                   bool compiled, uint64_t lead_ns) {
   std::vector<std::vector<HeldTensor>> sets;
   std::random_device rd;
   for (int k = 0; k < K; ++k) sets.push_back(task.ref.make_inputs(static_cast<int64_t>(rd() >> 1)));
   auto lead = make_lead_in(ctx);
-  const auto lead_ms = lead ? lead_in_alone(ctx, *lead) : std::nullopt;
+  const auto lead_ms = lead ? lead_in_alone(ctx, *lead, lead_ns) : std::nullopt;
   if (!lead_ms) lead.reset();
   int preempted = 0;
   std::vector<double> per_rep;
@@ -892,13 +933,17 @@ std::vector<double> time_reference(const JudgeContext& ctx, LoadedTask& task, in
   for (int batch = 0; batch == 0 || plan.more(static_cast<int>(per_rep.size()), calls, timed_ms, t0);
        ++batch) {
     sync_device(ctx.device);
-    const bool led = lead && lead->launch(kLeadInNs).empty();
+    const bool led = lead && lead->launch(lead_ns).empty();
     const auto b0 = Clock::now();
     for (const auto& in : sets) task.ref.run(in, compiled);
+    const bool stamped = led && lead->stamp().empty();
     sync_device(ctx.device);
-    const double wall = ms_since(b0) - (led ? *lead_ms : 0.0);
+    // As the candidate's batches (time_candidate): on the GPU's clock behind a lead-in.
+    const double gpu = stamped ? lead->interval_ms() : -1;
+    const double wall = gpu >= 0 ? gpu - lead_ms->second : ms_since(b0) - (led ? lead_ms->first : 0.0);
     if (batch == 0) continue;  // warm-up
     if (led && !ran_alone(*lead)) {
+      lead_ns = shortened(lead_ns);
       if (++preempted > 10) lead.reset();
       continue;
     }
@@ -1001,6 +1046,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps, &side);
     j["round_trip_ms"] = s.round_trip_ms;
     j["lead_in_ms"] = s.lead ? s.lead_in_ms : 0.0;
+    j["gpu_base_ms"] = s.lead ? s.gpu_base_ms : 0.0;
     j.update(side.to_json());
     session.reset();  // the host is killed and reaped: its context is gone before the reference is timed
     laps.lap("host_exit_ms");
@@ -1012,14 +1058,18 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["verified_batches"] = verified;
   }
   j["sets"] = K;
-  auto ref = time_reference(ctx, task, K, plan, false);
+  // The reference behind the candidate's lead-in (the same host kind's length).
+  const uint64_t lead_ns =
+      lead_in_ns(req.contains("artifact") ? candidate_host_kind(req) : kforge::backends::HostKind::native);
+  j["lead_in_length_ms"] = ctx.device.is_cuda() ? static_cast<double>(lead_ns) / 1e6 : 0.0;
+  auto ref = time_reference(ctx, task, K, plan, false, lead_ns);
   laps.lap("reference_timing_ms");
   Stats rs = stats_of(ref);
   j["reference"] = stats_json(rs, K);
   j["reference"]["samples_ms"] = ref;
   j["reference_ms"] = rs.median;
   if (req.value("baseline", std::string("eager")) == "compile")
-    j["reference_compile"] = stats_json(stats_of(time_reference(ctx, task, K, plan, true)), K);
+    j["reference_compile"] = stats_json(stats_of(time_reference(ctx, task, K, plan, true, lead_ns)), K);
   apply_speed_of_light(ctx, task, K, j);
   if (!cand.empty() && j["candidate_ms"].get<double>() > 0) {
     j["speedup"] = rs.median / j["candidate_ms"].get<double>();

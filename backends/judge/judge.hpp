@@ -123,6 +123,12 @@ struct CandidateSession {
   /// preempted too often: the batches then subtract round_trip_ms).
   std::unique_ptr<LeadIn> lead;
   double lead_in_ms = 0;
+  /// The lead-in's length (ns): by host kind (judge.cpp lead_in_ns), shortened after a
+  /// preempted batch.
+  uint64_t lead_ns = 0;
+  /// On a GPU: the GPU's time from the lead-in's end to the judge's stamp in the same window
+  /// around a run of no sets (ms): what every timed batch behind a lead-in subtracts.
+  double gpu_base_ms = 0;
   at::Tensor trailer;        ///< the judge's own 4 bytes on the device (timed_window's trailer)
   int threads_allowed = -1;  ///< cpu host: threads after load + OpenMP's pool (-1: not checked)
   /// The calibration ran under the device's timed lock (or where there is no usable lock): only

@@ -6,6 +6,11 @@
 // queue behind the lead-in, and the judge subtracts the lead-in as calibrated before the
 // candidate was loaded.
 //
+// The batch is timed on the GPU's own clock (%globaltimer), from the lead-in's last reading to
+// that of a stamp kernel the judge queues after the candidate's reply (issue 22 §4): the GPU time
+// between two kernels of the judge's, as triton.testing.do_bench and KernelBench time a call
+// with CUDA events, without the CPU latency of the judge's own wake-up and synchronisation.
+//
 // Honest by construction: the lead-in runs in the judge's CUDA context, which the candidate's
 // process cannot reach; without MPS, kernels of two contexts never run at once, so nothing of the
 // candidate's GPU work overlaps it unless the GPU's time-slicing preempts it, which the spinning
@@ -29,6 +34,12 @@ class LeadIn {
   /// readings of the last spin. Normally the timer's tick (about 1 us or less); a gap of tens
   /// of microseconds or more means another context ran in between (time-slicing).
   virtual uint64_t max_gap_ns() = 0;
+  /// Queues the stamp on the same stream (behind the spin and whatever the judge queued
+  /// since): one thread reads %globaltimer once. Returns "" or the CUDA error's name.
+  virtual std::string stamp() = 0;
+  /// After the device was synchronised: the GPU time (ms) from the last spin's last timer
+  /// reading to the last stamp's; a negative value when there was no stamp since the spin.
+  virtual double interval_ms() = 0;
 };
 
 /// A lead-in on CUDA device `device` (its few bytes of device memory allocated now); nullptr

@@ -620,6 +620,8 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.sets = j.value("sets", 0);
   b.round_trip_ms = j.value("round_trip_ms", 0.0);
   b.lead_in_ms = j.value("lead_in_ms", 0.0);
+  b.gpu_base_ms = j.value("gpu_base_ms", 0.0);
+  b.lead_in_length_ms = j.value("lead_in_length_ms", 0.0);
   b.lead_in_preempted = j.value("lead_in_preempted", 0);
   if (j.contains("host_reported") && j["host_reported"].is_object())
     for (const auto& [k, v] : j["host_reported"].items())

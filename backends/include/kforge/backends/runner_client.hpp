@@ -249,11 +249,15 @@ struct BenchResult {
   /// The Triton host's own account of a timed request (median ms: first_call_ms, calls_ms,
   /// sync_ms). The candidate's process's word: diagnostics only, never used.
   std::map<std::string, double> host_reported_ms;
-  /// On a GPU: what the judge subtracted from each timed batch behind its lead-in (ms; 0 = no
-  /// lead-in, round_trip_ms was), and how many batches it dropped because the lead-in was
-  /// preempted (judge.cpp, lead_in.hpp).
+  /// On a GPU: the timed window behind the lead-in around a run of no sets, on the judge's clock
+  /// (ms; 0 = no lead-in, round_trip_ms was subtracted), and on the GPU's clock from the
+  /// lead-in's end to the judge's stamp: what each batch behind a lead-in subtracts (ms;
+  /// lead_in_ms where the stamp could not be read); how many batches it dropped because the
+  /// lead-in was preempted; the lead-in's length (ms) (judge.cpp, lead_in.hpp).
   double lead_in_ms = 0;
+  double gpu_base_ms = 0;
   int lead_in_preempted = 0;
+  double lead_in_length_ms = 0;
   std::map<std::string, double> phases_ms;  ///< where the judge's bench time went (reply "phases")
   /// The judge's bound: the outputs' bytes at the device's measured peak bandwidth (ms per
   /// call; 0 = no bound: outputs that fit in the cache, or no measurement).
