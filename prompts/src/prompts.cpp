@@ -270,13 +270,12 @@ std::string testblock_task_section(const PromptInput& in, const std::string& har
        {"checks", checks}});
 }
 
-/// What the operator task asks for, by backend: a Triton `<op>_kernel_impl(*args, **kwargs)`, or a
-/// C++ (cpu) / CUDA C++ (cuda) `extern "C" int <op>_kernel_impl(...)` of kernel_abi.h.
+/// What the operator task asks for, in the backend's own words (its operator_write.md, e.g. a
+/// Triton `<op>_kernel_impl(*args, **kwargs)`, or a C++ / CUDA C++ `extern "C" int
+/// <op>_kernel_impl(...)` of kernel_abi.h), one line.
 std::string operator_write(const PromptInput& in) {
   const std::string e = in.entries.empty() ? "kf_forward" : in.entries.front();
-  if (in.backend == "triton") return "Write, in Triton, the function `" + e + "(*args, **kwargs)`";
-  return std::string("Write, in ") + (in.backend == "cuda" ? "CUDA C++" : "C++ for the CPU") +
-         ", the function `extern \"C\" int " + e + "(...)` (its signature is under Output format)";
+  return trim(fill(load_backend_template(in, "operator_write.md"), {{"entry", e}}));
 }
 
 /// The task section of an ATen-operator task: the overload, the function to write, its cases

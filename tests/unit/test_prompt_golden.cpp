@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -355,7 +356,7 @@ TEST_CASE("a backend's templates live in its folder (Backend::prompts_dir)", "[p
     if (!fs::is_directory(kforge_home() / "backends" / name)) continue;
     const fs::path dir = backends::get_backend(name).prompts_dir();
     CHECK(dir == prompts::backend_templates_dir(name));
-    for (const char* f : {"system.md", "output_format.md", "output_format_operator.md"})
+    for (const char* f : {"system.md", "output_format.md", "output_format_operator.md", "operator_write.md"})
       CHECK(fs::exists(dir / f));
     CHECK_FALSE(fs::exists(prompts::templates_dir() / ("system_" + name + ".md")));
   }
@@ -379,4 +380,36 @@ TEST_CASE("a backend's templates live in its folder (Backend::prompts_dir)", "[p
     error = e.what();
   }
   CHECK(error.find("backends/toy/prompts/system.md") != std::string::npos);
+}
+
+TEST_CASE("an operator task asks for the function in its backend's own words (operator_write.md)",
+          "[prompts]") {
+  const std::map<std::string, std::string> expected = {
+      {"cpu", "Write, in C++ for the CPU, the function `extern \"C\" int add_kernel_impl(...)`"},
+      {"cuda", "Write, in CUDA C++, the function `extern \"C\" int add_kernel_impl(...)`"},
+      {"triton", "Write, in Triton, the function `add_kernel_impl(*args, **kwargs)`"}};
+  for (const auto& [backend, line] : expected) {
+    INFO(backend);
+    auto in = golden_input(backend == "triton" ? "cpu" : backend, "turn1");
+    in.backend = backend;
+    in.aten_op = "aten.add.Tensor";
+    in.entries = {"add_kernel_impl"};
+    in.cases_table = "| case | args |\n|---|---|\n| 0 | T([4], f32), T([4], f32) |\n";
+    const auto p = prompts::render_prompt(in);
+    CHECK(p.user.find(line) != std::string::npos);
+    CHECK(p.user.find("{{") == std::string::npos);
+  }
+  // A backend of its own words: the line is read from its folder.
+  const fs::path dir = scratch("prompts_operator_write");
+  for (const char* f : {"system.md", "output_format.md", "output_format_operator.md"})
+    write_file(dir / f, std::string("toy ") + f + "\n");
+  write_file(dir / "operator_write.md", "Write, in Toy, `{{entry}}`\n");
+  auto in = golden_input("cpu", "turn1");
+  in.backend = "toy";
+  in.backend_prompts = dir;
+  in.aten_op = "aten.add.Tensor";
+  in.entries = {"add_kernel_impl"};
+  in.cases_table = "| case | args |\n|---|---|\n| 0 | T([4], f32) |\n";
+  CHECK(prompts::render_prompt(in).user.find("Write, in Toy, `add_kernel_impl`: an implementation") !=
+        std::string::npos);
 }

@@ -127,8 +127,8 @@ class Backend {
   /// The code-fence language the prompts show code in ("cpp", "cuda").
   virtual std::string prompt_language() const = 0;
   /// The folder of the backend's prompt templates (system.md, output_format.md,
-  /// output_format_operator.md, output_format_tritonbench.md; prompts.hpp). Default: its own
-  /// folder's, kforge_home()/backends/<name>/prompts.
+  /// output_format_operator.md, operator_write.md, output_format_tritonbench.md; prompts.hpp). Default: its
+  /// own folder's, kforge_home()/backends/<name>/prompts.
   virtual std::filesystem::path prompts_dir() const;
   /// What compile() produces (default: a shared object).
   virtual ArtifactKind artifact_kind() const { return ArtifactKind::shared_object; }

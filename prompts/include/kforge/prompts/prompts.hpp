@@ -66,7 +66,8 @@ enum class HistoryPolicy { last, all };
 struct PromptInput {
   std::string backend;  ///< the backend's name ("cpu", "cuda", "triton")
   /// The backend's templates (Backend::prompts_dir(): system.md, output_format.md,
-  /// output_format_operator.md, output_format_tritonbench.md); empty: backend_templates_dir(backend).
+  /// output_format_operator.md, operator_write.md, output_format_tritonbench.md); empty:
+  /// backend_templates_dir(backend).
   std::filesystem::path backend_prompts;
   std::string language;     ///< code-fence language of the backend ("cpp", "cuda"); "" = from backend
   std::string device_type;  ///< where the kernel runs ("cpu", "cuda"); "" = from backend
