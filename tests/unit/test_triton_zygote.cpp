@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "adversarial_task.hpp"
@@ -136,6 +137,19 @@ void compare_warm_and_spawned(const std::string& device) {
                           << by_mode["1"][0].ms << " ms with the zygote's start");
 }
 
+/// The adversarial set's correct Triton kernel.
+fs::path correct_kernel() {
+  return fs::absolute(kAdversarial / "triton/correct/kernel.py");
+}
+
+/// A runner on the cpu with room for a Triton host's start.
+std::unique_ptr<backends::RunnerClient> cpu_runner() {
+  backends::RunnerConfig rc;
+  rc.device = "cpu";
+  rc.check_timeout = std::chrono::milliseconds(120'000);
+  return std::make_unique<backends::RunnerClient>(rc);
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -153,11 +167,9 @@ TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is s
           "[runner]") {
   ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
   const auto task = adversarial_task();
-  const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
-  backends::RunnerConfig rc;
-  rc.device = "cpu";
-  rc.check_timeout = std::chrono::milliseconds(120'000);
-  backends::RunnerClient runner(rc);
+  const fs::path correct = correct_kernel();
+  auto owned = cpu_runner();
+  backends::RunnerClient& runner = *owned;
   CHECK(forked(timed_check(runner, task, correct)));
   const auto zygotes = own_zygotes();
   REQUIRE(zygotes.size() == 1);
@@ -174,11 +186,9 @@ TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is s
 TEST_CASE("triton: a prewarmed zygote starts before the first check, which forks from it", "[runner]") {
   ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
   const auto task = adversarial_task();
-  const fs::path correct = fs::absolute(kAdversarial / "triton/correct/kernel.py");
-  backends::RunnerConfig rc;
-  rc.device = "cpu";
-  rc.check_timeout = std::chrono::milliseconds(120'000);
-  backends::RunnerClient runner(rc);
+  const fs::path correct = correct_kernel();
+  auto owned = cpu_runner();
+  backends::RunnerClient& runner = *owned;
   REQUIRE_FALSE(runner.hello().empty());
   CHECK(own_zygotes().empty());
   const auto t0 = std::chrono::steady_clock::now();
