@@ -206,6 +206,13 @@ uint64_t lead_in_ns(kforge::backends::HostKind host) {
   return host == kforge::backends::HostKind::python ? kLeadInPythonNs : kLeadInNs;
 }
 
+/// How many of a batch's K sets one timed window runs: all of them for kforge-host; for the
+/// Triton host kMinGpuSets, whose calls' host-side work (up to about 100 us each) fits in its
+/// lead-in, so that a batch of 64 small calls is timed on the GPU, not on the host's CPU (with
+/// one window, 64 calls of a 1024x16 softmax read 75 us a call against the reference's 2.2 us,
+/// H200). The reference's batches go in chunks of the same size.
+std::size_t chunk_sets(kforge::backends::HostKind host, int K);
+
 /// After a preempted batch: the next lead-in a fifth shorter, not below kLeadInNs.
 uint64_t shortened(uint64_t ns) {
   return std::max<uint64_t>(kLeadInNs, ns - ns / 5);
@@ -504,6 +511,11 @@ int64_t set_bytes(const LoadedTask& task) {
 /// judge read 0.45 ms for a Triton GELU that do_bench times at 0.18 ms on the H100; with 8,
 /// the first call's own Python before its kernel starts still added 3%).
 constexpr int kMinGpuSets = 16;
+
+std::size_t chunk_sets(kforge::backends::HostKind host, int K) {
+  const int n = host == kforge::backends::HostKind::python ? std::min(K, kMinGpuSets) : K;
+  return static_cast<std::size_t>(std::max(1, n));
+}
 
 int choose_sets(const JudgeContext& ctx, const LoadedTask& task) {
   const int64_t per_set = std::max<int64_t>(1, set_bytes(task));
@@ -852,21 +864,31 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     laps.lap("inputs_ms");
     // The clock runs from the frozen host's resumption to the judge's trailer after its reply
     // (timed_window); what calibrate() measured for the same window around a run of no sets
-    // (before the candidate was loaded) is taken off.
-    Window w;
-    json reported;
-    auto failed = timed_window(ctx, s, order, dl, true, &w, &reported);
-    // Behind a lead-in, the GPU's time from its end to the judge's stamp, less the same for a
-    // run of no sets; else the judge's clock less its round trip.
-    const double wall =
-        w.led && w.gpu_ms >= 0 ? w.gpu_ms - s.gpu_base_ms : w.ms - (w.led ? s.lead_in_ms : s.round_trip_ms);
-    side->report(reported);
+    // (before the candidate was loaded) is taken off. The batch's sets go in chunks
+    // (chunk_sets), one timed window each.
+    double wall = 0;
+    bool alone = true;
+    std::optional<json> failed;
+    const std::size_t chunk = chunk_sets(s.host_kind, K);
+    for (std::size_t i = 0; i < order.size() && !failed; i += chunk) {
+      const std::vector<int> part(
+          order.begin() + static_cast<std::ptrdiff_t>(i),
+          order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), i + chunk)));
+      Window w;
+      json reported;
+      failed = timed_window(ctx, s, part, dl, true, &w, &reported);
+      // Behind a lead-in, the GPU's time from its end to the judge's stamp, less the same for a
+      // run of no sets; else the judge's clock less its round trip.
+      wall +=
+          w.led && w.gpu_ms >= 0 ? w.gpu_ms - s.gpu_base_ms : w.ms - (w.led ? s.lead_in_ms : s.round_trip_ms);
+      alone = alone && (!w.led || ran_alone(*s.lead));  // read before the next lead-in overwrites it
+      side->report(reported);
+    }
     laps.lap("timed_ms");
     s.host->freeze();  // already, at its reply (and when the call failed)
     if (!failed) failed = check_threads(ctx, s);
     if (failed) return failed;
     sync_device(ctx.device);
-    const bool alone = !w.led || ran_alone(*s.lead);
     laps.lap("host_control_ms");
     for (std::size_t j = 0; verify && j < s.ex->n_out(); ++j) {
       Comparison cmp = compare_chunked(s.ex->out(v, j), expected.at(j).t, tol);
@@ -915,10 +937,10 @@ std::optional<std::pair<double, double>> lead_in_alone(const JudgeContext& ctx, 
   return std::pair{stats_of(ms).median, stats_of(gpu).median};
 }
 
-/// Times a function of the reference the same way: batches over K judge-private input sets,
-/// on a GPU behind the same lead-in as the candidate's.
+/// Times a function of the reference the same way: batches over K judge-private input sets, in
+/// chunks of `chunk` sets, on a GPU each behind a lead-in of the candidate's length.
 std::vector<double> time_reference(const JudgeContext& ctx, LoadedTask& task, int K, const BenchPlan& plan,
-                                   bool compiled, uint64_t lead_ns) {
+                                   bool compiled, uint64_t lead_ns, std::size_t chunk) {
   std::vector<std::vector<HeldTensor>> sets;
   std::random_device rd;
   for (int k = 0; k < K; ++k) sets.push_back(task.ref.make_inputs(static_cast<int64_t>(rd() >> 1)));
@@ -932,17 +954,23 @@ std::vector<double> time_reference(const JudgeContext& ctx, LoadedTask& task, in
   double timed_ms = 0;
   for (int batch = 0; batch == 0 || plan.more(static_cast<int>(per_rep.size()), calls, timed_ms, t0);
        ++batch) {
-    sync_device(ctx.device);
-    const bool led = lead && lead->launch(lead_ns).empty();
-    const auto b0 = Clock::now();
-    for (const auto& in : sets) task.ref.run(in, compiled);
-    const bool stamped = led && lead->stamp().empty();
-    sync_device(ctx.device);
-    // As the candidate's batches (time_candidate): on the GPU's clock behind a lead-in.
-    const double gpu = stamped ? lead->interval_ms() : -1;
-    const double wall = gpu >= 0 ? gpu - lead_ms->second : ms_since(b0) - (led ? lead_ms->first : 0.0);
+    // As the candidate's batches (time_candidate): in chunks, each on the GPU's clock behind a
+    // lead-in.
+    double wall = 0;
+    bool preempted_now = false;
+    for (std::size_t i = 0; i < sets.size(); i += chunk) {
+      sync_device(ctx.device);
+      const bool led = lead && lead->launch(lead_ns).empty();
+      const auto b0 = Clock::now();
+      for (std::size_t k = i; k < std::min(sets.size(), i + chunk); ++k) task.ref.run(sets[k], compiled);
+      const bool stamped = led && lead->stamp().empty();
+      sync_device(ctx.device);
+      const double gpu = stamped ? lead->interval_ms() : -1;
+      wall += gpu >= 0 ? gpu - lead_ms->second : ms_since(b0) - (led ? lead_ms->first : 0.0);
+      preempted_now = preempted_now || (led && !ran_alone(*lead));
+    }
     if (batch == 0) continue;  // warm-up
-    if (led && !ran_alone(*lead)) {
+    if (preempted_now) {
       lead_ns = shortened(lead_ns);
       if (++preempted > 10) lead.reset();
       continue;
@@ -1059,17 +1087,20 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   }
   j["sets"] = K;
   // The reference behind the candidate's lead-in (the same host kind's length).
-  const uint64_t lead_ns =
-      lead_in_ns(req.contains("artifact") ? candidate_host_kind(req) : kforge::backends::HostKind::native);
+  const auto host = req.contains("artifact") ? candidate_host_kind(req) : kforge::backends::HostKind::native;
+  const uint64_t lead_ns = lead_in_ns(host);
+  const std::size_t chunk = chunk_sets(host, K);
+  j["sets_per_window"] = chunk;
   j["lead_in_length_ms"] = ctx.device.is_cuda() ? static_cast<double>(lead_ns) / 1e6 : 0.0;
-  auto ref = time_reference(ctx, task, K, plan, false, lead_ns);
+  auto ref = time_reference(ctx, task, K, plan, false, lead_ns, chunk);
   laps.lap("reference_timing_ms");
   Stats rs = stats_of(ref);
   j["reference"] = stats_json(rs, K);
   j["reference"]["samples_ms"] = ref;
   j["reference_ms"] = rs.median;
   if (req.value("baseline", std::string("eager")) == "compile")
-    j["reference_compile"] = stats_json(stats_of(time_reference(ctx, task, K, plan, true, lead_ns)), K);
+    j["reference_compile"] =
+        stats_json(stats_of(time_reference(ctx, task, K, plan, true, lead_ns, chunk)), K);
   apply_speed_of_light(ctx, task, K, j);
   if (!cand.empty() && j["candidate_ms"].get<double>() > 0) {
     j["speedup"] = rs.median / j["candidate_ms"].get<double>();

@@ -618,6 +618,7 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
     b.speedup_ci_high = j["speedup_ci"][1].get<double>();
   }
   b.sets = j.value("sets", 0);
+  b.sets_per_window = j.value("sets_per_window", 0);
   b.round_trip_ms = j.value("round_trip_ms", 0.0);
   b.lead_in_ms = j.value("lead_in_ms", 0.0);
   b.gpu_base_ms = j.value("gpu_base_ms", 0.0);

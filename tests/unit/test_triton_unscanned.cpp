@@ -4,6 +4,7 @@
 // ::bench with the .py as the artifact, no compile()), so the outcome is what the runner and
 // the candidate host decide alone. Without a GPU the kernels run under Triton's interpreter on
 // the CPU; the [.gpu] variant runs them on cuda:0.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -69,6 +70,9 @@ std::optional<backends::BenchResult> bench(backends::RunnerClient& runner, const
             << b.message);
   CHECK(b.ok);
   if (!b.ok) return std::nullopt;
+  // A batch's sets go to the Triton host in windows of at most 16 (their host-side work fits in
+  // the lead-in on a GPU), the reference's in the same chunks.
+  CHECK(b.sets_per_window == std::min(b.sets, 16));
   WARN(what << ": candidate " << b.candidate_ms << " ms, reference " << b.reference_ms << " ms, speedup "
             << b.speedup);
   return b;

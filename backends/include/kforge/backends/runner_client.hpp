@@ -243,6 +243,8 @@ struct BenchResult {
   double speedup = 0;                              ///< reference_ms / candidate_ms
   double speedup_ci_low = 0, speedup_ci_high = 0;  ///< 95% percentile-bootstrap interval over batches
   int sets = 0;                                    ///< input/output sets the timed calls rotated through
+  int sets_per_window =
+      0;  ///< of them, run in one timed window (the Triton host: at most 16; judge.cpp chunk_sets)
   /// What the judge subtracts from each timed batch without a lead-in (ms): a timed window around
   /// a run of no sets, measured before the candidate was loaded.
   double round_trip_ms = 0;
