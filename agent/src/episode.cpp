@@ -200,7 +200,11 @@ int compile_jobs(const RunCommand& cmd) {
 
 /// Starts one warm runner per device (each its own judge slot; runners.hpp). 0, 2 or 3.
 int start_runners(RunSetup& rs) {
-  rs.backend->prewarm(compile_jobs(rs.cmd), backends::CompileOptions{});  // while the runners start
+  // The builds' own start-up while the runners start: as many as the first turns' builds at once
+  // are likely to need (two per judge slot), not one per CPU of a large machine (each of the
+  // triton backend's scanners holds torch).
+  const int slots = std::max<int>(1, static_cast<int>(rs.cmd.devices.size()));
+  rs.backend->prewarm(std::min(compile_jobs(rs.cmd), 2 * slots), backends::CompileOptions{});
   StartedRunners started = agent::start_runners(rs.cmd.devices, rs.cmd.device, *rs.backend, "kforge run");
   if (started.rc) return started.rc;
   rs.runners = std::move(started.runners);
