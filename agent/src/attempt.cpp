@@ -171,6 +171,13 @@ Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner
   j.detail = feedback_detail(rec, ev);
   j.message = ev.message;
   j.build_log = ev.compile.log;
+  if (ev.bench)
+    for (const auto& t : ev.bench->perf_inputs)
+      j.perf_inputs.push_back({{"input", t.input},
+                               {"candidate_ms", t.candidate_ms},
+                               {"reference_ms", t.reference_ms},
+                               {"bytes", t.bytes},
+                               {"flops", t.flops}});
   j.rec = std::move(rec);
   return j;
 }

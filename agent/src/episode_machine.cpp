@@ -275,6 +275,7 @@ Action on_judged(EpisodeState& s, const JudgeDone& e) {
   s.message = j.message;
   if (!j.build_log.empty()) s.files.files["build.log"] = j.build_log;
   s.files.result["compile_log"] = j.build_log;
+  if (!j.perf_inputs.empty()) s.files.result["perf_inputs"] = j.perf_inputs;
   // kforge's own failure (toolchain, judge, reference): its text never reaches the model.
   if (s.rec.outcome == Outcome::infra_error) s.in_history = false;
   return to_record(s, e.now, "");

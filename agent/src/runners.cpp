@@ -31,6 +31,11 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& devices
   return v.empty() ? std::vector<std::string>{one} : v;
 }
 
+void print_runner_not_started(const std::string& who, const backends::RunnerClient& runner) {
+  std::cerr << who << ": kforge-runner (" << runner.config().runner.string() << ") for "
+            << runner.config().device << " did not start; build it or set KFORGE_RUNNER\n";
+}
+
 namespace {
 
 /// Starts the runners of `list` at once (each imports torch: seconds), each client on its own
@@ -62,8 +67,7 @@ void start_list(const std::vector<std::string>& list, std::unique_ptr<backends::
   for (auto& t : starting) t.join();
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (hellos[i].empty()) {
-      std::cerr << who << ": kforge-runner (" << s.runners[i]->config().runner.string() << ") for " << list[i]
-                << " did not start; build it or set KFORGE_RUNNER\n";
+      print_runner_not_started(who, *s.runners[i]);
       s.rc = 3;
       s.runners.clear();
       return;
@@ -88,8 +92,7 @@ StartedRunners start_runners(const std::vector<std::string>& devices, const std:
     probe = std::make_unique<backends::RunnerClient>(rc);
     probe_hello = probe->hello();
     if (probe_hello.empty()) {
-      std::cerr << who << ": kforge-runner (" << probe->config().runner.string()
-                << ") did not start; build it or set KFORGE_RUNNER\n";
+      print_runner_not_started(who, *probe);
       s.rc = 3;
       return s;
     }

@@ -6,6 +6,7 @@
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/agent/runners.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge::agent {
@@ -78,8 +79,7 @@ int run_task_command(const TaskCommand& cmd) {
   backends::RunnerClient runner(rc);
   const std::string hello = runner.hello();
   if (hello.empty()) {
-    std::cerr << "kforge task: kforge-runner (" << runner.config().runner.string()
-              << ") did not start; build it or set KFORGE_RUNNER\n";
+    print_runner_not_started("kforge task", runner);
     return 3;
   }
   backends::LoadResult lr;

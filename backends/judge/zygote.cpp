@@ -28,6 +28,12 @@ constexpr int kMaxFailuresInARow = 3;
 constexpr auto kStartTimeout = std::chrono::milliseconds(180'000);  // imports torch and Triton
 constexpr auto kForkTimeout = std::chrono::milliseconds(30'000);
 
+/// Whether `cmd` is the Triton host's command line (python -I -S host.py ... SCRIPT): the one
+/// shape a zygote forks.
+bool is_triton_command(const HostCommand& cmd) {
+  return cmd.prefix.size() == 4 && cmd.suffix.size() == 1;
+}
+
 /// The per-candidate part of a host's environment, left out of its zygote's.
 bool per_candidate(const std::string& var) {
   return var.rfind("KFORGE_TRITON_SCRATCH=", 0) == 0;
@@ -195,8 +201,7 @@ std::string Zygotes::key_of(const HostCommand& cmd, const std::vector<std::strin
 }
 
 bool Zygotes::prewarm(const HostCommand& cmd, const std::vector<std::string>& env, int device) {
-  if (failures_in_a_row_ >= kMaxFailuresInARow || cmd.prefix.size() != 4 || cmd.suffix.size() != 1)
-    return false;
+  if (failures_in_a_row_ >= kMaxFailuresInARow || !is_triton_command(cmd)) return false;
   Zygote& z = zygotes_[key_of(cmd, env, device)];
   if (z.pid > 0) return false;
   std::string error;
@@ -212,7 +217,7 @@ pid_t Zygotes::fork_host(const HostCommand& cmd, const std::vector<std::string>&
     *error = "the Triton zygote failed " + std::to_string(kMaxFailuresInARow) + " times in a row";
     return -1;
   }
-  if (cmd.prefix.size() != 4 || cmd.suffix.size() != 1) {
+  if (!is_triton_command(cmd)) {
     *error = "not a Triton host command";
     return -1;
   }

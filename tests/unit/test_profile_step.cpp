@@ -102,6 +102,33 @@ fs::path fake_ncu(const fs::path& dir, bool deny = false) {
 
 }  // namespace
 
+TEST_CASE("run_ncu: a profiled process that fails is named by its own last words", "[profile]") {
+  // ncu passes its target's output through and ends with one ==ERROR== line that says only that
+  // the application failed; the error must carry the target's own reason too.
+  const fs::path work = scratch("profile-ncu-target-fails");
+  const fs::path script = work / "ncu";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\n"
+      << "echo '==PROF== Connected to process 4242' >&2\n"
+      << "echo 'Traceback (most recent call last):' >&2\n"
+      << "echo 'RuntimeError: the profiled call failed here' >&2\n"
+      << "echo '==ERROR== The application returned an error code (1).'\n"
+      << "exit 1\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  backends::NcuOptions opt;
+  opt.ncu = script;
+  opt.report_csv = work / "ncu.csv";
+  const auto r =
+      backends::run_ncu(backends::load_ncu_metrics(), {"/bin/true"}, opt, std::chrono::milliseconds(20'000));
+  INFO(r.error);
+  CHECK(r.report.empty());
+  CHECK(r.error.rfind("The application returned an error code (1).", 0) == 0);
+  CHECK(r.error.find("RuntimeError: the profiled call failed here") != std::string::npos);
+  CHECK(r.error.find("==PROF==") == std::string::npos);
+}
+
 TEST_CASE("profile step: the judge's files and both targets run (cpu, no ncu)", "[runner][profile]") {
   const fs::path work = scratch("profile-targets");
   auto c = compile_adversarial("correct", work / "build");

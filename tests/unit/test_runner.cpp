@@ -201,6 +201,28 @@ TEST_CASE("adversarial cuda kernels get their expected outcomes", "[.gpu]") {
   run_adversarial("cuda", "cuda:0");
 }
 
+TEST_CASE("a candidate's copies cannot run ahead of the judge's clock on a copy engine", "[.gpu]") {
+  // tests/data/adversarial_copy: x.clone() against one cudaMemcpyAsync. The batch is timed from
+  // the judge's lead-in kernel's end; a copy that a copy engine carried out during the lead-in
+  // would be outside that interval and read as a speedup well above the reference's own copy.
+  const fs::path dir = fs::path(KFORGE_TESTS_DIR) / "data/adversarial_copy";
+  auto parsed = parse_task_file(dir / "task.py", "adversarial/copy");
+  REQUIRE(parsed.task);
+  const auto task = agent::task_ref(*parsed.task, "");
+  backends::RunnerClient runner(runner_config("cuda:0"));
+  backends::EvalOptions opt;
+  opt.bench = true;
+  opt.compile.cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
+  auto ev = backends::evaluate(backends::get_backend("cuda"), read_file(dir / "kernel.cu"),
+                               scratch("adversarial-copy") / "copy_only", runner, task, opt);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  REQUIRE(ev.outcome == Outcome::pass);
+  REQUIRE(ev.bench);
+  std::printf("[copy engine] copy_only: speedup %.3f (candidate %.4f ms, reference %.4f ms)\n",
+              ev.bench->speedup, ev.bench->candidate_ms, ev.bench->reference_ms);
+  CHECK(ev.bench->speedup <= 1.5);
+}
+
 TEST_CASE("the judge measures its device's peaks: DRAM bandwidth and FP32 FLOP/s", "[runner]") {
   backends::RunnerClient runner(runner_config("cpu"));
   auto p = runner.measure_peaks();

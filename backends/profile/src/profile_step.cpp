@@ -25,6 +25,15 @@ std::string ncu_error_line(const std::string& text) {
   return "";
 }
 
+/// The profiled process's own last words: its output without ncu's "==PROF==" / "==ERROR=="
+/// lines, the last `max` characters ("" when none).
+std::string target_output_tail(const std::string& out, const std::string& err, std::size_t max) {
+  std::string kept;
+  for (const auto& line : split_lines(err + "\n" + out))
+    if (!trim(line).empty() && line.rfind("==", 0) != 0) kept += trim(line) + "\n";
+  return kept.size() > max ? kept.substr(kept.size() - max) : kept;
+}
+
 }  // namespace
 
 NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::string>& target,
@@ -51,6 +60,10 @@ NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::str
   run.report = parse_ncu_csv(csv);
   if (!run.report.empty()) return run;
   std::string why = ncu_error_line(csv + "\n" + r.out + "\n" + r.err);
+  // "The application returned an error code (1)": say what the profiled process said.
+  if (why.find("returned an error code") != std::string::npos)
+    if (const std::string tail = trim(target_output_tail(r.out, r.err, 400)); !tail.empty())
+      why += ": " + tail;
   if (r.status == sandbox::Status::failed_to_start)
     why = "ncu could not start: " + r.error;
   else if (r.status == sandbox::Status::timed_out)

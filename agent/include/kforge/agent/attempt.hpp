@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,6 +78,10 @@ struct Judged {
   std::string detail;     ///< feedback: compile summary, mismatch summary, error figures of a pass
   std::string message;    ///< the evaluation's full message (result.json)
   std::string build_log;  ///< the compiler's output ("" when none)
+  /// TritonBench: each timed performance input, [{input, candidate_ms, reference_ms, bytes,
+  /// flops}] (ms per call; bytes and FLOP of one call by the script's formulas); result.json's
+  /// "perf_inputs". Empty for other tasks.
+  nlohmann::json perf_inputs = nlohmann::json::array();
 };
 
 /// Which passes get the profile step's deep (ncu) profile (issue 21 §4). `kforge run` profiles

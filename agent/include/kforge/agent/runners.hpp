@@ -37,6 +37,9 @@ struct StartedRunners {
   std::string first_hello;                                       ///< the first runner's hello (JSON text)
 };
 
+/// Prints "WHO: kforge-runner (PATH) for DEVICE did not start; build it or set KFORGE_RUNNER".
+void print_runner_not_started(const std::string& who, const backends::RunnerClient& runner);
+
 /// Starts one warm runner per device; errors are printed to stderr prefixed with `who`
 /// ("kforge run").
 StartedRunners start_runners(const std::vector<std::string>& devices, const std::string& device,

@@ -47,7 +47,9 @@ struct NcuRun {
 /// Runs `target` under ncu_argv(metrics, target, opt) through the sandbox (argv only, own
 /// process group, `timeout`), with ncu's CSV in opt.report_csv (required), and parses it. An
 /// empty report gets an error naming the cause: ncu's own ==ERROR== line (counters not
-/// permitted: ERR_NVGPUCTRPERM), a timeout, or the target's failure with its stderr tail.
+/// permitted: ERR_NVGPUCTRPERM; "The application returned an error code" followed by the
+/// profiled process's own last output lines), a timeout, or the target's failure with its
+/// stderr tail.
 NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::string>& target,
                const NcuOptions& opt, std::chrono::milliseconds timeout);
 
