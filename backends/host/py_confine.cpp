@@ -50,13 +50,15 @@ __attribute__((visibility("default"))) int kf_py_confine_profile(int device, con
 /// The Triton host's build helper (forked before the candidate is imported): it runs the C
 /// compiler on the launcher sources Triton generates, so it may start processes, but it writes
 /// nowhere but beneath `scratch` (and /dev/null), gains no privilege and holds no capability;
-/// it is the user the host on `device` becomes (runs_unprivileged_on).
-__attribute__((visibility("default"))) int kf_py_confine_builder(int device, const char* scratch, char* err,
-                                                                 std::size_t err_len) {
+/// it is the user its host is: on `device`, nobody where runs_unprivileged_on says so, except
+/// for the profile mode's host (`profile_host` 1), which stays root for Nsight Compute's socket
+/// (confine_host). Files one writes in the scratch directory the other reads and extends: a
+/// helper of another user would take the directory from a host without capabilities.
+__attribute__((visibility("default"))) int kf_py_confine_builder(int device, int profile_host, const char* scratch,
+                                                                 char* err, std::size_t err_len) {
   kforge::sandbox::ConfinePolicy policy;
   policy.seccomp = false;
-  // The host's own user (confine_host): files one writes in the scratch directory the other reads.
-  if (kforge::host::runs_unprivileged_on(device)) policy.run_as_uid = kforge::host::kUnprivilegedUid;
+  if (!profile_host && kforge::host::runs_unprivileged_on(device)) policy.run_as_uid = kforge::host::kUnprivilegedUid;
   policy.scratch_dirs = {scratch ? scratch : ""};
   policy.writable_paths = {"/dev/null"};
   const std::string e = kforge::sandbox::confine_self(policy);

@@ -105,6 +105,10 @@ def one_line(text):
 
 
 class Host:
+    # The profile mode's host (profile_host.py) stays root for Nsight Compute; its build helper
+    # must be the same user (kf_py_confine_builder).
+    profile_host = False
+
     def __init__(self, artifact, device, confine_lib):
         import tempfile
 
@@ -234,10 +238,11 @@ class Host:
                 os.close(CHANNEL)
                 lib = ctypes.CDLL(self.confine_lib)
                 lib.kf_py_prepare()
-                lib.kf_py_confine_builder.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
-                                                      ctypes.c_size_t]
+                lib.kf_py_confine_builder.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
+                                                      ctypes.c_char_p, ctypes.c_size_t]
                 err = ctypes.create_string_buffer(512)
-                if lib.kf_py_confine_builder(self.device, scratch.encode(), err, len(err)) != 0:
+                if lib.kf_py_confine_builder(self.device, int(self.profile_host), scratch.encode(), err,
+                                             len(err)) != 0:
                     os._exit(3)
                 os.environ["TMPDIR"] = scratch
                 reader = os.fdopen(to_helper_r, "r")

@@ -99,6 +99,8 @@ def profile_main(host_module, argv):
         os.environ["TRITON_INTERPRET"] = "1"
 
     class ProfileHost(host_module.Host):
+        profile_host = True
+
         def confine(self):
             """The judged host's confinement with what ncu needs (the module's docstring)."""
             fn = ctypes.CDLL(self.confine_lib).kf_py_confine_profile
