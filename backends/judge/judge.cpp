@@ -625,6 +625,24 @@ struct Figures {
   }
 };
 
+/// The fraction of output `j`'s elements the reference determines (LoadedTask::out_masks): 1
+/// unless it leaves some unwritten or nondeterministic.
+double determined_fraction(const LoadedTask& task, std::size_t j) {
+  if (j >= task.out_masks.size() || !task.out_masks[j].t.defined() || task.out_masks[j].t.numel() == 0)
+    return 1.0;
+  const at::Tensor& m = task.out_masks[j].t;
+  return static_cast<double>(m.sum().item<int64_t>()) / static_cast<double>(m.numel());
+}
+
+/// Compares output `j` with the reference's: where the reference determines only some of its
+/// elements (LoadedTask::out_masks), on those alone.
+Comparison compare_output(const LoadedTask& task, std::size_t j, const at::Tensor& actual,
+                          const at::Tensor& expected, const Tolerances& tol) {
+  if (j < task.out_masks.size() && task.out_masks[j].t.defined())
+    return compare_masked(actual, expected, task.out_masks[j].t, tol);
+  return compare_chunked(actual, expected, tol);
+}
+
 /// Compares every output of set 0 with the reference's; on the wide-input trial, an output that
 /// float32 cancellation puts beyond tolerance gets a second look against float64 (noted in
 /// `checks`). The failure reply, `where` naming the trial, or nullopt.
@@ -634,7 +652,7 @@ std::optional<json> compare_outputs(LoadedTask& task, const Exchange& ex,
                                     bool wide_trial, const std::string& where, Figures& fig, json& checks) {
   std::vector<HeldTensor> truth;  // float64, made only when a wide-input comparison fails
   for (std::size_t k = 0; k < ex.n_out(); ++k) {
-    Comparison cmp = compare_chunked(ex.out(0, k), expected.at(k).t, tol);
+    Comparison cmp = compare_output(task, k, ex.out(0, k), expected.at(k).t, tol);
     if (!cmp.ok && wide_trial) {
       if (truth.empty()) truth = task.ref.run_float64(inputs);
       if (k < truth.size()) cmp = compare_with_truth(ex.out(0, k), expected.at(k).t, truth[k].t, cmp);
@@ -648,6 +666,10 @@ std::optional<json> compare_outputs(LoadedTask& task, const Exchange& ex,
 }
 
 }  // namespace
+
+std::string testblock_path(const JudgeContext& ctx) {
+  return ctx.triton_host.substr(0, ctx.triton_host.rfind('/') + 1) + "testblock.py";
+}
 
 kforge::backends::HostKind candidate_host_kind(const json& req) {
   if (!req.contains("host"))
@@ -891,7 +913,7 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
     sync_device(ctx.device);
     laps.lap("host_control_ms");
     for (std::size_t j = 0; verify && j < s.ex->n_out(); ++j) {
-      Comparison cmp = compare_chunked(s.ex->out(v, j), expected.at(j).t, tol);
+      Comparison cmp = compare_output(task, j, s.ex->out(v, j), expected.at(j).t, tol);
       if (!cmp.ok)
         return mismatch_reply(
             cmp, "bench_only",
@@ -992,10 +1014,11 @@ constexpr double kPhysicalMargin = 1.25;
 /// bandwidth. 0 when no bound applies (a batch's outputs fit in the cache; no peak known).
 double speed_of_light_ms(const JudgeContext& ctx, const LoadedTask& task, int K) {
   if (ctx.peak_bytes_per_s <= 0) return 0;
-  int64_t out = 0;
-  for (const auto& s : task.out_specs) out += bytes_of(s);
+  double out = 0;  // of the elements verified: all, or those the reference determines
+  for (std::size_t j = 0; j < task.out_specs.size(); ++j)
+    out += static_cast<double>(bytes_of(task.out_specs[j])) * determined_fraction(task, j);
   const double cache = static_cast<double>(ctx.l2_bytes > 0 ? ctx.l2_bytes : kCpuCacheBytes);
-  const double beyond = static_cast<double>(K) * static_cast<double>(out) - cache;
+  const double beyond = static_cast<double>(K) * out - cache;
   return beyond > 0 ? beyond / K / ctx.peak_bytes_per_s * 1e3 : 0;
 }
 
@@ -1108,6 +1131,15 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["speedup_ci"] = {lo, hi};
   }
   j["flags"] = json::array();
+  for (std::size_t o = 0; o < task.out_specs.size(); ++o)
+    if (const double f = determined_fraction(task, o); f < 1.0) {
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    "output '%s' verified on %.1f%% of its elements: the reference leaves the rest "
+                    "unwritten or nondeterministic",
+                    task.out_specs[o].name.c_str(), 100.0 * f);
+      j["flags"].push_back(b);
+    }
   j["phases"] = laps.to_json();
   j["bench_ms"] = ms_since(t0);
   return j;
@@ -1115,11 +1147,10 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
 
 namespace {
 
-/// backends/triton/testblock.py (beside host.py), the same code the Triton host runs.
+/// backends/triton/testblock.py, the same code the Triton host runs.
 py::object testblock_module(const JudgeContext& ctx) {
-  const std::string dir = ctx.triton_host.substr(0, ctx.triton_host.rfind('/') + 1);
   auto util = py::module_::import("importlib.util");
-  py::object spec = util.attr("spec_from_file_location")("kforge_testblock", dir + "testblock.py");
+  py::object spec = util.attr("spec_from_file_location")("kforge_testblock", testblock_path(ctx));
   py::object module = util.attr("module_from_spec")(spec);
   spec.attr("loader").attr("exec_module")(module);
   return module;
@@ -1454,11 +1485,20 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
     return *verdict;
   }
   laps.lap("candidate_ms");
-  std::string restricted;  // the record says when a comparison left elements out
-  for (int i = 0; i < trials; ++i)
-    if (const std::string r = restrictions(refs[i]); !r.empty())
-      restricted +=
-          (restricted.empty() ? "" : "; ") + ("seed " + std::to_string(seed + i) + ": " + r.substr(2));
+  // The record says when a comparison left elements out: once for the seeds that left out the
+  // same ones (the message is what a reader sees of the record, cut at a few hundred characters).
+  std::string restricted;
+  for (int i = 0; i < trials;) {
+    const std::string r = restrictions(refs[i]);
+    int j = i + 1;
+    while (j < trials && restrictions(refs[j]) == r) ++j;
+    if (!r.empty())
+      restricted += (restricted.empty() ? "" : "; ") +
+                    (j - i == 1 ? "seed " + std::to_string(seed + i)
+                                : "seeds " + std::to_string(seed + i) + "-" + std::to_string(seed + j - 1)) +
+                    ": " + r.substr(2);
+    i = j;
+  }
   return {{"ok", true},
           {"outcome", "pass"},
           {"message", restricted},

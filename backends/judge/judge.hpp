@@ -65,6 +65,10 @@ struct JudgeContext {
 /// host's `model` line and the profile mode's profile_model.json.
 nlohmann::json model_spec(LoadedTask& task);
 
+/// backends/triton/testblock.py beside the Triton host (ctx.triton_host): the gold-agreement
+/// code the judge's reference and the Triton host share.
+std::string testblock_path(const JudgeContext& ctx);
+
 /// The candidate host a request names ("host": host_kind.hpp); a request without it gets the one
 /// its "artifact"'s name implies (host_kind_for_artifact). Throws std::invalid_argument for an
 /// unknown name.

@@ -23,14 +23,18 @@ class Support:
         self.compiled = None
         self.dev = None
         self.mode = 'eval'
+        self.masks = []
+        self.testblock = ''
 
     def _ctx(self):
         if self.dev.type != 'cpu' and hasattr(torch.device, '__enter__'):
             return self.dev
         return contextlib.nullcontext()
 
-    def load(self, task_id, path, source, device, model_seed, module_mode=''):
+    def load(self, task_id, path, source, device, model_seed, module_mode='', testblock=''):
         torch.set_grad_enabled(False)
+        self.testblock = testblock
+        self.masks = []
         self.dev = torch.device(device)
         ns = {'__name__': 'kforge_task', '__file__': path}
         exec(compile(source, path, 'exec'), ns)
@@ -62,6 +66,8 @@ class Support:
         the run-to-run noise of nondeterministic GPU reductions (atomics) and far below what a
         random op changes (Dropout zeroes elements and scales the rest)."""
         xs = self.make_inputs(20240917)
+        if self.ns.get('__kforge_gold_agreement__'):
+            return self._gold_agreement(task_id, xs)
         a = self.run(xs)
         b = self.run(xs)
         for i, (x, y) in enumerate(zip(a, b)):
@@ -78,6 +84,30 @@ class Support:
                     'unjudgeable: task %s: output %d of the reference differs between two runs on the '
                     'same inputs in %s mode (random operations such as Dropout with p > 0 are live in '
                     'this mode), so no kernel can be checked against it' % (task_id, i, self.mode))
+
+    def _gold_agreement(self, task_id, xs):
+        """A TritonBench gold's performance call (tritonbench_perf.cpp marks its module): as its
+        test block (testblock.py gold_agreement), two runs on the same inputs, each filling the
+        memory it allocates without writing (torch.empty) with its own poison. The elements on
+        which they agree are the ones the gold determines: self.masks holds, per output, None
+        (all of them) or the bool tensor of them, and the bench verifies a candidate there only.
+        An output of which the gold determines nothing cannot be verified: unjudgeable."""
+        import importlib.util
+        spec = importlib.util.spec_from_file_location('kforge_testblock', self.testblock)
+        tb = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tb)
+        runs = []
+        for poison in (0, 1):
+            with tb.poisoned_allocations(poison, torch):
+                runs.append(self.run(xs))
+        for i, (x, y) in enumerate(zip(*runs)):
+            agree = tb.agreeing(x, y, torch) if x.shape == y.shape and x.dtype == y.dtype else None
+            if agree is None or not bool(agree.any()):
+                raise RuntimeError(
+                    'unjudgeable: task %s: the gold determines no element of output %d (its two runs, '
+                    'each with its unwritten memory poisoned differently, agree nowhere), so no '
+                    'kernel can be verified against it' % (task_id, i))
+            self.masks.append(None if bool(agree.all()) else agree.reshape(x.shape).contiguous())
 
     def triton_do_bench(self, inputs):
         """The reference timed by triton.testing.do_bench (median, ms), for timing fidelity."""
@@ -173,7 +203,8 @@ support = Support()
 }  // namespace
 
 void Reference::load(const std::string& task_id, const std::string& file, const std::string& source,
-                     const std::string& device, int64_t model_seed, const std::string& module_mode) {
+                     const std::string& device, int64_t model_seed, const std::string& module_mode,
+                     const std::string& testblock_py) {
   if (!support_) {
     py::dict scope;
     scope["__builtins__"] = py::module_::import("builtins");
@@ -181,7 +212,7 @@ void Reference::load(const std::string& task_id, const std::string& file, const 
     support_ = scope["support"];
   }
   loaded_ = false;
-  support_.attr("load")(task_id, file, source, device, model_seed, module_mode);
+  support_.attr("load")(task_id, file, source, device, model_seed, module_mode, testblock_py);
   device_ = device;
   loaded_ = true;
 }
@@ -189,6 +220,12 @@ void Reference::load(const std::string& task_id, const std::string& file, const 
 static std::vector<HeldTensor> hold_all(const py::object& list) {
   std::vector<HeldTensor> out;
   for (auto item : list) out.push_back(hold(item));
+  return out;
+}
+
+std::vector<HeldTensor> Reference::masks() {
+  std::vector<HeldTensor> out;
+  for (auto m : py::list(support_.attr("masks"))) out.push_back(m.is_none() ? HeldTensor{} : hold(m));
   return out;
 }
 

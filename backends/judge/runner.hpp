@@ -44,10 +44,17 @@ class Reference {
   /// Executes the task source, builds the model under `model_seed` on `device`, in
   /// `module_mode` ("train" | "eval"; "" = the source's `__kforge_module_mode__` line, else
   /// eval), and runs it twice on one input set: differing outputs throw "unjudgeable: ...".
-  /// Throws py::error_already_set on Python errors.
+  /// A TritonBench gold's performance module (`__kforge_gold_agreement__`) runs twice with its
+  /// unwritten memory poisoned differently instead (`testblock_py`: backends/triton/testblock.py)
+  /// and keeps the elements it determines (masks()); one that determines no element of an
+  /// output throws "unjudgeable: ...". Throws py::error_already_set on Python errors.
   void load(const std::string& task_id, const std::string& file, const std::string& source,
-            const std::string& device, int64_t model_seed, const std::string& module_mode = "");
+            const std::string& device, int64_t model_seed, const std::string& module_mode = "",
+            const std::string& testblock_py = "");
   bool loaded() const { return loaded_; }
+  /// Per output of the loaded model: undefined where the reference determines every element,
+  /// else a bool tensor of its shape, true at the elements it determines (load()).
+  std::vector<HeldTensor> masks();
   /// get_inputs() under `seed`, on the device, contiguous.
   std::vector<HeldTensor> make_inputs(int64_t seed);
   /// The reference timed by triton.testing.do_bench in this process (median ms).
@@ -192,6 +199,9 @@ struct LoadedTask {
   Reference ref;
   std::vector<HeldTensor> params;
   std::vector<TensorSpec> in_specs, out_specs;  ///< in_specs: inputs, then parameters and buffers
+  /// Per output: undefined, every element is compared; else the bool tensor of the elements the
+  /// reference determines, the only ones a candidate is compared on (Reference::masks()).
+  std::vector<HeldTensor> out_masks;
 };
 
 /// Timing statistics over repetitions, in milliseconds (timing.cpp).

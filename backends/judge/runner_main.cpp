@@ -236,7 +236,9 @@ class Worker {
     }
     evict(static_cast<std::size_t>(env_long("KFORGE_RUNNER_TASKS", 8)) - 1, nullptr);  // room for one more
     auto t = std::make_unique<Loaded>();
-    t->task.ref.load(task, req.value("file", "<task>"), source, dev, model_seed);
+    t->task.ref.load(task, req.value("file", "<task>"), source, dev, model_seed, "",
+                     testblock_path(judge_context()));
+    t->task.out_masks = t->task.ref.masks();
     t->task.params = t->task.ref.parameters();
     for (const auto& h : t->task.params)
       t->param_bytes += h.t.numel() * static_cast<int64_t>(h.t.element_size());

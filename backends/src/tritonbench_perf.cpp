@@ -116,6 +116,10 @@ def kf_forward(*tensors):
 /// The judge's side: the KernelBench form over the harness.
 constexpr const char* kReferenceTail = R"PY(
 
+# The judge's reference (python_reference.cpp): the gold's call is run twice with its unwritten
+# memory poisoned differently, and a candidate is verified where the two agree.
+__kforge_gold_agreement__ = True
+
 
 def _kf_bits(t):
     return t.detach().contiguous().reshape(-1).view(__import__("torch").uint8)

@@ -176,13 +176,13 @@ def poisoned_allocations(run, torch):
     return Poison()
 
 
-def _agreeing(x, y, torch):
+def agreeing(x, y, torch):
     """The elements on which two runs' tensors agree: equal (NaN with NaN), or, for floating
     values, within the run-to-run noise that python_reference.cpp's _check_deterministic allows
     a reduction with atomics (1e-3 relative, 1e-3 of the first run's rms absolute; at least four
     ulps of a half-precision dtype)."""
     if x.is_complex():
-        return _agreeing(torch.view_as_real(x), torch.view_as_real(y), torch).all(-1)
+        return agreeing(torch.view_as_real(x), torch.view_as_real(y), torch).all(-1)
     if not x.is_floating_point():
         return x == y
     a, b = x.double(), y.double()
@@ -229,7 +229,7 @@ def gold_agreement(first, second, torch):
         if x.numel() == 0:
             masks.append(None)
             continue
-        agree = _agreeing(x, y.to(x.device), torch)
+        agree = agreeing(x, y.to(x.device), torch)
         kept = int(agree.sum())
         if kept == x.numel():
             masks.append(None)
