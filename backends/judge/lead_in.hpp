@@ -12,9 +12,12 @@
 // with CUDA events, without the CPU latency of the judge's own wake-up and synchronisation.
 //
 // Honest by construction: the lead-in runs in the judge's CUDA context, which the candidate's
-// process cannot reach; without MPS, kernels of two contexts never run at once, so nothing of the
-// candidate's GPU work overlaps it unless the GPU's time-slicing preempts it, which the spinning
-// thread sees as a gap in the global timer (the batch is then not used). Declared without CUDA
+// process cannot reach; the judge sends the candidate its request only once the spin is running
+// (launch() waits for its flag: before, with other runners' contexts busy on the same GPU, the
+// candidate's kernels could be scheduled before the spin began); without MPS, kernels of two
+// contexts never run at once, so nothing of the candidate's GPU work overlaps the spin unless the
+// GPU's time-slicing preempts it, which the spinning thread sees as a gap in the global timer
+// (the batch is then not used). Declared without CUDA
 // types (judge.cpp includes it); built only where kforge-runner has CUDA. One owner, one thread.
 #pragma once
 
@@ -28,7 +31,10 @@ class LeadIn {
  public:
   virtual ~LeadIn() = default;
   /// Queues the spin on the judge's legacy default stream: one thread reads %globaltimer until
-  /// `ns` nanoseconds have passed. Returns "" or the CUDA error's name.
+  /// `ns` nanoseconds have passed; returns once the spin runs (it sets a flag in mapped host
+  /// memory first), so that a candidate's work queued after it cannot run before it starts, only
+  /// in a gap that max_gap_ns() shows. Returns "" or why not (the CUDA error's name; the spin
+  /// not started within 200 ms: the caller then times the window without it).
   virtual std::string launch(uint64_t ns) = 0;
   /// After the device was synchronised: the largest gap (ns) between two consecutive timer
   /// readings of the last spin. Normally the timer's tick (about 1 us or less); a gap of tens
