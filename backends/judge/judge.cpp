@@ -836,17 +836,22 @@ struct BenchPlan {
 struct HostSide {
   std::map<std::string, std::vector<double>> reported_ms;
   int preempted = 0;  ///< batches not used: their lead-in was preempted
+  /// The largest timer gap of a lead-in that ran alone (ns): how near honest spins come to
+  /// kPreemptedGapNs.
+  uint64_t max_alone_gap_ns = 0;
 
   void report(const json& r) {
     if (!r.is_object()) return;
     for (const auto& [k, v] : r.items())
       if (v.is_number()) reported_ms[k].push_back(v.get<double>());
   }
-  /// {"host_reported": {name: median ms}, "lead_in_preempted": n}
+  /// {"host_reported": {name: median ms}, "lead_in_preempted": n, "lead_in_max_gap_us": us}
   json to_json() const {
     json h = json::object();
     for (const auto& [k, v] : reported_ms) h[k] = stats_of(v).median;
-    return {{"host_reported", h}, {"lead_in_preempted", preempted}};
+    return {{"host_reported", h},
+            {"lead_in_preempted", preempted},
+            {"lead_in_max_gap_us", static_cast<double>(max_alone_gap_ns) / 1e3}};
   }
 };
 
@@ -906,7 +911,10 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
       // run of no sets; else the judge's clock less its round trip.
       wall +=
           w.led && w.gpu_ms >= 0 ? w.gpu_ms - s.gpu_base_ms : w.ms - (w.led ? s.lead_in_ms : s.round_trip_ms);
-      alone = alone && (!w.led || ran_alone(*s.lead));  // read before the next lead-in overwrites it
+      // Read before the next lead-in overwrites it.
+      const uint64_t gap = w.led ? s.lead->max_gap_ns() : 0;
+      alone = alone && gap <= kPreemptedGapNs;
+      if (gap <= kPreemptedGapNs) side->max_alone_gap_ns = std::max(side->max_alone_gap_ns, gap);
       side->report(reported);
     }
     laps.lap("timed_ms");

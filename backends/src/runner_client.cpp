@@ -624,6 +624,7 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.gpu_base_ms = j.value("gpu_base_ms", 0.0);
   b.lead_in_length_ms = j.value("lead_in_length_ms", 0.0);
   b.lead_in_preempted = j.value("lead_in_preempted", 0);
+  b.lead_in_max_gap_us = j.value("lead_in_max_gap_us", 0.0);
   if (j.contains("host_reported") && j["host_reported"].is_object())
     for (const auto& [k, v] : j["host_reported"].items())
       if (v.is_number()) b.host_reported_ms[k] = v.get<double>();

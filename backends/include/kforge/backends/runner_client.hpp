@@ -255,10 +255,12 @@ struct BenchResult {
   /// (ms; 0 = no lead-in, round_trip_ms was subtracted), and on the GPU's clock from the
   /// lead-in's end to the judge's stamp: what each batch behind a lead-in subtracts (ms;
   /// lead_in_ms where the stamp could not be read); how many batches it dropped because the
-  /// lead-in was preempted; the lead-in's length (ms) (judge.cpp, lead_in.hpp).
+  /// lead-in was preempted, and the largest timer gap (us) of a lead-in that was not (how near
+  /// honest spins come to the 10 us threshold); the lead-in's length (ms) (judge.cpp, lead_in.hpp).
   double lead_in_ms = 0;
   double gpu_base_ms = 0;
   int lead_in_preempted = 0;
+  double lead_in_max_gap_us = 0;
   double lead_in_length_ms = 0;
   std::map<std::string, double> phases_ms;  ///< where the judge's bench time went (reply "phases")
   /// The judge's bound: the outputs' bytes at the device's measured peak bandwidth (ms per
