@@ -1498,16 +1498,17 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   laps.lap("candidate_ms");
   // The record says when a comparison left elements out: once for the seeds that left out the
   // same ones (the message is what a reader sees of the record, cut at a few hundred characters).
+  std::vector<std::string> notes;
+  for (int i = 0; i < trials; ++i) notes.push_back(restrictions(refs[i]));
   std::string restricted;
   for (int i = 0; i < trials;) {
-    const std::string r = restrictions(refs[i]);
     int j = i + 1;
-    while (j < trials && restrictions(refs[j]) == r) ++j;
-    if (!r.empty())
+    while (j < trials && notes[j] == notes[i]) ++j;
+    if (!notes[i].empty())
       restricted += (restricted.empty() ? "" : "; ") +
                     (j - i == 1 ? "seed " + std::to_string(seed + i)
                                 : "seeds " + std::to_string(seed + i) + "-" + std::to_string(seed + j - 1)) +
-                    ": " + r.substr(2);
+                    ": " + notes[i].substr(2);
     i = j;
   }
   return {{"ok", true},
