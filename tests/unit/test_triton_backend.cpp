@@ -3,7 +3,9 @@
 // Without a GPU the host runs the kernels under Triton's interpreter on the CPU; the [.gpu]
 // variants run them on cuda:0.
 #include <algorithm>
+#include <atomic>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "adversarial_task.hpp"
 #include "catch.hpp"
@@ -836,4 +838,54 @@ TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, 
 
 TEST_CASE("triton: a TritonBench-G gold whose two runs disagree is unjudgeable, on the GPU", "[.gpu]") {
   judge_random_gold("cuda:0");
+}
+
+TEST_CASE("triton: tiny calls cannot run ahead of the judge's clock while other runners use the GPU",
+          "[.gpu][tiny]") {
+  // tests/data/adversarial_tiny: relu of 4096 floats, one launch a call on each side, so an
+  // honest candidate reads about 1x. Three other runners check candidates on the same GPU
+  // meanwhile (their hosts' start-up, CUDA contexts and kernels), as under `eval --devices
+  // cuda:0,cuda:0,...`. Were the candidate's calls scheduled before the judge's lead-in spin (the
+  // other contexts holding the GPU), or a preemption of the spin missed, they would fall outside
+  // the timed interval and read far below a launch's floor: TritonBench-T relu's input 0 once
+  // read 0.27 us a call against the reference's 1.76 us this way.
+  const fs::path dir = fs::path(KFORGE_TESTS_DIR) / "data/adversarial_tiny";
+  auto parsed = parse_task_file(dir / "task.py", "adversarial/tiny_relu");
+  REQUIRE(parsed.task);
+  const auto task = agent::task_ref(*parsed.task, "");
+  std::atomic<bool> stop{false};
+  std::atomic<int> busy_checks{0};
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 3; ++i)
+    busy.emplace_back([&, i] {
+      backends::RunnerClient other(runner_config("cuda:0"));
+      const fs::path work = scratch("tiny-busy-" + std::to_string(i));
+      for (int n = 0; !stop; ++n) {
+        backends::evaluate(triton(), read_file(kAdversarial / "triton/correct/kernel.py"),
+                           work / std::to_string(n), other, adversarial_task(), check_only());
+        ++busy_checks;
+      }
+    });
+  backends::RunnerClient runner(runner_config("cuda:0"));
+  backends::EvalOptions opt;
+  opt.bench = true;
+  const fs::path work = scratch("tiny-calls");
+  for (int round = 0; round < 3; ++round) {
+    auto ev = backends::evaluate(triton(), read_file(dir / "kernel.py"), work / std::to_string(round), runner,
+                                 task, opt);
+    INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    CHECK(ev.outcome == Outcome::pass);
+    if (!ev.bench) continue;
+    const auto& b = *ev.bench;
+    std::printf(
+        "[tiny calls] round %d: speedup %.3f (candidate %.2f us, reference %.2f us a call; "
+        "%d sets a window, lead-in %.3f ms, %d batches dropped as preempted, largest gap %.1f us; "
+        "%d checks by the other runners so far)\n",
+        round, b.speedup, b.candidate_ms * 1e3, b.reference_ms * 1e3, b.sets_per_window, b.lead_in_length_ms,
+        b.lead_in_preempted, b.lead_in_max_gap_us, busy_checks.load());
+    CHECK(b.speedup <= 1.6);
+  }
+  stop = true;
+  for (auto& t : busy) t.join();
+  CHECK(busy_checks > 0);  // the GPU was shared while the candidate was timed
 }
