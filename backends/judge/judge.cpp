@@ -295,6 +295,26 @@ std::optional<json> timed_window(const JudgeContext& ctx, Session& s, const std:
   return failed;
 }
 
+/// One kernel launch's GPU time (ms) in the judge's own context: kFloorLaunches fills of its 4
+/// bytes queued back to back behind a lead-in, from the lead-in's end to the stamp on the GPU's
+/// clock, divided by the launches and the stamp; the median of 3 runs that ran alone, 0 when
+/// none did. What the launch floor of apply_launch_floor compares with.
+double launch_floor_ms(const JudgeContext& ctx, Session& s) {
+  constexpr int kFloorLaunches = 32;
+  if (!s.trailer.defined()) s.trailer = at::zeros({1}, at::TensorOptions().device(ctx.device));
+  std::vector<double> per_launch;
+  for (int run = 0; run < 3; ++run) {
+    sync_device(ctx.device);
+    if (!s.lead->launch(kLeadInNs).empty()) break;
+    for (int i = 0; i < kFloorLaunches; ++i) s.trailer.zero_();
+    if (!s.lead->stamp().empty()) break;
+    sync_device(ctx.device);
+    if (ran_alone(*s.lead) && s.lead->interval_ms() >= 0)
+      per_launch.push_back(s.lead->interval_ms() / (kFloorLaunches + 1));
+  }
+  return per_launch.empty() ? 0 : stats_of(per_launch).median;
+}
+
 /// What the bench subtracts from every timed batch, measured before the candidate is loaded (it
 /// cannot inflate it) and under the bench's own conditions: the median of timed windows
 /// (timed_window) around a run of no sets, plainly and, on a GPU, behind the lead-in (those
@@ -322,6 +342,7 @@ void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
   if (led.size() >= 5) {
     s.lead_in_ms = stats_of(led).median;
     s.gpu_base_ms = stats_of(gpu).median;
+    s.launch_floor_ms = launch_floor_ms(ctx, s);
   } else {
     s.lead.reset();
   }
@@ -1047,6 +1068,32 @@ void apply_speed_of_light(const JudgeContext& ctx, const LoadedTask& task, int K
                 "measured peak of %.4g GB/s (%.4g GB/s implied)",
                 cand, sol, ctx.peak_bytes_per_s / 1e9, ctx.peak_bytes_per_s / 1e9 * sol / cand);
   j["timing_anomaly"] = why;
+  j["timing_anomaly_kind"] = "speed_of_light";
+}
+
+/// A call may read down to this fraction of one launch's floor before it is called impossible:
+/// a CUDA graph's nodes or a copy can run a little below a stream's back-to-back kernels.
+constexpr double kLaunchFloorFraction = 0.5;
+
+/// A candidate time below half of one kernel launch's GPU time (the judge's own, measured before
+/// the candidate was loaded: Session::launch_floor_ms), or of 0 ms, is a timing_anomaly:
+/// recorded, never credited. Every call writes its outputs on the device, with at least one
+/// kernel or copy; a lower reading means work outside the timed interval (calls deferred and
+/// run as one, work run before the clock started) or a window shorter than the calibrated
+/// round trip of a run of no sets, whatever its cause (DESIGN §4).
+void apply_launch_floor(double floor_ms, json& j) {
+  j["launch_floor_ms"] = floor_ms;
+  const double cand = j.value("candidate_ms", 0.0);
+  if (floor_ms <= 0 || !j.contains("candidate_ms") || cand >= kLaunchFloorFraction * floor_ms ||
+      j.contains("timing_anomaly"))
+    return;
+  char why[256];
+  std::snprintf(why, sizeof why,
+                "%.3g us per call is below what one kernel launch takes on this device (%.3g us back to "
+                "back, measured by the judge before the candidate was loaded)",
+                cand * 1e3, floor_ms * 1e3);
+  j["timing_anomaly"] = why;
+  j["timing_anomaly_kind"] = "launch_floor";
 }
 
 }  // namespace
@@ -1085,6 +1132,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   json j{{"ok", true}, {"timing", "judge_clock"}};
   Laps laps;
   std::vector<double> cand;
+  double launch_floor = 0;  // the candidate's session's (ms), 0 where none was measured
   if (req.contains("artifact")) {
     const std::string artifact = req.at("artifact").get<std::string>();
     // The check's host, unless its calibration ran beside another runner's timed work.
@@ -1109,6 +1157,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["round_trip_ms"] = s.round_trip_ms;
     j["lead_in_ms"] = s.lead ? s.lead_in_ms : 0.0;
     j["gpu_base_ms"] = s.lead ? s.gpu_base_ms : 0.0;
+    launch_floor = s.lead ? s.launch_floor_ms : 0.0;
     j.update(side.to_json());
     session.reset();  // the host is killed and reaped: its context is gone before the reference is timed
     laps.lap("host_exit_ms");
@@ -1136,6 +1185,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["reference_compile"] =
         stats_json(stats_of(time_reference(ctx, task, K, plan, true, lead_ns, chunk)), K);
   apply_speed_of_light(ctx, task, K, j);
+  apply_launch_floor(launch_floor, j);
   if (!cand.empty() && j["candidate_ms"].get<double>() > 0) {
     j["speedup"] = rs.median / j["candidate_ms"].get<double>();
     auto [lo, hi] = bootstrap_speedup_ci(ref, cand);

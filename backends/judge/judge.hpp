@@ -133,6 +133,10 @@ struct CandidateSession {
   /// On a GPU: the GPU's time from the lead-in's end to the judge's stamp in the same window
   /// around a run of no sets (ms): what every timed batch behind a lead-in subtracts.
   double gpu_base_ms = 0;
+  /// On a GPU: one launch's GPU time in the judge's own context, launches back to back in one
+  /// stream behind the lead-in (ms; judge.cpp launch_floor_ms), measured before the candidate
+  /// was loaded; 0 = not measured. No call that writes its outputs on the device takes less.
+  double launch_floor_ms = 0;
   at::Tensor trailer;        ///< the judge's own 4 bytes on the device (timed_window's trailer)
   int threads_allowed = -1;  ///< cpu host: threads after load + OpenMP's pool (-1: not checked)
   /// The calibration ran under the device's timed lock (or where there is no usable lock): only

@@ -631,7 +631,9 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   for (const auto& [k, v] : phases_of(j)) b.phases_ms[k] = v;
   b.speed_of_light_ms = number(j, "speed_of_light_ms");
   b.peak_bytes_per_s = number(j, "peak_bytes_per_s");
+  b.launch_floor_ms = number(j, "launch_floor_ms");
   b.timing_anomaly = j.value("timing_anomaly", std::string());
+  b.timing_anomaly_kind = j.value("timing_anomaly_kind", std::string());
   b.flags = j.value("flags", std::vector<std::string>{});
   if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
   b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();

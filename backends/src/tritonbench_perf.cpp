@@ -429,6 +429,13 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
                             (b.sub_kind.empty() ? "" : "/" + b.sub_kind) + ": " + b.message.substr(0, 300));
       continue;
     }
+    // A reading below one launch's floor is noise on an input too small to time from the
+    // candidate's process (or work outside the clock): that input is left out, never credited.
+    if (b.timing_anomaly_kind == "launch_floor") {
+      total.flags.push_back("performance input " + std::to_string(p) +
+                            " left out of the Speed Up (timing_anomaly): " + b.timing_anomaly);
+      continue;
+    }
     for (const auto& f : b.flags) total.flags.push_back("performance input " + std::to_string(p) + ": " + f);
     total.perf_inputs.push_back(PerfInputTiming{p, b.candidate_ms, b.reference_ms, loads[p].bytes,
                                                 loads[p].flops, b.candidate_samples, b.reference_samples});

@@ -432,7 +432,8 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   }
   if (s.timing_anomalies > 0)
     s.warnings.push_back(std::to_string(s.timing_anomalies) +
-                         " pass(es) timed faster than the device can write their outputs (timing_anomaly): "
+                         " pass(es) timed faster than the device can write their outputs or run one kernel "
+                         "launch (timing_anomaly): "
                          "their speedups are recorded but not credited");
   s.llm_errors = s.overall.stats.llm_errors;
   if (s.llm_errors > 0)

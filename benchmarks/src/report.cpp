@@ -281,7 +281,8 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
   }
   if (s.timing_anomalies > 0)
     os << "\n**Timing anomalies:** " << s.timing_anomalies
-       << " pass(es) read faster than the device can write their outputs at its measured peak bandwidth; "
+       << " pass(es) read faster than the device can write their outputs at its measured peak bandwidth, "
+          "or than one kernel launch takes on it; "
           "their speedups are not credited (see `timing_anomaly` in attempts.jsonl).\n";
 
   if (!all.by_turn.empty()) {

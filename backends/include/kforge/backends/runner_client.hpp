@@ -56,9 +56,9 @@
 //    "deadline_ms","peak_bytes_per_s"?} -> {"candidate":stats,"reference":stats,
 //         "reference_compile"?:stats, "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],
 //         "sets","timing":"judge_clock","verified_batches","speed_of_light_ms","peak_bytes_per_s",
-//         "timing_anomaly"?,"phases","flags":[],"bench_ms"}; stats = {median_ms,p10_ms,
-//         p90_ms,mean_ms,min_ms,cv,reps,batches,samples_ms} over batches (one sample per batch of `sets`
-//         calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
+//         "launch_floor_ms","timing_anomaly"?,"timing_anomaly_kind"?,"phases","flags":[],"bench_ms"}; stats =
+//         {median_ms,p10_ms, p90_ms,mean_ms,min_ms,cv,reps,batches,samples_ms} over batches (one sample per
+//         batch of `sets` calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
 //   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
 //   Every request naming an "artifact" also carries "host" ("native": kforge-host, "python": the
@@ -267,7 +267,14 @@ struct BenchResult {
   /// call; 0 = no bound: outputs that fit in the cache, or no measurement).
   double speed_of_light_ms = 0;
   double peak_bytes_per_s = 0;  ///< the bandwidth the bound used (measured, or BenchOptions')
-  std::string timing_anomaly;   ///< why candidate_ms is physically impossible; "" = it is not
+  /// On a GPU: one kernel launch's GPU time, back to back in the judge's own context, measured
+  /// before the candidate was loaded (ms); a candidate_ms below half of it is a timing_anomaly.
+  /// 0 = not measured (CPU, no lead-in).
+  double launch_floor_ms = 0;
+  std::string timing_anomaly;  ///< why candidate_ms is physically impossible; "" = it is not
+  /// Which bound it broke: "speed_of_light" (its outputs' bytes at the measured peak) or
+  /// "launch_floor" (below half of one kernel launch: launch_floor_ms); "" = none.
+  std::string timing_anomaly_kind;
   std::vector<std::string> flags;
   /// The bench's wall time: the judge's, plus the wait for the device's timed lock (phases_ms
   /// "device_lock_wait_ms"; never part of a measured time).
