@@ -5,7 +5,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
@@ -221,6 +223,50 @@ TEST_CASE("a candidate's copies cannot run ahead of the judge's clock on a copy 
   std::printf("[copy engine] copy_only: speedup %.3f (candidate %.4f ms, reference %.4f ms)\n",
               ev.bench->speedup, ev.bench->candidate_ms, ev.bench->reference_ms);
   CHECK(ev.bench->speedup <= 1.5);
+}
+
+TEST_CASE("kernels of two CUDA contexts never run at once on the GPU (what the lead-in assumes)", "[.gpu]") {
+  // tests/data/context_overlap/probe.cu: process A spins one thread for 2 ms (the lead-in's
+  // shape); process B, told once the spin runs, launches work on every SM. Were kernels of two
+  // contexts run side by side (MPS, or a GPU that shares SMs across contexts), B's work would
+  // start during the spin, and a candidate's kernels could run before the judge's clock starts
+  // without the spin seeing any gap. Five trials, each B after A's end.
+  const auto nvcc = backends::get_backend("cuda").find_compiler({});
+  if (!nvcc) FAIL("no nvcc to build tests/data/context_overlap/probe.cu (the cuda backend needs it too)");
+  const fs::path dir = scratch("context-overlap");
+  sandbox::Spec build;
+  build.argv = {nvcc->string(), "-O2", "-o", (dir / "probe").string(),
+                (fs::path(KFORGE_TESTS_DIR) / "data/context_overlap/probe.cu").string()};
+  build.limits.wall = std::chrono::milliseconds(180'000);
+  auto built = sandbox::run(build);
+  INFO(built.err);
+  REQUIRE(built.ok());
+  sandbox::Spec probe;
+  probe.argv = {(dir / "probe").string()};
+  probe.limits.wall = std::chrono::milliseconds(60'000);
+  auto ran = sandbox::run(probe);
+  INFO(ran.out << ran.err);
+  REQUIRE(ran.ok());
+  std::map<int, std::map<std::string, std::vector<double>>> trials;
+  std::istringstream lines(ran.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    int trial = -1;
+    std::string who;
+    f >> trial >> who;
+    for (double v; f >> v;) trials[trial][who].push_back(v);
+  }
+  REQUIRE(trials.size() == 5);
+  for (auto& [trial, r] : trials) {
+    REQUIRE(r["A"].size() == 3);
+    REQUIRE(r["B"].size() == 2);
+    const double spin_end = r["A"][1], gap_us = r["A"][2], work_start = r["B"][0];
+    std::printf(
+        "[context overlap] trial %d: the other context's work starts %.1f us after the spin's end "
+        "(the spin's largest gap %.2f us)\n",
+        trial, (work_start - spin_end) / 1e3, gap_us);
+    CHECK(work_start >= spin_end);
+  }
 }
 
 TEST_CASE("the judge measures its device's peaks: DRAM bandwidth and FP32 FLOP/s", "[runner]") {
