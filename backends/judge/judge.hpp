@@ -131,7 +131,8 @@ struct CandidateSession {
   /// preempted batch.
   uint64_t lead_ns = 0;
   /// On a GPU: the GPU's time from the lead-in's end to the judge's stamp in the same window
-  /// around a run of no sets (ms): what every timed batch behind a lead-in subtracts.
+  /// around a run of no sets (ms; the least of the calibration's windows that ran alone): what
+  /// every timed batch behind a lead-in subtracts.
   double gpu_base_ms = 0;
   /// On a GPU: one launch's GPU time in the judge's own context, launches back to back in one
   /// stream behind the lead-in (ms; judge.cpp launch_floor_ms), measured before the candidate
