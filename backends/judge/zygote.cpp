@@ -82,6 +82,15 @@ bool is_own_child(pid_t pid) {
   return ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) ==
          0;
 }
+
+/// Kills and reaps `pid` when it is this process's child (a spare the zygote forked for it).
+void reap_spare(pid_t pid) {
+  if (pid <= 0 || !is_own_child(pid)) return;
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+}
 }  // namespace
 
 bool Zygotes::enabled_by_environment() {
@@ -94,6 +103,7 @@ Zygotes::~Zygotes() {
 }
 
 void Zygotes::stop(Zygote& z) {
+  reap_spare(z.spare);
   if (z.control >= 0) ::close(z.control);  // its recv sees EOF: it exits
   if (z.pid > 0) {
     ::kill(z.pid, SIGKILL);
@@ -117,13 +127,14 @@ std::string Zygotes::log_tail(const Zygote& z) {
   return s;
 }
 
-bool Zygotes::spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env,
+bool Zygotes::spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env, int device,
                     std::string* error) {
   // {python, -I, -B, host.py} + {libkforge_pyconfine.so}: zygote.py lies beside host.py.
   const std::string host_py = absolute_path(cmd.prefix[3]);
   const std::string script = host_py.substr(0, host_py.rfind('/') + 1) + "zygote.py";
-  std::vector<std::string> args{absolute_path(cmd.prefix[0]), cmd.prefix[1], cmd.prefix[2], script, host_py,
-                                absolute_path(cmd.suffix[0])};
+  std::vector<std::string> args{
+      absolute_path(cmd.prefix[0]), cmd.prefix[1],         cmd.prefix[2], script, host_py,
+      absolute_path(cmd.suffix[0]), std::to_string(device)};
   std::vector<std::string> vars;
   for (const auto& v : env)
     if (!per_candidate(v)) vars.push_back(v);
@@ -141,7 +152,7 @@ bool Zygotes::spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::st
   }
   z.control = sv[0];
   z.log_fd = ::memfd_create("kforge-zygote-log", MFD_CLOEXEC);
-  // The device is in the host's command line, not the zygote's: it never touches one.
+  // The zygote never touches the device; its spare hosts initialise CUDA on it.
   z.pid = spawn_confined(args, vars, z.workdir, z.log_fd, {sv[1]}, error);
   ::close(sv[1]);
   if (z.pid <= 0) {
@@ -183,7 +194,14 @@ pid_t Zygotes::request_fork(Zygote& z, const std::vector<int>& fds, std::string*
              "\n" + log_tail(z);
     return -1;
   }
+  // "pid <host> [spare <next>]": a spare it did not hand this host is dead or broken.
   const pid_t pid = static_cast<pid_t>(std::atol(reply.c_str() + 4));
+  if (pid != z.spare) reap_spare(z.spare);
+  z.spare = -1;
+  if (const auto at = reply.find(" spare "); at != std::string::npos) {
+    const pid_t spare = static_cast<pid_t>(std::atol(reply.c_str() + at + 7));
+    if (spare > 0 && spare != pid && is_own_child(spare)) z.spare = spare;
+  }
   if (pid <= 0 || !is_own_child(pid)) {
     // Never signalled: not this process's child, so its pid proves nothing.
     *error = "the Triton zygote's host " + reply.substr(4) + " is not the judge's child";
@@ -205,7 +223,7 @@ bool Zygotes::prewarm(const HostCommand& cmd, const std::vector<std::string>& en
   Zygote& z = zygotes_[key_of(cmd, env, device)];
   if (z.pid > 0) return false;
   std::string error;
-  if (spawn(z, cmd, env, &error)) return true;
+  if (spawn(z, cmd, env, device, &error)) return true;
   stop(z);
   std::fprintf(stderr, "kforge-runner: the Triton zygote was not prewarmed: %s\n", error.c_str());
   return false;
@@ -222,7 +240,7 @@ pid_t Zygotes::fork_host(const HostCommand& cmd, const std::vector<std::string>&
     return -1;
   }
   Zygote& z = zygotes_[key_of(cmd, env, device)];
-  if ((z.pid <= 0 && !spawn(z, cmd, env, error)) || (!z.ready && !await_ready(z, error))) {
+  if ((z.pid <= 0 && !spawn(z, cmd, env, device, error)) || (!z.ready && !await_ready(z, error))) {
     stop(z);
     ++failures_in_a_row_;
     return -1;

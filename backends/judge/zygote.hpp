@@ -5,7 +5,9 @@
 // runner), a Python process started the way a Triton host is started (CandidateHost's
 // spawn: allow-listed environment, empty read-only working directory, /dev/null, a log,
 // nothing else open), which has imported torch and Triton without initialising CUDA and
-// forks one host per candidate on request. It runs no candidate code and holds no candidate
+// forks one host per candidate on request, and with each a spare for the next request (CUDA
+// initialised on the device while the judge checks the candidate; handed the next host's
+// descriptors instead of a fresh fork). It runs no candidate code and holds no candidate
 // state; the descriptors of each host (its log, its channel, the exchange's) are passed to
 // it over a SOCK_SEQPACKET socket that only this process holds, and the host it forks
 // becomes this process's own child (this process is a child subreaper while it waits), so
@@ -58,10 +60,14 @@ class Zygotes {
     int log_fd = -1;
     std::string workdir;
     bool ready = false;  ///< it said `ready` (its warm-up is done)
+    /// The spare host it forked for the next request (this process's child; zygote.py
+    /// fork_spare), -1 when none: killed and reaped when the zygote stops or does not use it.
+    pid_t spare = -1;
   };
   static std::string key_of(const HostCommand& cmd, const std::vector<std::string>& env, int device);
   /// Spawns the zygote (not waiting for it); false with *error set.
-  bool spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env, std::string* error);
+  bool spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::string>& env, int device,
+             std::string* error);
   /// Waits for a spawned zygote's `ready`; false with *error set.
   bool await_ready(Zygote& z, std::string* error);
   static void stop(Zygote& z);

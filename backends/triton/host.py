@@ -159,41 +159,17 @@ class Host:
         with Recorder():  # the mode's first use imports torch._dynamo, which makes directories
             torch.empty(1)
         if device >= 0:
-            torch.cuda.set_device(device)
-            torch.cuda.init()
+            if PRESTARTED.get("device") != device:
+                prestart(device)
             self.touch_buf = torch.zeros(1, device="cuda")  # the context exists before confinement
             torch.cuda.synchronize()
             self.cuda = ctypes.CDLL("libcuda.so.1")
             self._warm_triton()
 
     def _warm_triton(self):
-        """Triton's driver module and its first compile before confinement (they build and
-        cache a launcher with the system compiler); then the cache moves to the candidate's
-        own scratch directory and ptxas runs in-process (a confined host starts no process)."""
+        """After prestart's first compile: the cache moves to the candidate's own scratch
+        directory and ptxas runs in-process (a confined host starts no process)."""
         import triton
-        import triton.language as tl
-        torch = self.torch
-
-        @triton.jit
-        def _kforge_warm(x_ptr, n, BLOCK: tl.constexpr):
-            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
-
-        # Compiled every time, never from the cache: Triton's LLVM installs its crash handlers
-        # (SIGSYS among them) on its first use in a process, and after confinement that would
-        # be a forbidden sigaction at the candidate's first compile.
-        always = os.environ.get("TRITON_ALWAYS_COMPILE")
-        os.environ["TRITON_ALWAYS_COMPILE"] = "1"
-        try:
-            x = torch.zeros(16, device="cuda")
-            _kforge_warm[(1,)](x, 16, BLOCK=16)
-            torch.cuda.synchronize()
-        finally:
-            if always is None:
-                os.environ.pop("TRITON_ALWAYS_COMPILE", None)
-            else:
-                os.environ["TRITON_ALWAYS_COMPILE"] = always
-        reset_crash_handlers()
         # From here on Triton hands its PTX to the CUDA driver, which compiles it in this process
         # (cuModuleLoadData accepts PTX): ptxas would be a new process, which the filter stops.
         from triton.backends.nvidia import compiler as nvidia_compiler
@@ -649,6 +625,50 @@ def reset_crash_handlers():
         except (AttributeError, OSError, ValueError):
             pass
     faulthandler.enable(all_threads=True)
+
+
+# What prestart() did in this process: {"device": ordinal} once it has run.
+PRESTARTED = {}
+
+
+def prestart(device):
+    """What Host() needs on a GPU that holds nothing of a candidate's session: CUDA initialised
+    on `device` (the context made) and Triton's first compile, with its driver module, before
+    confinement (they build and cache a launcher with the system compiler). Host() runs it, or
+    a zygote's spare host (zygote.py) runs it while the judge checks the previous candidate, and
+    Host() on the same device then skips it. Nothing for the cpu (device < 0)."""
+    if device < 0:
+        return
+    import torch
+    import triton
+    import triton.language as tl
+
+    torch.cuda.set_device(device)
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+
+    @triton.jit
+    def _kforge_warm(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+    # Compiled every time, never from the cache: Triton's LLVM installs its crash handlers
+    # (SIGSYS among them) on its first use in a process, and after confinement that would
+    # be a forbidden sigaction at the candidate's first compile.
+    always = os.environ.get("TRITON_ALWAYS_COMPILE")
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    try:
+        x = torch.zeros(16, device="cuda")
+        _kforge_warm[(1,)](x, 16, BLOCK=16)
+        torch.cuda.synchronize()
+    finally:
+        if always is None:
+            os.environ.pop("TRITON_ALWAYS_COMPILE", None)
+        else:
+            os.environ["TRITON_ALWAYS_COMPILE"] = always
+    reset_crash_handlers()
+    PRESTARTED["device"] = device
 
 
 def warm_up():

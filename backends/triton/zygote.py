@@ -1,7 +1,8 @@
 """kforge's Triton zygote (issue 21 §2): warm Triton candidate hosts.
 
 Usage (started by kforge-runner, never by hand; backends/judge/zygote.cpp):
-  python3 -I -B zygote.py <host.py> <libkforge_pyconfine.so>
+  python3 -I -B zygote.py <host.py> <libkforge_pyconfine.so> <device>
+(device: the CUDA ordinal of the hosts it forks, -1 for the cpu).
 
 One process per runner and device, started the way the judge starts a Triton candidate host
 (an allow-listed environment, an empty read-only working directory of the judge's, /dev/null on
@@ -12,7 +13,8 @@ Descriptor 3 is a SOCK_SEQPACKET socket whose other end only the judge holds. Pr
   zygote -> judge   ready                        after the warm-up
   judge  -> zygote  fork  + descriptors (SCM_RIGHTS): the host's log, its channel, then the
                     exchange's descriptors (numbered 1 and 2, 3, 4... in the host)
-  zygote -> judge   pid <n>                      the host, now the judge's own child
+  zygote -> judge   pid <n> [spare <m>]          the host, now the judge's own child, and the
+                                                 spare forked for the next request (below)
                     err <text>                   refused (the judge starts a host itself)
 The zygote never reads or writes the descriptors it passes on, never runs or imports candidate
 code and learns nothing of the candidate (not even its path: the host reads what it is to load
@@ -21,6 +23,15 @@ is a child subreaper, so that it becomes the judge's child: the judge waits for 
 (SIGSTOP, waitpid WUNTRACED) and kills it exactly as a host it started itself, and the host's
 death signal is the judge's death. The zygote dies with the judge (its own death signal) and
 when the judge closes descriptor 3.
+
+With each fork the zygote also forks a spare host, the judge's child too (forked while the judge
+is a subreaper for the request), which initialises CUDA on the device and compiles Triton's
+warm-up kernel (host.py prestart: nothing of a candidate's) while the judge checks the candidate
+just forked, then waits on a socket that only the zygote holds. The next request hands the spare
+its descriptors over that socket instead of forking afresh: the host's start then costs what
+Host() has left to do (issue 21 §2: on an H200, 0.38-0.44 s of a 0.72-0.87 s check was the
+forked host's start). A spare that cannot take them (dead) is replaced by a fresh fork; a spare
+never handed a candidate exits when the zygote does (its socket's end), or with the judge.
 
 The host, once forked, does what a host started by the judge does: it waits until the judge is
 its parent, takes its descriptors (0 /dev/null, 1 and 2 its log, 3 its channel, 4... the
@@ -113,17 +124,24 @@ def read_spec(fd):
     return json.loads(data)
 
 
-def become_host(host_module, fds, judge, pyconfine):
-    """The forked host (never returns). Until host.main() loads the candidate, only this code
-    and host.py's run here."""
+def adopted_by(judge, pyconfine):
+    """Waits until the judge is this process's parent (the middle process is exiting), then sets
+    the judge's death as this process's death signal and makes it not dumpable; exits if not."""
     deadline = time.monotonic() + 30
-    while os.getppid() != judge:  # the middle process is exiting: the judge adopts this one
+    while os.getppid() != judge:
         if time.monotonic() > deadline:
             os._exit(4)
         time.sleep(0.0002)
     lib = ctypes.CDLL(pyconfine)
-    if lib.kf_py_prepare() != 0 or os.getppid() != judge:  # death signal: the judge's death
+    if lib.kf_py_prepare() != 0 or os.getppid() != judge:
         os._exit(4)
+
+
+def become_host(host_module, fds, judge, pyconfine, adopted=False):
+    """The forked host (never returns). Until host.main() loads the candidate, only this code
+    and host.py's run here."""
+    if not adopted:
+        adopted_by(judge, pyconfine)
     # Descriptors as the judge's posix_spawn lays them out: sources far above the targets first.
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 512) for fd in fds]
     null = os.open("/dev/null", os.O_RDONLY)
@@ -155,6 +173,66 @@ def become_host(host_module, fds, judge, pyconfine):
 
 def fork_host(host_module, control, fds, judge, pyconfine):
     """Forks the host through a middle process that exits at once; returns its pid, or raises."""
+    return fork_adopted(control, lambda: become_host(host_module, fds, judge, pyconfine))
+
+
+def be_spare(host_module, sock, judge, pyconfine, device):
+    """The spare host (never returns): adopted, CUDA and Triton warmed on `device`, then waits for
+    its descriptors; exits when the zygote closes the socket first."""
+    adopted_by(judge, pyconfine)
+    set_name(b"kforge-spare")  # its comm until it is handed a host: ps and the tests tell it apart
+    try:
+        host_module.prestart(device)
+    except Exception as e:  # noqa: BLE001 - Host() then does it itself
+        sys.stderr.write("kforge: spare host not prestarted: %s: %s\n" % (type(e).__name__, e))
+        sys.stderr.flush()
+    try:
+        msg, fds, _, _ = socket.recv_fds(sock, 16, MAX_FDS)
+    except OSError:
+        os._exit(0)
+    if msg != b"go" or len(fds) < 2:
+        os._exit(0)
+    sock.close()
+    set_name(os.path.basename(sys.executable).encode())
+    become_host(host_module, fds, judge, pyconfine, adopted=True)
+
+
+def set_name(name):
+    """This process's comm (prctl PR_SET_NAME, at most 15 bytes)."""
+    ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name[:15]), 0, 0, 0)
+
+
+def fork_spare(host_module, control, judge, pyconfine, device):
+    """Forks a spare host (be_spare); returns (pid, the zygote's end of its socket), or raises."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        def spare():
+            mine.close()
+            be_spare(host_module, theirs, judge, pyconfine, device)
+        pid = fork_adopted(control, spare)
+    except BaseException:
+        mine.close()
+        raise
+    finally:
+        theirs.close()
+    return pid, mine
+
+
+def hand_over(spare, fds):
+    """Gives the spare host the judge's descriptors; its pid, or None when it cannot take them."""
+    pid, sock = spare
+    try:
+        socket.send_fds(sock, [b"go"], fds)
+        return pid
+    except OSError:
+        return None
+    finally:
+        sock.close()
+
+
+def fork_adopted(control, child):
+    """Runs child() in a process forked through a middle process that exits at once, so that the
+    judge (a subreaper while it waits for the reply) adopts it; returns its pid, or raises."""
     r, w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -168,7 +246,7 @@ def fork_host(host_module, control, fds, judge, pyconfine):
                     os.close(w)
                     fd = control.detach()
                     os.close(fd)
-                    become_host(host_module, fds, judge, pyconfine)
+                    child()
                 except BaseException:  # noqa: B902 - into the host's log, when it is laid out
                     import traceback
                     traceback.print_exc()
@@ -187,7 +265,8 @@ def fork_host(host_module, control, fds, judge, pyconfine):
     return int(data)
 
 
-def serve(host_module, control, judge, pyconfine, warm_threads):
+def serve(host_module, control, judge, pyconfine, warm_threads, device):
+    spare = None  # (pid, socket): the host forked and warmed for the next request
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(control, 64, MAX_FDS)
@@ -200,7 +279,22 @@ def serve(host_module, control, judge, pyconfine, warm_threads):
                 reply = "err bad request"
             else:
                 why = unsafe_to_fork(warm_threads)
-                reply = ("err " + why) if why else "pid %d" % fork_host(host_module, control, fds, judge, pyconfine)
+                if why:
+                    reply = "err " + why
+                else:
+                    pid = hand_over(spare, fds) if spare else None
+                    spare = None
+                    if pid is None:
+                        pid = fork_host(host_module, control, fds, judge, pyconfine)
+                    reply = "pid %d" % pid
+                    for fd in fds:  # the spare must not hold this host's descriptors
+                        os.close(fd)
+                    fds = []
+                    try:
+                        spare = fork_spare(host_module, control, judge, pyconfine, device)
+                        reply += " spare %d" % spare[0]
+                    except Exception as e:  # noqa: BLE001 - the next request forks afresh
+                        sys.stderr.write("kforge: no spare host: %s: %s\n" % (type(e).__name__, e))
         except Exception as e:  # noqa: BLE001 - the judge starts the host itself
             reply = "err %s: %s" % (type(e).__name__, e)
         finally:
@@ -210,7 +304,7 @@ def serve(host_module, control, judge, pyconfine, warm_threads):
 
 
 def main(argv):
-    if len(argv) != 3:
+    if len(argv) != 4:
         return 2
     os.closerange(CONTROL + 1, 1 << 16)  # nothing but what the judge gave
     import faulthandler
@@ -230,7 +324,7 @@ def main(argv):
         control.send(("err warm-up: %s: %s" % (type(e).__name__, e)).replace("\n", " ").encode())
         return 3
     control.send(b"ready")
-    return serve(host_module, control, judge, argv[2], threads())
+    return serve(host_module, control, judge, argv[2], threads(), int(argv[3]))
 
 
 if __name__ == "__main__":

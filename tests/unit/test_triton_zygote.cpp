@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "adversarial_task.hpp"
 #include "catch.hpp"
@@ -65,13 +66,25 @@ bool confined(const fs::path& proc) {
 }
 
 /// The zygotes among this process's descendants (its runners' own: another test's are not).
-std::vector<pid_t> own_zygotes() {
+/// Whether `pid` exists and is not a zombie.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+/// The zygotes (spare = false) or their spare hosts (true) below this process: zygote.py's
+/// processes not confined, the spares by their comm until they are handed a host.
+std::vector<pid_t> own_zygotes(bool spare = false) {
   std::vector<pid_t> found;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string cmdline = read_file(e.path() / "cmdline");
     if (cmdline.find("zygote.py") == std::string::npos || confined(e.path())) continue;
+    if ((read_file(e.path() / "comm") == "kforge-spare\n") != spare) continue;
     pid_t p = static_cast<pid_t>(std::stol(name));
     for (int depth = 0; depth < 6 && p > 1; ++depth)
       if ((p = parent_of(p)) == ::getpid()) {
@@ -181,6 +194,33 @@ TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is s
   REQUIRE(now.size() == 1);
   CHECK(now[0] != zygotes[0]);
   CHECK(runner.workers_started() == 1);
+}
+
+TEST_CASE("triton: each fork leaves a spare host, handed the next candidate; none outlives its zygote",
+          "[runner]") {
+  ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
+  const auto task = adversarial_task();
+  const fs::path correct = correct_kernel();
+  auto owned = cpu_runner();
+  backends::RunnerClient& runner = *owned;
+  CHECK(forked(timed_check(runner, task, correct)));
+  const auto zygotes = own_zygotes();
+  REQUIRE(zygotes.size() == 1);
+  const auto spare = own_zygotes(true);
+  REQUIRE(spare.size() == 1);  // forked with the first host, waiting for the next
+  CHECK(spare[0] != zygotes[0]);
+  CHECK(forked(timed_check(runner, task, correct)));
+  const auto next = own_zygotes(true);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0] != spare[0]);                         // the first spare became the second host
+  CHECK(own_zygotes() == zygotes);                    // the same zygote throughout
+  REQUIRE(::kill(next[0], SIGKILL) == 0);             // a spare that dies before its host...
+  CHECK(forked(timed_check(runner, task, correct)));  // ...is replaced by a fresh fork
+  CHECK(runner.workers_started() == 1);
+  const pid_t last = own_zygotes(true).at(0);
+  owned.reset();  // the runner goes: its zygote and the spare with it
+  for (int i = 0; i < 100 && running(last); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(running(last));
 }
 
 TEST_CASE("triton: a prewarmed zygote starts before the first check, which forks from it", "[runner]") {
