@@ -4,32 +4,18 @@
 #include <chrono>
 
 #include "lead_in.hpp"
+#include "spin.cuh"
 
 namespace kforge::runner {
 
 namespace {
 
-__device__ __forceinline__ unsigned long long global_timer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 /// t[0]: the largest gap between two readings; t[1]: the last reading; t[2] (the stamp's) is
 /// cleared, so a stamp that never ran reads as before the spin's end. `started` (mapped host
 /// memory) is set first: the judge sends the candidate its request only once it reads it.
 __global__ void spin(unsigned long long ns, unsigned long long* t, volatile unsigned int* started) {
-  *started = 1;
-  __threadfence_system();
-  const unsigned long long start = global_timer();
-  unsigned long long prev = start, now = start, gap = 0;
-  do {
-    now = global_timer();
-    if (now - prev > gap) gap = now - prev;
-    prev = now;
-  } while (now - start < ns);
-  t[0] = gap;
-  t[1] = now;
+  unsigned long long first = 0;
+  spin_for(ns, started, &first, &t[1], &t[0]);
   t[2] = 0;
 }
 

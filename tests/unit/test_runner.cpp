@@ -235,7 +235,12 @@ TEST_CASE("kernels of two CUDA contexts never run at once on the GPU (what the l
   if (!nvcc) FAIL("no nvcc to build tests/data/context_overlap/probe.cu (the cuda backend needs it too)");
   const fs::path dir = scratch("context-overlap");
   sandbox::Spec build;
-  build.argv = {nvcc->string(), "-O2", "-o", (dir / "probe").string(),
+  build.argv = {nvcc->string(),
+                "-O2",
+                "-I",
+                (fs::path(KFORGE_TESTS_DIR) / "../backends/judge").string(),
+                "-o",
+                (dir / "probe").string(),
                 (fs::path(KFORGE_TESTS_DIR) / "data/context_overlap/probe.cu").string()};
   build.limits.wall = std::chrono::milliseconds(180'000);
   auto built = sandbox::run(build);

@@ -4,10 +4,11 @@
 // gap in the global timer). Under MPS, or any sharing that lets contexts run side by side, they
 // would run on the idle SMs during the spin, before the judge's clock starts.
 //
-// Each trial forks two processes. A: a 2 ms one-thread spin (the lead-in's shape), recording its
-// first and last %globaltimer readings and its largest gap. B: once A's spin is running (A says
-// so through a pipe), 8 launches of 1024 blocks writing 256 MiB, recording the first block's
-// start and the last block's end. Prints one line per process per trial:
+// Each trial forks two processes. A: a 2 ms one-thread spin (the lead-in's own loop,
+// backends/judge/spin.cuh), recording its first and last %globaltimer readings and its largest
+// gap. B: once A's spin is running (A says so through a pipe), 8 launches of 1024 blocks writing
+// 256 MiB, recording the first block's start and the last block's end. Prints one line per
+// process per trial:
 //   <trial> A <spin start ns> <spin end ns> <largest gap us>
 //   <trial> B <work start ns> <work end ns>
 // Exit status 0, or 1 when CUDA fails (the reason on stderr). Built and run by the [.gpu] case
@@ -18,27 +19,15 @@
 
 #include <cstdio>
 
+#include "spin.cuh"  // backends/judge: nvcc -I <repo>/backends/judge
+
 namespace {
 
-__device__ unsigned long long global_timer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using kforge::runner::global_timer;
 
+/// The judge's own spin (backends/judge/spin.cuh): t = {first reading, last reading, largest gap}.
 __global__ void spin(unsigned long long ns, unsigned long long* t, volatile unsigned int* started) {
-  *started = 1;
-  __threadfence_system();
-  const unsigned long long start = global_timer();
-  unsigned long long prev = start, now = start, gap = 0;
-  do {
-    now = global_timer();
-    if (now - prev > gap) gap = now - prev;
-    prev = now;
-  } while (now - start < ns);
-  t[0] = start;
-  t[1] = now;
-  t[2] = gap;
+  kforge::runner::spin_for(ns, started, &t[0], &t[1], &t[2]);
 }
 
 __global__ void work(float* x, int n, unsigned long long* t) {
