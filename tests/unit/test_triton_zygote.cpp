@@ -163,6 +163,16 @@ std::unique_ptr<backends::RunnerClient> cpu_runner() {
   return std::make_unique<backends::RunnerClient>(rc);
 }
 
+/// A cpu runner with the zygote on (KFORGE_TRITON_ZYGOTE unset: the default), with the fixture's
+/// task and correct kernel; check() is one timed check of it.
+struct ZygoteRunner {
+  ScopedEnv env{"KFORGE_TRITON_ZYGOTE", nullptr};
+  backends::TaskRef task = adversarial_task();
+  fs::path correct = correct_kernel();
+  std::unique_ptr<backends::RunnerClient> owned = cpu_runner();
+  Timed check() { return timed_check(*owned, task, correct); }
+};
+
 }  // namespace
 
 TEST_CASE(
@@ -178,18 +188,15 @@ TEST_CASE("triton: hosts are forked warm from the runner's zygote on the GPU (ch
 
 TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is spawned, the zygote restarted",
           "[runner]") {
-  ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
-  const auto task = adversarial_task();
-  const fs::path correct = correct_kernel();
-  auto owned = cpu_runner();
-  backends::RunnerClient& runner = *owned;
-  CHECK(forked(timed_check(runner, task, correct)));
+  ZygoteRunner z;
+  backends::RunnerClient& runner = *z.owned;
+  CHECK(forked(z.check()));
   const auto zygotes = own_zygotes();
   REQUIRE(zygotes.size() == 1);
   REQUIRE(::kill(zygotes[0], SIGKILL) == 0);
-  const auto after = timed_check(runner, task, correct);  // the zygote is found dead: spawned
+  const auto after = z.check();  // the zygote is found dead: spawned
   CHECK_FALSE(forked(after));
-  CHECK(forked(timed_check(runner, task, correct)));  // a new zygote
+  CHECK(forked(z.check()));  // a new zygote
   const auto now = own_zygotes();
   REQUIRE(now.size() == 1);
   CHECK(now[0] != zygotes[0]);
@@ -198,37 +205,31 @@ TEST_CASE("triton: a dead zygote is never the candidate's failure: the host is s
 
 TEST_CASE("triton: each fork leaves a spare host, handed the next candidate; none outlives its zygote",
           "[runner]") {
-  ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
-  const auto task = adversarial_task();
-  const fs::path correct = correct_kernel();
-  auto owned = cpu_runner();
-  backends::RunnerClient& runner = *owned;
-  CHECK(forked(timed_check(runner, task, correct)));
+  ZygoteRunner z;
+  backends::RunnerClient& runner = *z.owned;
+  CHECK(forked(z.check()));
   const auto zygotes = own_zygotes();
   REQUIRE(zygotes.size() == 1);
   const auto spare = own_zygotes(true);
   REQUIRE(spare.size() == 1);  // forked with the first host, waiting for the next
   CHECK(spare[0] != zygotes[0]);
-  CHECK(forked(timed_check(runner, task, correct)));
+  CHECK(forked(z.check()));
   const auto next = own_zygotes(true);
   REQUIRE(next.size() == 1);
-  CHECK(next[0] != spare[0]);                         // the first spare became the second host
-  CHECK(own_zygotes() == zygotes);                    // the same zygote throughout
-  REQUIRE(::kill(next[0], SIGKILL) == 0);             // a spare that dies before its host...
-  CHECK(forked(timed_check(runner, task, correct)));  // ...is replaced by a fresh fork
+  CHECK(next[0] != spare[0]);              // the first spare became the second host
+  CHECK(own_zygotes() == zygotes);         // the same zygote throughout
+  REQUIRE(::kill(next[0], SIGKILL) == 0);  // a spare that dies before its host...
+  CHECK(forked(z.check()));                // ...is replaced by a fresh fork
   CHECK(runner.workers_started() == 1);
   const pid_t last = own_zygotes(true).at(0);
-  owned.reset();  // the runner goes: its zygote and the spare with it
+  z.owned.reset();  // the runner goes: its zygote and the spare with it
   for (int i = 0; i < 100 && running(last); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK_FALSE(running(last));
 }
 
 TEST_CASE("triton: a prewarmed zygote starts before the first check, which forks from it", "[runner]") {
-  ScopedEnv env("KFORGE_TRITON_ZYGOTE", nullptr);
-  const auto task = adversarial_task();
-  const fs::path correct = correct_kernel();
-  auto owned = cpu_runner();
-  backends::RunnerClient& runner = *owned;
+  ZygoteRunner z;
+  backends::RunnerClient& runner = *z.owned;
   REQUIRE_FALSE(runner.hello().empty());
   CHECK(own_zygotes().empty());
   const auto t0 = std::chrono::steady_clock::now();
@@ -240,6 +241,6 @@ TEST_CASE("triton: a prewarmed zygote starts before the first check, which forks
   CHECK(runner.prewarm(backends::HostKind::python));  // running already: not a second one
   CHECK(runner.prewarm(backends::HostKind::native));  // kforge-host needs nothing
   CHECK(own_zygotes() == zygotes);
-  CHECK(forked(timed_check(runner, task, correct)));
+  CHECK(forked(z.check()));
   CHECK(own_zygotes() == zygotes);  // the first check forked from the prewarmed zygote
 }
