@@ -84,11 +84,13 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   else
     ev.bench = runner.bench(task, ev.compile.artifact, options.bench_options, ev.host);
   ev.bench_ms = ev.bench->bench_ms;
-  // What of a TritonBench task was not timed, and why; the clones of one timed in place; an
-  // output verified only where the reference determines it.
+  // What of a TritonBench task was not timed or left out of its Speed Up (below the launch
+  // floor), and why; the clones of one timed in place; an output verified only where the
+  // reference determines it.
   if (ev.bench->ok)
     for (const auto& f : ev.bench->flags)
-      if (f.find("not timed") != std::string::npos || f.rfind("in place:", 0) == 0 ||
+      if (f.find("not timed") != std::string::npos ||
+          f.find("left out of the Speed Up") != std::string::npos || f.rfind("in place:", 0) == 0 ||
           f.find(" verified on ") != std::string::npos)
         ev.message += (ev.message.empty() ? "" : "; ") + f;
   if (!ev.bench->ok) {
