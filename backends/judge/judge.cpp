@@ -218,10 +218,10 @@ uint64_t shortened(uint64_t ns) {
   return std::max<uint64_t>(kLeadInNs, ns - ns / 5);
 }
 /// A gap between two of the lead-in's timer readings above this: it was preempted (another
-/// context ran meanwhile), and the batch it led is not used. The timer ticks at 1 us or less; a
-/// switch to another context and back with a few small kernels of the candidate's between can
-/// take well under 50 us (TritonBench-T relu's input 0, 16 calls of 4096 elements, read 0.27 us
-/// a call against the reference's 1.76 us under a 50 us threshold, H200, 4 runners on the GPU).
+/// context ran meanwhile), and the batch it led is not used. Honest spins that ran alone show
+/// gaps of 0.06-0.1 us, and a switch to another context and back costs more than 100 us (the
+/// other context's work started 138-147 us after the spin's end, H200: the [.gpu] case "kernels
+/// of two CUDA contexts never run at once"), so 10 us leaves a wide margin on both sides.
 constexpr uint64_t kPreemptedGapNs = 10'000;
 /// How long a check waits for the device's timed lock before calibrating without it (its host
 /// is then not reused by the bench, which calibrates a fresh one under the lock).

@@ -3,10 +3,10 @@ import torch.nn as nn
 
 # Fixture task for the tiny-calls timing case (tests/unit/test_triton_backend.cpp, "[.gpu]"):
 # relu of 4096 floats, one kernel launch a call on either side, so an honest candidate's speedup
-# is about 1. Each call is far shorter than a launch's floor: a window of such calls measures
-# only where the judge's clock starts. TritonBench-T relu's input 0 (the same size) once read
-# 0.27 us a call against the reference's 1.76 us with other runners on the GPU: its calls ran
-# before the lead-in's spin, outside the timed interval.
+# is about 1. A window of such calls is shorter than the noise of its fixed part (the host's
+# reply), so readings scatter both ways (TritonBench-T relu's input 0, the same size, once read
+# 0.27 us a call against the reference's 1.76 us); one below half of the judge's launch floor is
+# a timing_anomaly, never credited.
 N = 4096
 
 
