@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -295,6 +296,27 @@ std::optional<json> timed_window(const JudgeContext& ctx, Session& s, const std:
   return failed;
 }
 
+/// Five lead-ins of `ns`, each followed by work() and the stamp and waited for: of those that
+/// ran alone, the GPU's time from the lead-in's end to the stamp into *gpu and the wall time
+/// from the launch's return to the wait's end into *wall (ms; wall may be null). False at the
+/// first CUDA error, with what was measured before it.
+bool led_runs(const JudgeContext& ctx, LeadIn& lead, uint64_t ns, const std::function<void()>& work,
+              std::vector<double>* gpu, std::vector<double>* wall) {
+  for (int i = 0; i < 5; ++i) {
+    sync_device(ctx.device);
+    if (!lead.launch(ns).empty()) return false;
+    const auto t0 = Clock::now();
+    work();
+    if (!lead.stamp().empty()) return false;
+    sync_device(ctx.device);
+    if (ran_alone(lead) && lead.interval_ms() >= 0) {
+      gpu->push_back(lead.interval_ms());
+      if (wall) wall->push_back(ms_since(t0));
+    }
+  }
+  return true;
+}
+
 /// One kernel launch's GPU time (ms) in the judge's own context: kFloorLaunches fills of its 4
 /// bytes queued back to back behind a lead-in, from the lead-in's end to the stamp on the GPU's
 /// clock, divided by the launches and the stamp; the least of 5 runs that ran alone (another
@@ -304,17 +326,12 @@ std::optional<json> timed_window(const JudgeContext& ctx, Session& s, const std:
 double launch_floor_ms(const JudgeContext& ctx, Session& s) {
   constexpr int kFloorLaunches = 32;
   if (!s.trailer.defined()) s.trailer = at::zeros({1}, at::TensorOptions().device(ctx.device));
-  std::vector<double> per_launch;
-  for (int run = 0; run < 5; ++run) {
-    sync_device(ctx.device);
-    if (!s.lead->launch(kLeadInNs).empty()) break;
+  const auto fills = [&] {
     for (int i = 0; i < kFloorLaunches; ++i) s.trailer.zero_();
-    if (!s.lead->stamp().empty()) break;
-    sync_device(ctx.device);
-    if (ran_alone(*s.lead) && s.lead->interval_ms() >= 0)
-      per_launch.push_back(s.lead->interval_ms() / (kFloorLaunches + 1));
-  }
-  return per_launch.empty() ? 0 : *std::min_element(per_launch.begin(), per_launch.end());
+  };
+  std::vector<double> gpu;
+  led_runs(ctx, *s.lead, kLeadInNs, fills, &gpu, nullptr);  // an error keeps what was measured
+  return gpu.empty() ? 0 : *std::min_element(gpu.begin(), gpu.end()) / (kFloorLaunches + 1);
 }
 
 /// What the bench subtracts from every timed batch, measured before the candidate is loaded (it
@@ -984,18 +1001,8 @@ std::optional<json> time_candidate(const JudgeContext& ctx, LoadedTask& task, Se
 /// alone.
 std::optional<std::pair<double, double>> lead_in_alone(const JudgeContext& ctx, LeadIn& lead, uint64_t ns) {
   std::vector<double> ms, gpu;
-  for (int i = 0; i < 5; ++i) {
-    sync_device(ctx.device);
-    if (!lead.launch(ns).empty()) return std::nullopt;
-    const auto t0 = Clock::now();
-    if (!lead.stamp().empty()) return std::nullopt;
-    sync_device(ctx.device);
-    if (ran_alone(lead) && lead.interval_ms() >= 0) {
-      ms.push_back(ms_since(t0));
-      gpu.push_back(lead.interval_ms());
-    }
-  }
-  if (ms.empty()) return std::nullopt;
+  const auto nothing = [] {};  // the lead-in alone: stamped right after it
+  if (!led_runs(ctx, lead, ns, nothing, &gpu, &ms) || ms.empty()) return std::nullopt;
   return std::pair{stats_of(ms).median, *std::min_element(gpu.begin(), gpu.end())};
 }
 
