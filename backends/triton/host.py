@@ -627,8 +627,35 @@ def reset_crash_handlers():
     faulthandler.enable(all_threads=True)
 
 
-# What prestart() did in this process: {"device": ordinal} once it has run.
+# What prestart() did in this process: {"device": ordinal, "fds": the descriptors it opened}
+# once it has run.
 PRESTARTED = {}
+
+
+def open_fds():
+    """This process's open descriptors (not the one the listing itself used)."""
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            os.fstat(int(name))
+            found.add(int(name))
+        except OSError:
+            pass
+    return found
+
+
+def close_from(first):
+    """Closes every descriptor from `first` up but those prestart() opened: in a zygote's spare
+    host those are the CUDA driver's (its device files, its threads' pipes), opened above the
+    host's layout, and closing them would break the context under the driver (a host that
+    hangs). A host that ran prestart() itself ran it after this, so keeps nothing extra."""
+    keep = PRESTARTED.get("fds", set())
+    if not keep:
+        os.closerange(first, 1 << 16)
+        return
+    for fd in sorted(open_fds() - keep):
+        if fd >= first:
+            os.close(fd)
 
 
 def prestart(device):
@@ -643,6 +670,7 @@ def prestart(device):
     import triton
     import triton.language as tl
 
+    before = open_fds()
     torch.cuda.set_device(device)
     torch.cuda.init()
     torch.zeros(1, device="cuda")
@@ -668,7 +696,7 @@ def prestart(device):
         else:
             os.environ["TRITON_ALWAYS_COMPILE"] = always
     reset_crash_handlers()
-    PRESTARTED["device"] = device
+    PRESTARTED.update(device=device, fds=open_fds() - before)
 
 
 def warm_up():
@@ -745,7 +773,7 @@ def main(argv):
         return profile_host.profile_main(sys.modules[__name__], argv)
     if len(argv) != 5:
         return 2
-    os.closerange(int(argv[3]), 1 << 16)  # nothing but what the judge gave
+    close_from(int(argv[3]))  # nothing but what the judge gave (and a spare's prestart opened)
     import faulthandler
     faulthandler.enable(all_threads=True)  # a crash leaves its Python stack in the log the judge shows
     lib = ctypes.CDLL(argv[4])

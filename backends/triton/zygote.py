@@ -54,6 +54,7 @@ import time
 
 CONTROL = 3
 MAX_FDS = 64
+LAYOUT = 4 + MAX_FDS  # become_host's descriptors are all below this
 
 
 def load_host(path):
@@ -151,7 +152,9 @@ def become_host(host_module, fds, judge, pyconfine, adopted=False):
     os.dup2(high[1], 3)
     for i, fd in enumerate(high[2:]):
         os.dup2(fd, 4 + i)
-    os.closerange(4 + len(high) - 2, 1 << 16)  # the zygote's socket, the passed copies, /dev/null
+    # The zygote's socket, the passed copies, /dev/null, a spare's placeholders (reserve_layout);
+    # not what a spare's prestart opened.
+    host_module.close_from(4 + len(high) - 2)
     spec = read_spec(3)
     os.chdir(spec["cwd"])
     os.environ.clear()
@@ -181,11 +184,14 @@ def be_spare(host_module, sock, judge, pyconfine, device):
     its descriptors; exits when the zygote closes the socket first."""
     adopted_by(judge, pyconfine)
     set_name(b"kforge-spare")  # its comm until it is handed a host: ps and the tests tell it apart
+    reserve_layout()
     try:
         host_module.prestart(device)
     except Exception as e:  # noqa: BLE001 - Host() then does it itself
         sys.stderr.write("kforge: spare host not prestarted: %s: %s\n" % (type(e).__name__, e))
         sys.stderr.flush()
+    if any(fd < LAYOUT for fd in host_module.PRESTARTED.get("fds", ())):
+        os._exit(0)  # the layout would clobber them: the next request forks afresh
     try:
         msg, fds, _, _ = socket.recv_fds(sock, 16, MAX_FDS)
     except OSError:
@@ -195,6 +201,18 @@ def be_spare(host_module, sock, judge, pyconfine, device):
     sock.close()
     set_name(os.path.basename(sys.executable).encode())
     become_host(host_module, fds, judge, pyconfine, adopted=True)
+
+
+def reserve_layout():
+    """Puts /dev/null on every free descriptor below LAYOUT, so that what prestart opens (the
+    CUDA driver's descriptors, which stay open in the host: host.close_from) lands above the
+    descriptors become_host lays out (0 to 3 + the exchange's)."""
+    null = os.open("/dev/null", os.O_RDONLY)
+    for fd in range(LAYOUT):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.dup2(null, fd)
 
 
 def set_name(name):
