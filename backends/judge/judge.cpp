@@ -418,7 +418,9 @@ std::optional<json> open_session(const JudgeContext& ctx, const json& req, Sessi
     throw std::runtime_error("kforge-host failed during set-up: " + f.message);
   if (!bad.empty()) throw std::runtime_error("kforge-host set-up: " + bad);
   laps.lap("host_setup_ms");
-  {
+  if (ctx.timed_lock_shared) {
+    s.calibrated_alone = false;  // not calibrated: a bench opens its own host (judge.hpp)
+  } else {
     // Timed work: under the device's lock, unless the client holds it for this whole request.
     kforge::backends::TimedHold hold;
     if (ctx.timed_lock && !ctx.timed_lock_held) {
@@ -428,8 +430,8 @@ std::optional<json> open_session(const JudgeContext& ctx, const json& req, Sessi
     calibrate(ctx, s, dl);
     s.calibrated_alone = ctx.timed_lock_held || !ctx.timed_lock || hold.held() ||
                          hold.state() == kforge::backends::TimedHold::State::unavailable;
+    laps.lap("calibrate_ms");
   }
-  laps.lap("calibrate_ms");
   for (const auto& line : before_load) {  // the Triton host's `allow` and `testsrc`
     auto a = s.host->request(line, dl.left(), &f);
     if (!a || *a != "ok")

@@ -52,12 +52,16 @@ struct JudgeContext {
   /// bound; 0 = not known (no bound).
   double peak_bytes_per_s = 0;
   /// The device's lock for timed work (timed_lock.hpp) and its name. The client holds it for a
-  /// whole `bench` (`timed_lock_held`); in a check the judge takes it itself for the
-  /// calibration, waiting at most kCalibrationLockWait (a busy lock is no reason to hold a check
-  /// up: that calibration is then not used for a bench). Null: no lock (tests).
+  /// whole `bench` (`timed_lock_held`), and shared for a check (`timed_lock_shared`): the check
+  /// then does not calibrate the host (timed work under a shared hold would wait for every other
+  /// runner's check; its bench opens a host of its own, calibrated under the bench's hold).
+  /// Otherwise a check's judge takes the lock itself for the calibration, waiting at most
+  /// kCalibrationLockWait (a busy lock is no reason to hold a check up: that calibration is then
+  /// not used for a bench). Null: no lock (tests).
   kforge::backends::TimedLock* timed_lock = nullptr;
   std::string timed_lock_name;
   bool timed_lock_held = false;
+  bool timed_lock_shared = false;
 };
 
 /// What the Triton host needs to build a KernelBench `ModelNew` candidate (get_init_inputs(),

@@ -76,6 +76,7 @@ class Worker {
     if (cmd != "bench") session_.reset();  // a passed candidate's host lives only until its bench
     // The client holds the device's timed lock for this whole request (bench, peaks, ...).
     lock_held_by_client_ = req.value("timed_lock_held", false);
+    lock_shared_by_client_ = req.value("timed_lock_shared", false);  // a check: untimed work
     json r;
     try {
       if (cmd == "hello")
@@ -128,6 +129,7 @@ class Worker {
   std::unique_ptr<CandidateSession> session_;            ///< the last passed check's host, for its bench
   mutable kforge::backends::FlockTimedLock timed_lock_;  ///< the devices' locks for timed work
   bool lock_held_by_client_ = false;                     ///< the current request runs under the client's hold
+  bool lock_shared_by_client_ = false;                   ///< ...under its shared hold
   std::map<std::string, double> peak_bytes_per_s_;       ///< device -> measured peak bandwidth (bytes/s)
   Loaded* cur_ = nullptr;                                ///< the task check/bench use; null: none
   uint64_t use_clock_ = 0;
@@ -359,6 +361,7 @@ class Worker {
     c.timed_lock = &timed_lock_;
     c.timed_lock_name = lock_name(device_);
     c.timed_lock_held = lock_held_by_client_;
+    c.timed_lock_shared = lock_shared_by_client_;
 #ifdef KFORGE_RUNNER_CUDA
     if (device_.is_cuda()) {
       int l2 = 0;

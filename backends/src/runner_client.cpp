@@ -243,15 +243,26 @@ std::string RunnerClient::timed_lock_name() {
   return backends::timed_lock_name(cfg_.device);  // no hello (yet): by index, not remembered
 }
 
-TimedHold RunnerClient::hold_timed(const std::string& what) {
+TimedHold RunnerClient::hold_timed(const std::string& what, TimedLock::Mode mode) {
+  // Under this client's own exclusive hold (the ncu step loads the reference): covered by it,
+  // and a second descriptor's shared flock would wait for that hold forever.
+  if (mode == TimedLock::Mode::shared && exclusive_holds_ > 0)
+    return TimedHold(TimedHold::State::held, 0, "", nullptr);
   const std::string name = timed_lock_name();
   TimedLock& lock = cfg_.timed_lock ? *cfg_.timed_lock : default_timed_lock();
-  TimedHold h = lock.acquire(name, what);
+  TimedHold h = lock.acquire(name, what, std::chrono::milliseconds::max(), mode);
   static std::atomic<bool> warned{false};
   if (h.state() == TimedHold::State::unavailable && !warned.exchange(true))
     spdlog::warn("{}: timed work is not serialised with other runners on this device: {}", cfg_.device,
                  h.why());
-  return h;
+  if (mode == TimedLock::Mode::shared || !h.held()) return h;
+  ++exclusive_holds_;
+  const double waited = h.waited_ms();
+  return TimedHold(TimedHold::State::held, waited, "",
+                   [this, inner = std::make_shared<TimedHold>(std::move(h))] {
+                     inner->release();
+                     --exclusive_holds_;
+                   });
 }
 
 std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
@@ -363,6 +374,8 @@ std::optional<std::string> RunnerClient::load_once(const TaskRef& task, LoadResu
            {"flops", task.flops_expr},
            {"bytes", task.bytes_expr},
            {"module_mode", task.module_mode}};
+  const TimedHold shared = hold_timed("load", TimedLock::Mode::shared);  // the reference runs on the device
+  req["timed_lock_shared"] = shared.held();
   Reply r = request(req, cfg_.load_timeout);
   LoadResult lr;
   if (r.kind != Reply::ok) {
@@ -506,9 +519,13 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
                                      : cfg_.check_timeout);
 }
 
-CheckResult RunnerClient::run_check(const json& req, int trials, std::chrono::milliseconds timeout) {
+CheckResult RunnerClient::run_check(json req, int trials, std::chrono::milliseconds timeout) {
   CheckResult c;
   c.trials = trials;
+  // Untimed work on the device, never inside another runner's timed work; waited for before
+  // the request's timeout starts.
+  const TimedHold shared = hold_timed("check", TimedLock::Mode::shared);
+  req["timed_lock_shared"] = shared.held();
   auto t0 = Clock::now();
   const long long begin_ns = monotonic_ns();
   Reply r = request(req, timeout);
@@ -535,6 +552,7 @@ CheckResult RunnerClient::run_check(const json& req, int trials, std::chrono::mi
   c.tolerance_ratio = number(b, "tolerance_ratio");
   c.mismatch_fraction = number(b, "mismatch_fraction");
   c.phases_ms = phases_of(b);
+  if (shared.held()) c.phases_ms["device_lock_wait_ms"] = shared.waited_ms();
   if (auto it = b.find("correct"); it != b.end() && it->is_boolean()) c.correct = it->get<bool>();
   c.correct_message = b.value("correct_message", std::string());
   if (auto it = b.find("checks"); it != b.end() && it->is_array())
@@ -651,7 +669,10 @@ double RunnerClient::triton_do_bench(const TaskRef& task, int64_t seed) {
 
 std::string RunnerClient::reference_only(const TaskRef& task, int trials, int64_t seed) {
   if (auto err = ensure_loaded(task, nullptr)) return *err;
-  Reply r = request(json{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}}, cfg_.check_timeout);
+  const TimedHold shared = hold_timed("reference", TimedLock::Mode::shared);
+  Reply r = request(
+      json{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}, {"timed_lock_shared", shared.held()}},
+      cfg_.check_timeout);
   if (r.kind != Reply::ok) return r.message;
   if (!r.body.value("ok", false)) return r.body.value("message", std::string("reference failed"));
   return "";

@@ -23,23 +23,26 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-/// flock with EINTR retried; `wait`: block, else LOCK_NB.
-bool lock_fd(int fd, bool wait) {
+/// flock with EINTR retried; `op` LOCK_EX or LOCK_SH; `wait`: block, else LOCK_NB.
+bool lock_fd(int fd, int op, bool wait) {
   for (;;) {
-    if (::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0) return true;
+    if (::flock(fd, op | (wait ? 0 : LOCK_NB)) == 0) return true;
     if (errno != EINTR) return false;
   }
 }
 
-/// Takes the lock on `fd` within `max_wait`: blocking, or polled every 2 ms.
-bool lock_within(int fd, std::chrono::milliseconds max_wait) {
-  if (max_wait == std::chrono::milliseconds::max()) return lock_fd(fd, true);
-  const auto until = Clock::now() + max_wait;
+/// Takes the lock on `fd` by `until` (time_point::max(): as long as it takes), polled every 2 ms.
+bool lock_until(int fd, int op, Clock::time_point until) {
+  if (until == Clock::time_point::max()) return lock_fd(fd, op, true);
   for (;;) {
-    if (lock_fd(fd, false)) return true;
+    if (lock_fd(fd, op, false)) return true;
     if (errno != EWOULDBLOCK || Clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+}
+
+int open_lock_file(const std::string& path) {
+  return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
 }  // namespace
@@ -86,25 +89,35 @@ std::string FlockTimedLock::prepare_dir(const std::string& dir) {
 }
 
 TimedHold FlockTimedLock::acquire(const std::string& name, const std::string& what,
-                                  std::chrono::milliseconds max_wait) {
+                                  std::chrono::milliseconds max_wait, Mode mode) {
   const auto t0 = Clock::now();
   if (std::string why = prepare_dir(dir_); !why.empty())
     return TimedHold(TimedHold::State::unavailable, 0, why, nullptr);
-  const std::string path = dir_ + "/" + name + ".lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    return TimedHold(TimedHold::State::unavailable, 0, "cannot open " + path + ": " + std::strerror(errno),
-                     nullptr);
-  if (!lock_within(fd, max_wait)) {
+  const auto until = max_wait == std::chrono::milliseconds::max() ? Clock::time_point::max() : t0 + max_wait;
+  const std::string path = dir_ + "/" + name + ".lock", gate_path = dir_ + "/" + name + ".gate";
+  const int gate = open_lock_file(gate_path);
+  const int fd = gate < 0 ? -1 : open_lock_file(path);
+  if (fd < 0) {
     const int e = errno;
+    if (gate >= 0) ::close(gate);
+    return TimedHold(TimedHold::State::unavailable, 0,
+                     "cannot open " + (gate < 0 ? gate_path : path) + ": " + std::strerror(e), nullptr);
+  }
+  // Through the gate: held until this acquire holds the lock (or gives up), then closed.
+  const bool got =
+      lock_until(gate, LOCK_EX, until) && lock_until(fd, mode == Mode::shared ? LOCK_SH : LOCK_EX, until);
+  const int e = errno;
+  ::close(gate);
+  if (!got) {
     ::close(fd);
     const bool busy = e == EWOULDBLOCK;
     return TimedHold(busy ? TimedHold::State::busy : TimedHold::State::unavailable, ms_since(t0),
                      busy ? "held by another process" : "flock " + path + ": " + std::strerror(e), nullptr);
   }
   const long long begin = monotonic_ns();
-  auto release = [fd, name, what, begin] {
-    log_interval("timed:" + what, name, ::getpid(), begin, monotonic_ns());
+  const std::string kind = (mode == Mode::shared ? "shared:" : "timed:") + what;
+  auto release = [fd, name, kind, begin] {
+    log_interval(kind, name, ::getpid(), begin, monotonic_ns());
     ::close(fd);  // closing the last descriptor of the open file releases the flock
   };
   return TimedHold(TimedHold::State::held, ms_since(t0), "", std::move(release));

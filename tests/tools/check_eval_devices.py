@@ -5,8 +5,8 @@ Runs `kforge eval ARGS --device D` and `kforge eval ARGS --devices D,D,...` (N r
 directories, the second with KFORGE_TIMED_LOG set (backends/timed_lock.hpp: every hold of a
 device's timed lock, and every check the client sent, as "<kind> <name> <pid> <begin_ns> <end_ns>"),
 and a private KFORGE_LOCK_DIR. Compares the verdicts task by task (check_eval_jobs.py's), then
-reads the log: no two timed intervals (bench, calibration, peaks, ncu) on one lock overlap, every
-bench was logged, and checks of different runners overlapped at least MIN_OVERLAP times.
+reads the log: no two timed intervals (bench, calibration, peaks, ncu) on one lock overlap, no
+shared hold (a check, a load) overlaps a timed one, every bench was logged, and checks of different runners overlapped at least MIN_OVERLAP times.
 
 usage: check_eval_devices.py OUT_DIR DEVICE N MIN_OVERLAP -- KFORGE eval ARGS...
 Prints "eval --devices DEVICE x N: same verdicts for T tasks; K timed intervals never overlap; C
@@ -73,9 +73,16 @@ def main():
     rows = read_log(log)
     timed = [r for r in rows if r[0].startswith("timed:")]
     checks = [r for r in rows if r[0] == "check"]
+    shared = [r for r in rows if r[0].startswith("shared:")]
     for a, b in itertools.combinations(timed, 2):
         if a[1] == b[1] and overlaps(a, b):
             bad.append("timed work overlapped on %s: %s and %s" % (a[1], a, b))
+    for a in timed:  # a check, a load, a reference's runs: never inside timed work
+        for b in shared:
+            if a[1] == b[1] and overlaps(a, b):
+                bad.append("untimed work overlapped timed work on %s: %s and %s" % (a[1], a, b))
+    if not shared:
+        bad.append("no check held the device's lock shared")
     benches = sum(1 for r in timed if r[0] == "timed:bench")
     passed = sum(1 for v in vn.values() if v[0] == "pass")
     if "--no-bench" not in cmd and benches < passed:
@@ -90,8 +97,8 @@ def main():
         print("FAIL:\n  " + "\n  ".join(bad) + "\n" + text[-6000:])
         sys.exit(1)
     print(", ".join(sorted("%s=%s" % (t, v[0]) for t, v in v1.items())))
-    print("eval --devices %s x %d: same verdicts for %d tasks; %d timed intervals never overlap; %d overlapping "
-          "check pairs" % (device, n, len(v1), len(timed), pairs))
+    print("eval --devices %s x %d: same verdicts for %d tasks; %d timed intervals never overlap each other or %d "
+          "shared holds; %d overlapping check pairs" % (device, n, len(v1), len(timed), len(shared), pairs))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 // The per-device lock for timed work (backends/timed_lock.hpp, issue 21 §3): holders of one
-// device never overlap, other devices do, a busy lock is answered within the wait asked for, a
-// killed holder leaves nothing held, the descriptor is close-on-exec, a directory another user
-// could reach is refused, and the judge never benches on a host it calibrated beside another
-// runner's timed work.
+// device never overlap, other devices do, checks hold it shared (never inside timed work), a busy lock is
+// answered within the wait asked for, a killed holder leaves nothing held, the descriptor is close-on-exec, a
+// directory another user could reach is refused, and the judge never benches on a host calibrated outside its
+// hold.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -86,6 +86,43 @@ TEST_CASE("timed lock: a busy lock is answered within the wait asked for, and fr
   t.join();
   CHECK(fourth.held());
   CHECK(fourth.waited_ms() >= 30);
+}
+
+TEST_CASE(
+    "timed lock: checks hold it shared, side by side but never inside timed work; a timed hold "
+    "waiting is not starved by checks",
+    "[timed_lock]") {
+  FlockTimedLock lock((scratch("timed-lock-shared") / "locks").string());
+  const auto shared = TimedLock::Mode::shared;
+  TimedHold check1 = lock.acquire("cuda-a", "check", milliseconds(0), shared);
+  TimedHold check2 = lock.acquire("cuda-a", "check", milliseconds(0), shared);
+  CHECK(check1.held());
+  CHECK(check2.held());  // two runners' checks at once
+  CHECK(lock.acquire("cuda-a", "bench", milliseconds(20)).state() == TimedHold::State::busy);
+  CHECK(lock.acquire("cuda-b", "bench", milliseconds(0)).held());  // another GPU
+  // A bench waits for the checks in flight; a check that comes after it waits for the bench,
+  // though a check still holds the lock shared (flock alone would let it in).
+  std::atomic<bool> bench_held{false};
+  std::thread bench([&] {
+    TimedHold b = lock.acquire("cuda-a", "bench");
+    CHECK(b.held());
+    bench_held = true;
+    std::this_thread::sleep_for(milliseconds(60));
+  });
+  std::this_thread::sleep_for(milliseconds(30));  // the bench is waiting now
+  CHECK_FALSE(bench_held);
+  CHECK(lock.acquire("cuda-a", "check", milliseconds(20), shared).state() == TimedHold::State::busy);
+  check1.release();
+  check2.release();
+  TimedHold after = lock.acquire("cuda-a", "check", milliseconds::max(), shared);  // waits out the bench
+  CHECK(after.held());
+  CHECK(bench_held);
+  CHECK(after.waited_ms() >= 30);
+  bench.join();
+  // And timed work waits for a check, exactly as for another timed hold.
+  CHECK(lock.acquire("cuda-a", "bench", milliseconds(20)).state() == TimedHold::State::busy);
+  after.release();
+  CHECK(lock.acquire("cuda-a", "bench", milliseconds(0)).held());
 }
 
 TEST_CASE("timed lock: another process's hold excludes, and dies with it", "[timed_lock]") {
@@ -193,7 +230,7 @@ TEST_CASE("timed lock: holds are logged to KFORGE_TIMED_LOG with the monotonic c
   CHECK(pid == 42);
 }
 
-TEST_CASE("timed lock: a check calibrated beside another's timed work is not reused by the bench",
+TEST_CASE("timed lock: a check waits for another's timed work; its bench calibrates a host of its own",
           "[runner][timed_lock]") {
   // The runner's lock directory (its environment) and the client's (RunnerConfig): one place.
   const fs::path root = scratch("timed-lock-runner");
@@ -221,34 +258,57 @@ TEST_CASE("timed lock: a check calibrated beside another's timed work is not reu
     return b.phases_ms.count("host_start_ms") + b.phases_ms.count("host_fork_ms") > 0;
   };
 
-  // Alone: the check's calibration takes the lock, and the bench reuses its host.
+  // Alone: the check holds the lock shared and does not calibrate; its bench starts a host of
+  // its own and calibrates it under the bench's hold.
   auto c = runner.check(task, artifact, 1, 7);
   REQUIRE(c.outcome == kforge::Outcome::pass);
-  CHECK(c.phases_ms.count("device_lock_wait_ms") == 1);
+  CHECK(c.phases_ms.count("calibrate_ms") == 0);
+  CHECK(c.phases_ms.count("device_lock_wait_ms") == 1);  // the client's wait for its shared hold
   auto b = runner.bench(task, artifact, bo);
   REQUIRE(b.ok);
-  CHECK_FALSE(fresh_host(b));
-  CHECK(b.phases_ms.count("device_lock_wait_ms") == 1);
+  CHECK(fresh_host(b));
+  CHECK(b.phases_ms.count("calibrate_ms") == 1);
 
-  // Another process's timed work holds the device: the check does not wait past 250 ms, and
-  // the bench starts and calibrates a host of its own under the lock.
+  // Another process's timed work holds the device: the check waits for it (outside its
+  // request's timeout), and so does the bench.
   TimedHold other = lock.acquire("cpu", "test");
   REQUIRE(other.held());
-  c = runner.check(task, artifact, 1, 8);
-  REQUIRE(c.outcome == kforge::Outcome::pass);
-  CHECK(c.phases_ms["device_lock_wait_ms"] >= 240);
-  CHECK(c.phases_ms["device_lock_wait_ms"] < 5000);
   std::thread release([&] {
     std::this_thread::sleep_for(milliseconds(300));
     other.release();
   });
-  b = runner.bench(task, artifact, bo);
+  c = runner.check(task, artifact, 1, 8);
   release.join();
+  REQUIRE(c.outcome == kforge::Outcome::pass);
+  CHECK(c.phases_ms["device_lock_wait_ms"] >= 250);
+  other = lock.acquire("cpu", "test");
+  REQUIRE(other.held());
+  std::thread release2([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    other.release();
+  });
+  b = runner.bench(task, artifact, bo);
+  release2.join();
   REQUIRE(b.ok);
   CHECK(fresh_host(b));
   CHECK(b.phases_ms.count("calibrate_ms") == 1);
   CHECK(b.phases_ms["device_lock_wait_ms"] >= 250);  // the bench waited for the holder
   CHECK(b.bench_ms >= b.phases_ms["device_lock_wait_ms"]);
+
+  // Where the client has no usable lock (a relative directory is refused), the check's judge
+  // calibrates under the runner's own lock, and the bench reuses that host.
+  {
+    FlockTimedLock none("relative/dir");
+    RunnerConfig none_rc;
+    none_rc.timed_lock = &none;
+    RunnerClient no_share(none_rc);
+    c = no_share.check(task, artifact, 1, 9);
+    REQUIRE(c.outcome == kforge::Outcome::pass);
+    CHECK(c.phases_ms.count("calibrate_ms") == 1);
+    b = no_share.bench(task, artifact, bo);
+    REQUIRE(b.ok);
+    CHECK_FALSE(fresh_host(b));
+  }
 
   // No usable lock (a relative directory is refused): the bench's flags say so, beside the
   // judge's own.

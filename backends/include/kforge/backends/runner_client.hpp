@@ -332,8 +332,10 @@ class RunnerClient {
   /// Waits for this runner's device's timed lock (timed_lock.hpp) and holds it until the hold
   /// ends. bench, measure_peaks and triton_do_bench hold it around their request (sent with
   /// "timed_lock_held", the wait outside the request's timeout), the ncu profile step around
-  /// Nsight Compute; `what` names the work in the test log.
-  TimedHold hold_timed(const std::string& what);
+  /// Nsight Compute; `what` names the work in the test log. Mode::shared: untimed work on the
+  /// device (a check, the reference's load and runs), sent with "timed_lock_shared": it runs
+  /// beside other runners' checks but never inside their timed work (timed_lock.hpp).
+  TimedHold hold_timed(const std::string& what, TimedLock::Mode mode = TimedLock::Mode::exclusive);
   /// The lock's name: "cpu", or the GPU's from the worker's hello ("cuda-<PCI bus id>").
   std::string timed_lock_name();
 
@@ -348,9 +350,10 @@ class RunnerClient {
  private:
   struct Reply;
   Reply request(nlohmann::json req, std::chrono::milliseconds timeout);
+  int exclusive_holds_ = 0;  ///< this client's exclusive holds of its device's lock (hold_timed)
   /// Sends a check request (`check`, or `testblock` for a TritonBench task: judge.hpp
   /// check_testblock) and reads its reply.
-  CheckResult run_check(const nlohmann::json& req, int trials, std::chrono::milliseconds timeout);
+  CheckResult run_check(nlohmann::json req, int trials, std::chrono::milliseconds timeout);
   /// The infra_error sub-kind for a request that got no reply (judge_timeout, judge_died, ...).
   static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);

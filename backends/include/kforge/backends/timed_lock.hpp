@@ -6,7 +6,17 @@
 // reference, the runner's calibration of a timed window, its peak measurements, TritonBench's
 // do_bench, and the ncu profile step.
 //
-// The lock is an exclusive flock(2) on <dir>/<name>.lock. <dir> is $KFORGE_LOCK_DIR, else
+// Untimed work on a device (a check: the candidate host's start and runs, the reference's runs)
+// holds the same lock shared (Mode::shared): checks of several runners run side by side, but
+// never while timed work holds it exclusively, so no other runner's kernels run inside a timed
+// window (on an H200, three runners checking beside a bench stretched the reference's windows
+// by 0.4 ms: 24-29 us a call read for a 1.8 us relu). Not covered: a zygote's spare host
+// initialising CUDA after its check's reply (zygote.py; one context and one tiny kernel).
+//
+// The lock is a flock(2) on <dir>/<name>.lock, taken through a gate, <dir>/<name>.gate: every
+// acquire takes the gate exclusively first, and an exclusive one keeps it until it holds the
+// lock, so a waiting timed hold is not starved by checks that keep overlapping (flock(2) itself
+// gives waiting exclusive holds no precedence). <dir> is $KFORGE_LOCK_DIR, else
 // /run/kforge-locks where this process runs as root, else /tmp/kforge-locks-<uid>; it is created
 // 0700 and is used only if it is a directory (not a link) owned by this user with no group or
 // other access: another user could otherwise hold the lock or swap the file, and the lock would
@@ -67,11 +77,15 @@ class TimedHold {
 /// Takes a device's timed lock: the interface timed work goes through (a fake in tests).
 class TimedLock {
  public:
+  /// exclusive: timed work; shared: untimed work on the device, beside other shared holds.
+  enum class Mode { exclusive, shared };
   virtual ~TimedLock() = default;
   /// Waits for `name` at most `max_wait` (nullopt-like: max() waits as long as it takes).
-  /// `what` names the timed work in the test log ("bench", "calibrate", "ncu", ...).
+  /// `what` names the work in the test log ("bench", "calibrate", "ncu", "check", ...): an
+  /// exclusive hold is logged as "timed:<what>", a shared one as "shared:<what>".
   virtual TimedHold acquire(const std::string& name, const std::string& what,
-                            std::chrono::milliseconds max_wait = std::chrono::milliseconds::max()) = 0;
+                            std::chrono::milliseconds max_wait = std::chrono::milliseconds::max(),
+                            Mode mode = Mode::exclusive) = 0;
 };
 
 /// flock(2) on <dir>/<name>.lock (above).
@@ -79,7 +93,8 @@ class FlockTimedLock final : public TimedLock {
  public:
   explicit FlockTimedLock(std::string dir = default_dir()) : dir_(std::move(dir)) {}
   TimedHold acquire(const std::string& name, const std::string& what,
-                    std::chrono::milliseconds max_wait = std::chrono::milliseconds::max()) override;
+                    std::chrono::milliseconds max_wait = std::chrono::milliseconds::max(),
+                    Mode mode = Mode::exclusive) override;
   const std::string& dir() const { return dir_; }
 
   /// $KFORGE_LOCK_DIR, else /run/kforge-locks (root), else /tmp/kforge-locks-<uid>.
