@@ -360,11 +360,12 @@ void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
   s.round_trip_ms = stats_of(rt).median;
   if (led.size() >= 5) {
     s.lead_in_ms = stats_of(led).median;
-    // The least, not the median: other runners' contexts that the GPU switches to before the
-    // host's reply only lengthen a window, and a base read long is taken off every batch, a
-    // candidate then reading faster than its work. (G/vector_addition's gold against itself
-    // read 5.3 TB/s, above the H200's 4.8 TB/s, with four runners on the GPU: a long base is one
-    // way to get there; not established.)
+    // The least, not the median: anything else on the GPU only lengthens a window, and a base
+    // read long is taken off every batch, a candidate then reading faster than its work. (On an
+    // H200 with four runners, G/vector_addition's gold against itself read 5.3 TB/s, above the
+    // GPU's 4.8, when other runners' checks could run inside timed windows; with the least base
+    // and checks held off timed work (timed_lock.hpp) it read 0.94x, 4.2 TB/s, twice. Which of
+    // the two changes mattered was not separated.)
     s.gpu_base_ms = *std::min_element(gpu.begin(), gpu.end());
     s.launch_floor_ms = launch_floor_ms(ctx, s);
   } else {
