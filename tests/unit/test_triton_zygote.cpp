@@ -176,12 +176,12 @@ struct ZygoteRunner {
 }  // namespace
 
 TEST_CASE(
-    "triton: hosts are forked warm from the runner's zygote (check time per candidate, with and without)",
+    "triton: hosts are forked warm from the runner's zygote (check time per candidate with and without)",
     "[runner]") {
   compare_warm_and_spawned("cpu");
 }
 
-TEST_CASE("triton: hosts are forked warm from the runner's zygote on the GPU (check time, with and without)",
+TEST_CASE("triton: hosts are forked warm from the runner's zygote on the GPU (check time with and without)",
           "[.gpu]") {
   compare_warm_and_spawned("cuda:0");
 }
