@@ -127,20 +127,22 @@ pid_t spawn_confined(const std::vector<std::string>& argv, const std::vector<std
 
 std::unique_ptr<CandidateHost> CandidateHost::start(const HostCommand& cmd, const std::string& artifact,
                                                     int device, const std::vector<int>& fds,
-                                                    std::string* error) {
+                                                    std::string* error,
+                                                    std::chrono::steady_clock::time_point ready_by) {
   if (cmd.prefix.empty()) throw std::invalid_argument("CandidateHost::start: empty host command");
   if (cmd.zygotes) {
     std::string why;
-    if (auto h = launch(cmd, artifact, device, fds, true, &why)) return h;
+    if (auto h = launch(cmd, artifact, device, fds, true, &why, ready_by)) return h;
     if (why.rfind("the forked", 0) == 0) cmd.zygotes->host_failed();
     std::fprintf(stderr, "kforge-runner: no warm Triton host (%s); spawning one\n", why.c_str());
   }
-  return launch(cmd, artifact, device, fds, false, error);
+  return launch(cmd, artifact, device, fds, false, error, ready_by);
 }
 
 std::unique_ptr<CandidateHost> CandidateHost::launch(const HostCommand& cmd, const std::string& artifact,
                                                      int device, const std::vector<int>& fds, bool forked,
-                                                     std::string* error) {
+                                                     std::string* error,
+                                                     std::chrono::steady_clock::time_point ready_by) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     *error = std::string("socketpair: ") + std::strerror(errno);
@@ -173,7 +175,9 @@ std::unique_ptr<CandidateHost> CandidateHost::launch(const HostCommand& cmd, con
   }
   HostFailure f;
   // The Triton host imports torch and triton and, on a GPU, compiles its warm-up kernel first.
-  auto ready = h->read_line(std::chrono::milliseconds(180'000), &f);
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(ready_by - std::chrono::steady_clock::now());
+  auto ready = h->read_line(std::max(left, std::chrono::milliseconds(1)), &f);
   if (!ready || *ready != "ready") {
     *error = std::string(forked ? "the forked Triton host" : "kforge-host") +
              " did not start: " + (ready ? *ready : f.message) + "\n" + h->log_tail();

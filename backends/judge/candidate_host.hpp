@@ -66,10 +66,13 @@ class CandidateHost {
   /// Starts `cmd` for `artifact` on `device` (-1: cpu; else the CUDA ordinal) with the
   /// descriptors `fds` (numbered 4, 5, ... in the host): forked from the runner's zygote where
   /// cmd.zygotes is set (and spawned when that fails before the host is ready), else spawned.
-  /// Returns null with *error set when the process cannot be started (the judge's failure,
-  /// not the candidate's).
+  /// Returns null with *error set when the process cannot be started, or is not ready by
+  /// `ready_by` (the request's deadline; a host that hangs in its start-up, as a spare host
+  /// whose CUDA descriptors were closed did, is then the judge's failure within the request,
+  /// never the client's timeout): the judge's failure, not the candidate's.
   static std::unique_ptr<CandidateHost> start(const HostCommand& cmd, const std::string& artifact, int device,
-                                              const std::vector<int>& fds, std::string* error);
+                                              const std::vector<int>& fds, std::string* error,
+                                              std::chrono::steady_clock::time_point ready_by);
   ~CandidateHost();
   CandidateHost(const CandidateHost&) = delete;
   CandidateHost& operator=(const CandidateHost&) = delete;
@@ -110,7 +113,8 @@ class CandidateHost {
   /// One try: forked from cmd.zygotes when `forked`, else spawned.
   static std::unique_ptr<CandidateHost> launch(const HostCommand& cmd, const std::string& artifact,
                                                int device, const std::vector<int>& fds, bool forked,
-                                               std::string* error);
+                                               std::string* error,
+                                               std::chrono::steady_clock::time_point ready_by);
   std::optional<std::string> read_line(std::chrono::milliseconds timeout, HostFailure* failure);
   HostFailure reap(const std::string& context);
   bool send_key(std::string* error);

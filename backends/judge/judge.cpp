@@ -409,8 +409,9 @@ std::optional<json> open_session(const JudgeContext& ctx, const json& req, Sessi
   const std::string artifact = req.at("artifact").get<std::string>();
   s.artifact = artifact;
   s.host_kind = candidate_host_kind(req);
-  s.host = CandidateHost::start(host_command(ctx, s), artifact,
-                                ctx.device.is_cuda() ? ctx.device.index() : -1, s.ex->host_fds(), &err);
+  s.host =
+      CandidateHost::start(host_command(ctx, s), artifact, ctx.device.is_cuda() ? ctx.device.index() : -1,
+                           s.ex->host_fds(), &err, dl.end);
   if (!s.host) throw std::runtime_error(err);
   laps.lap(s.host->forked() ? "host_fork_ms" : "host_start_ms");  // warm from the zygote, or spawned
   HostFailure f;
