@@ -244,3 +244,28 @@ TEST_CASE("triton: a prewarmed zygote starts before the first check, which forks
   CHECK(forked(z.check()));
   CHECK(own_zygotes() == zygotes);  // the first check forked from the prewarmed zygote
 }
+
+TEST_CASE(
+    "triton: a host that never starts is the judge's infra_error within the request, not the client's "
+    "timeout",
+    "[runner]") {
+  // The host's start-up waits until the request's deadline (7 s inside a 12 s check timeout),
+  // not a fixed 180 s: the judge answers, with the host's failure, and the client retries once.
+  ScopedEnv no_zygote("KFORGE_TRITON_ZYGOTE", "0");
+  const std::string hung = fs::absolute(fs::path(KFORGE_TESTS_DIR) / "data/hung_host/host.py").string();
+  ScopedEnv host("KFORGE_TRITON_HOST", hung.c_str());
+  backends::RunnerConfig rc;
+  rc.device = "cpu";
+  rc.check_timeout = std::chrono::milliseconds(12'000);
+  backends::RunnerClient runner(rc);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto c = runner.check(adversarial_task(), correct_kernel(), 2, 1234);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(to_string(c.outcome) << "/" << c.sub_kind << ": " << c.message << " (" << s << " s)");
+  CHECK(c.outcome == Outcome::infra_error);
+  CHECK(c.sub_kind != "judge_timeout");  // the judge answered within the client's timeout
+  CHECK(c.message.find("did not start") != std::string::npos);
+  CHECK(c.retried);
+  CHECK(s >= 10);  // each of the two checks waited for its host until about its 7 s deadline
+  CHECK(s < 24);   // and neither ran into the client's 12 s
+}
