@@ -29,8 +29,11 @@ is a subreaper for the request), which initialises CUDA on the device and compil
 warm-up kernel (host.py prestart: nothing of a candidate's) while the judge checks the candidate
 just forked, then waits on a socket that only the zygote holds. The next request hands the spare
 its descriptors over that socket instead of forking afresh: the host's start then costs what
-Host() has left to do (issue 21 §2: on an H200, 0.38-0.44 s of a 0.72-0.87 s check was the
-forked host's start). A spare that cannot take them (dead) is replaced by a fresh fork; a spare
+Host() has left to do (issue 21 §2, H200: a forked host's check went from 0.72 s, 0.38 s of it
+the host's start, to 0.54 s, 0.13 s). Before prestart the spare puts /dev/null on every
+descriptor of the host's layout (reserve_layout), so the CUDA driver's descriptors land above it
+and stay open through the layout (host.close_from keeps what prestart opened; closing them left
+the driver hanging). A spare that cannot take them (dead) is replaced by a fresh fork; a spare
 never handed a candidate exits when the zygote does (its socket's end), or with the judge.
 
 The host, once forked, does what a host started by the judge does: it waits until the judge is
