@@ -671,32 +671,37 @@ def prestart(device):
     import triton.language as tl
 
     before = open_fds()
-    torch.cuda.set_device(device)
-    torch.cuda.init()
-    torch.zeros(1, device="cuda")
-    torch.cuda.synchronize()
-
-    @triton.jit
-    def _kforge_warm(x_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
-
-    # Compiled every time, never from the cache: Triton's LLVM installs its crash handlers
-    # (SIGSYS among them) on its first use in a process, and after confinement that would
-    # be a forbidden sigaction at the candidate's first compile.
-    always = os.environ.get("TRITON_ALWAYS_COMPILE")
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
     try:
-        x = torch.zeros(16, device="cuda")
-        _kforge_warm[(1,)](x, 16, BLOCK=16)
+        torch.cuda.set_device(device)
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")
         torch.cuda.synchronize()
+
+        @triton.jit
+        def _kforge_warm(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+        # Compiled every time, never from the cache: Triton's LLVM installs its crash handlers
+        # (SIGSYS among them) on its first use in a process, and after confinement that would
+        # be a forbidden sigaction at the candidate's first compile.
+        always = os.environ.get("TRITON_ALWAYS_COMPILE")
+        os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+        try:
+            x = torch.zeros(16, device="cuda")
+            _kforge_warm[(1,)](x, 16, BLOCK=16)
+            torch.cuda.synchronize()
+        finally:
+            if always is None:
+                os.environ.pop("TRITON_ALWAYS_COMPILE", None)
+            else:
+                os.environ["TRITON_ALWAYS_COMPILE"] = always
+        reset_crash_handlers()
     finally:
-        if always is None:
-            os.environ.pop("TRITON_ALWAYS_COMPILE", None)
-        else:
-            os.environ["TRITON_ALWAYS_COMPILE"] = always
-    reset_crash_handlers()
-    PRESTARTED.update(device=device, fds=open_fds() - before)
+        # Recorded even when a step failed: CUDA's descriptors may be open, and a spare host's
+        # close_from must not close them under the driver (Host() then runs prestart again).
+        PRESTARTED["fds"] = open_fds() - before
+    PRESTARTED["device"] = device
 
 
 def warm_up():
