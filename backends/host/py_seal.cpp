@@ -10,6 +10,8 @@
 //   (the block is compiled here from the judge's `testsrc` line; frames of that code object
 //   alone are its lines): the judge compares the counts with the reference's, so compute the
 //   candidate runs anywhere (its functions, code it patched into torch, a thread) is seen.
+// - The output slots (out_slots.hpp): allocations handed the current set's outputs natively,
+//   where a Python dispatch mode cost the host 20-40 us a call.
 // - Every reply carries the judge's key (the first line the judge sends, kept here only): a
 //   line the candidate writes on the channel itself lacks it and the judge drops it.
 // - A native audit hook (PEP 578; hooks cannot be removed) seals the interpreter from the
@@ -22,6 +24,7 @@
 // Single-threaded by contract: the host runs one request at a time on its main thread; the
 // recorder may fire on torch's own threads (op_tally.cpp locks).
 #include <Python.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "op_tally.hpp"
+#include "out_slots.hpp"
 
 namespace {
 
@@ -180,6 +184,36 @@ PyObject* format_exc(PyObject*, PyObject*) {
   return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
 }
 PyMethodDef g_format_def = {"format_exc", format_exc, METH_NOARGS, nullptr};
+
+PyObject* g_tensor_type = nullptr;  // torch.Tensor
+
+/// set_slots(outputs) -> None: the output slots (out_slots.hpp) of the call about to run; a
+/// sequence of tensors, () to clear. Harmless in a candidate's hands: it can only point its own
+/// allocations at tensors it already holds.
+PyObject* set_slots(PyObject*, PyObject* arg) {
+  PyObject* seq = PySequence_Fast(arg, "set_slots takes a sequence of tensors");
+  if (!seq) return nullptr;
+  std::vector<at::Tensor> outs;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
+    PyObject* o = PySequence_Fast_GET_ITEM(seq, i);
+    if (!PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_tensor_type))) {
+      Py_DECREF(seq);
+      PyErr_SetString(PyExc_TypeError, "set_slots takes tensors");
+      return nullptr;
+    }
+    outs.push_back(THPVariable_Unpack(o));
+  }
+  Py_DECREF(seq);
+  kforge::outslots::set(std::move(outs));
+  Py_RETURN_NONE;
+}
+PyMethodDef g_set_slots_def = {"set_slots", set_slots, METH_O, nullptr};
+
+/// slots_taken() -> int: outputs handed to allocations since the last call (diagnostics).
+PyObject* slots_taken(PyObject*, PyObject*) {
+  return PyLong_FromLong(kforge::outslots::take_count());
+}
+PyMethodDef g_slots_taken_def = {"slots_taken", slots_taken, METH_NOARGS, nullptr};
 
 // --- the protocol loop ----------------------------------------------------------------------
 
@@ -331,7 +365,8 @@ extern "C" {
 
 /// Serves the judge on `channel` until `quit` or end of file; 0 then, 2 on a bad config or a
 /// first line that is not `key <hex>`. `host` has handle(line) -> reply (str); it receives the
-/// attributes `format_exc` and, with each `testsrc`, `test_code`. `config`: {"allowed": [op],
+/// attributes `format_exc`, `set_slots` and `slots_taken` (the output slots, out_slots.hpp,
+/// installed here) and, with each `testsrc`, `test_code`. `config`: {"allowed": [op],
 /// "artifact": path, "device": int}. Call with the GIL held (ctypes.PyDLL).
 __attribute__((visibility("default"))) int kf_seal_serve(PyObject* host, PyObject* config, int channel) {
   std::vector<std::string> allowed;
@@ -352,6 +387,14 @@ __attribute__((visibility("default"))) int kf_seal_serve(PyObject* host, PyObjec
   if (!g_format_only || !g_getline || !g_lines || !PyDict_Check(g_lines) || !handle || !fmt ||
       PyObject_SetAttrString(host, "format_exc", fmt))
     return 2;
+  PyObject* torch_mod = PyImport_ImportModule("torch");
+  g_tensor_type = torch_mod ? PyObject_GetAttrString(torch_mod, "Tensor") : nullptr;
+  PyObject* slots = PyCFunction_New(&g_set_slots_def, nullptr);
+  PyObject* taken = PyCFunction_New(&g_slots_taken_def, nullptr);
+  if (!g_tensor_type || !PyType_Check(g_tensor_type) || !slots || !taken ||
+      PyObject_SetAttrString(host, "set_slots", slots) || PyObject_SetAttrString(host, "slots_taken", taken))
+    return 2;
+  kforge::outslots::install();
   kforge::optally::allow(allowed);
   kforge::optally::install();
   if (PySys_AddAuditHook(audit, nullptr) != 0) return 2;

@@ -38,9 +38,10 @@ Timing: the judge's clock covers the whole `run`, from the moment it resumes thi
 process to after its reply, when it freezes it again: the calls, the copies of what they
 returned into the sets' outputs, and a device synchronisation. Nothing runs after "done" that
 the judge does not time or check. So that returning a fresh tensor costs no copy, an allocation
-inside kf_forward whose shape, dtype and device are those of the set's next output (torch.empty,
-empty_like, new_empty, empty_strided; contiguous) is handed the output's own memory: the tensor
-kf_forward returns then already is the output. Triton's JIT runs on the first call, in the
+inside kf_forward whose shape, strides, dtype and device are those of the set's next output
+(torch.empty, empty_like, new_empty, empty_strided, zeros, ...: PyTorch's factory kernels;
+contiguous) is handed the output's own memory, natively (libkforge_pyseal.so's out_slots, set
+per call through self.set_slots): the tensor kf_forward returns then already is the output. Triton's JIT runs on the first call, in the
 judge's warm-up.
 """
 
@@ -54,9 +55,6 @@ import traceback
 import warnings
 
 CHANNEL = 3
-# Allocations whose result may be handed the current set's next output (Recorder.slots).
-ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
-
 
 def _load_testblock():
     """testblock.py beside this file (the interpreter runs isolated: -I, no script directory on
@@ -119,8 +117,6 @@ class Host:
         # one by creating a file in it: asked now, the answer is cached before the filter
         # would stop that creation.
         tempfile.gettempdir()
-        from torch.utils._python_dispatch import TorchDispatchMode
-
         self.torch = torch
         self.artifact = artifact
         self.device = device
@@ -137,27 +133,10 @@ class Host:
         self.test = None
         self.model_spec = None
 
-        class Recorder(TorchDispatchMode):
-            """Hands allocations the set's outputs (slots). Recording is not done here: the
-            recorder of PyTorch compute is native (libkforge_pyseal.so), out of Python's reach."""
-
-            def __init__(self):
-                super().__init__()
-                self.slots = []  # the current set's outputs, handed to matching allocations in order
-
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                out = func(*args, **(kwargs or {}))
-                if self.slots and func.overloadpacket.__name__ in ALLOCATIONS and type(out) is torch.Tensor:
-                    o = self.slots[0]
-                    if (out.shape == o.shape and out.dtype == o.dtype and out.device == o.device
-                            and out.is_contiguous()):
-                        self.slots.pop(0)
-                        return o
-                return out
-
-        self.Recorder = Recorder
-        with Recorder():  # the mode's first use imports torch._dynamo, which makes directories
-            torch.empty(1)
+        # The output slots (libkforge_pyseal.so's set_slots, attached by kf_seal_serve): each call
+        # of `run` may have its allocations handed the set's outputs, natively.
+        self.set_slots = self.slots_taken = None
+        use_dispatch_mode(torch)  # its first use imports torch._dynamo, which makes directories
         if device >= 0:
             if PRESTARTED.get("device") != device:
                 prestart(device)
@@ -518,38 +497,38 @@ class Host:
 
     def run(self, a):
         seq, ks = a[0], [int(k) for k in a[1:]]
-        if not ks:  # the fixed work of a run (calibration): the mode entered and left, work on
-            with self.Recorder():  # the device (so the GPU switches to this context and back), a sync
-                pass
+        if not ks:  # the fixed work of a run (calibration): the slots set and cleared, work on
+            self.set_slots(())  # the device (so the GPU switches to this context and back), a sync
+            self.slots_taken()
             if self.device >= 0:
                 self.touch_buf.zero_()
                 self.torch.cuda.synchronize()
             return "done %s 0 - {}" % seq
         if self.entry is None or any(k not in self.sets for k in ks):
             return "err protocol no such set or nothing loaded"
-        recorder = self.Recorder()
         clock = time.perf_counter
         t0 = t1 = clock()
         try:
-            with recorder:
+            try:
                 for i, k in enumerate(ks):
                     ins, outs = self.sets[k]
-                    recorder.slots = list(outs)
+                    self.set_slots(outs)
                     if self.takes_out:
                         self.results[k] = self.entry(*ins, out=outs[0] if len(outs) == 1 else tuple(outs))
                     else:
                         self.results[k] = self.entry(*ins)
-                    recorder.slots = []
                     if i == 0:
                         t1 = clock()
-                t2 = clock()
-                # The copies run under the native recorder too (it is armed for the whole
-                # request): compute moved into this step is a torch_fallback.
-                for k in ks:
-                    err = self.store_set(k)
-                    if err:
-                        self.results.clear()
-                        return "done %s 2 store %s %s" % (seq, err[0], one_line(err[1]))
+            finally:
+                self.set_slots(())
+            t2 = clock()
+            # The copies run under the native recorder too (it is armed for the whole
+            # request): compute moved into this step is a torch_fallback.
+            for k in ks:
+                err = self.store_set(k)
+                if err:
+                    self.results.clear()
+                    return "done %s 2 store %s %s" % (seq, err[0], one_line(err[1]))
             if self.device >= 0:
                 self.torch.cuda.synchronize()
         except BaseException:  # noqa: B902
@@ -559,7 +538,8 @@ class Host:
         # reports as the candidate's side's, never used in a verdict or a time.
         ms = lambda a, b: round((b - a) * 1e3, 4)  # noqa: E731
         return "done %s 0 - %s" % (seq, json.dumps(
-            {"first_call_ms": ms(t0, t1), "calls_ms": ms(t0, t2), "sync_ms": ms(t2, clock())}))
+            {"first_call_ms": ms(t0, t1), "calls_ms": ms(t0, t2), "sync_ms": ms(t2, clock()),
+             "slots_taken": self.slots_taken()}))
 
     @staticmethod
     def _unalias_outputs(got, outs):
@@ -704,6 +684,19 @@ def prestart(device):
     PRESTARTED["device"] = device
 
 
+def use_dispatch_mode(torch):
+    """A dispatch mode entered once: its first use imports torch._dynamo, which makes
+    directories (refused once the host is confined); a candidate's code may use one later."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        torch.empty(1)
+
+
 def warm_up():
     """What every host imports before Host() needs it, done once by the zygote
     (backends/triton/zygote.py) before it forks hosts: torch and Triton imported, a dispatch
@@ -714,14 +707,7 @@ def warm_up():
     import torch
     import triton  # noqa: F401
     import triton.language  # noqa: F401
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Mode(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    with Mode():
-        torch.empty(1)
+    use_dispatch_mode(torch)
     if os.path.exists("/dev/nvidiactl"):
         warm_compiler()
 

@@ -192,6 +192,59 @@ TEST_CASE("triton: a passing candidate is timed; its returned outputs are copied
   CHECK(ev.bench->speedup > 0);
 }
 
+TEST_CASE(
+    "triton: allocations shaped like a set's output are handed its memory; a result elsewhere is copied",
+    "[runner]") {
+  // The host's output slots (backends/host/out_slots.hpp): during each call, the next allocation
+  // matching the set's output gets the exchange's memory, natively; the reply says how many did.
+  backends::RunnerClient runner(runner_config("cpu"));
+  const auto task = adversarial_task();
+  backends::EvalOptions opt = check_only();
+  opt.bench = true;
+  opt.bench_options.reps = 3;
+  opt.bench_options.min_reps = 2;
+  opt.bench_options.warmup = 1;
+  const std::string launcher =
+      kHead +
+      "def launch(x, y, out):\n    n = out.numel()\n"
+      "    relu2_add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n\n\n";
+  struct Case {
+    const char* name;
+    const char* forward;
+    bool slotted;  // an allocation took the output's memory
+  };
+  for (const Case& c : {
+           Case{"empty_like",
+                "def kf_forward(x, y):\n    out = torch.empty_like(x)\n    launch(x, y, out)\n"
+                "    return out\n",
+                true},
+           // Not the output's shape: nothing is handed over; the result is copied.
+           Case{"wider",
+                "def kf_forward(x, y):\n    out = torch.empty(x.numel() + 8)\n"
+                "    launch(x, y, out[:x.numel()])\n    return out[:x.numel()].view(x.shape)\n",
+                false},
+           // A scratch buffer of the output's shape takes the slot; the result, elsewhere, is
+           // copied over it: still correct.
+           Case{"scratch first",
+                "def kf_forward(x, y):\n    tmp = torch.empty_like(x)\n    tmp.copy_(y)\n"
+                "    out = torch.empty_like(x)\n    launch(x, tmp, out)\n    return out\n",
+                true},
+       }) {
+    auto ev = backends::evaluate(triton(), launcher + c.forward,
+                                 scratch(std::string("triton-slots-") + c.name), runner, task, opt);
+    INFO(c.name << " -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+    REQUIRE(ev.outcome == Outcome::pass);
+    REQUIRE(ev.bench);
+    REQUIRE(ev.bench->ok);
+    const auto& h = ev.bench->host_reported_ms;
+    REQUIRE(h.count("slots_taken"));
+    if (c.slotted)
+      CHECK(h.at("slots_taken") == ev.bench->sets_per_window);
+    else
+      CHECK(h.at("slots_taken") == 0);
+  }
+}
+
 TEST_CASE("adversarial triton candidates get their expected outcomes", "[runner]") {
   run_adversarial_triton("cpu");
 }

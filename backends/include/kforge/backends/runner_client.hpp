@@ -248,8 +248,9 @@ struct BenchResult {
   /// What the judge subtracts from each timed batch without a lead-in (ms): a timed window around
   /// a run of no sets, measured before the candidate was loaded.
   double round_trip_ms = 0;
-  /// The Triton host's own account of a timed request (median ms: first_call_ms, calls_ms,
-  /// sync_ms). The candidate's process's word: diagnostics only, never used.
+  /// The Triton host's own account of a timed request, medians over requests: first_call_ms,
+  /// calls_ms, sync_ms (ms) and slots_taken (a count: allocations handed a set's output, so
+  /// written in place). The candidate's process's word: diagnostics only, never used.
   std::map<std::string, double> host_reported_ms;
   /// On a GPU: the timed window behind the lead-in around a run of no sets, on the judge's clock
   /// (ms; 0 = no lead-in, round_trip_ms was subtracted), and on the GPU's clock from the
