@@ -69,6 +69,7 @@ bool triton_cases(const Suite& suite, backends::RunnerClient& runner, const back
         "dropped as preempted; the largest timer gap of the others %.2f us; one launch %.2f us\n",
         b.lead_in_length_ms, b.gpu_base_ms, b.lead_in_ms, b.lead_in_preempted, b.lead_in_max_gap_us,
         b.launch_floor_ms * 1e3);
+    for (const auto& [k, v] : b.judge_side) std::printf("    judge side %s %.4f\n", k.c_str(), v);
     for (const auto& [k, v] : b.host_reported_ms)
       std::printf("    host reported %s %.4f%s\n", k.c_str(), v,
                   k.size() > 3 && k.ends_with("_ms") ? " ms" : "");

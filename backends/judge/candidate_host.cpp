@@ -223,12 +223,14 @@ void CandidateHost::kill() {
 
 void CandidateHost::freeze() {
   if (pid_ <= 0 || frozen_) return;
+  const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid_, SIGSTOP);
   int st = 0;
   pid_t r;
   while ((r = ::waitpid(pid_, &st, WUNTRACED)) < 0 && errno == EINTR) {
   }
   frozen_ = r == pid_ && WIFSTOPPED(st);
+  last_freeze_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (r == pid_ && !WIFSTOPPED(st)) pid_ = -1;  // it died meanwhile; the next request reports EOF
 }
 

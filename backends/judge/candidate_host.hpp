@@ -97,8 +97,10 @@ class CandidateHost {
   /// in *bad (setup of the exchange). False on death/timeout.
   bool pipeline(const std::vector<std::string>& lines, std::chrono::milliseconds timeout, std::string* bad,
                 HostFailure* failure);
-  /// SIGSTOP and wait until every thread is stopped; resume() continues it.
+  /// SIGSTOP and wait until every thread is stopped; resume() continues it. last_freeze_us()
+  /// is how long the last freeze waited (us): diagnostics.
   void freeze();
+  double last_freeze_us() const { return last_freeze_us_; }
   void resume();
   /// Kills (SIGKILL) and reaps the process; idempotent.
   void kill();
@@ -123,6 +125,7 @@ class CandidateHost {
   int channel_ = -1;
   int log_fd_ = -1;
   bool frozen_ = false;
+  double last_freeze_us_ = 0;
   bool forked_ = false;
   std::chrono::steady_clock::time_point replied_at_{};
   std::string buf_;

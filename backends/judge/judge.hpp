@@ -135,9 +135,12 @@ struct CandidateSession {
   /// preempted batch.
   uint64_t lead_ns = 0;
   /// On a GPU: the GPU's time from the lead-in's end to the judge's stamp in the same window
-  /// around a run of no sets (ms; the least of the calibration's windows that ran alone): what
+  /// around a run of no sets (ms; the median of the calibration's windows that ran alone): what
   /// every timed batch behind a lead-in subtracts.
   double gpu_base_ms = 0;
+  /// Diagnostics of the calibration's windows behind a lead-in: their GPU times (ms) and how
+  /// long each freeze at the reply waited (us).
+  std::vector<double> base_gpu_all_ms, base_freeze_us;
   /// On a GPU: one launch's GPU time in the judge's own context, launches back to back in one
   /// stream behind the lead-in (ms; judge.cpp launch_floor_ms), measured before the candidate
   /// was loaded; 0 = not measured. No call that writes its outputs on the device takes less.

@@ -252,6 +252,11 @@ struct BenchResult {
   /// calls_ms, sync_ms (ms) and slots_taken (a count: allocations handed a set's output, so
   /// written in place). The candidate's process's word: diagnostics only, never used.
   std::map<std::string, double> host_reported_ms;
+  /// The judge's own diagnostics of the timed windows (GPU): the calibration's base windows
+  /// (base_gpu_ms_median, base_gpu_ms_max; gpu_base_ms is their least), the timed windows before
+  /// the base is taken off (window_gpu_ms_median), and how long the freezes at the host's reply
+  /// waited (freeze_us_median, base_freeze_us_median). Never used in a time.
+  std::map<std::string, double> judge_side;
   /// On a GPU: the timed window behind the lead-in around a run of no sets, on the judge's clock
   /// (ms; 0 = no lead-in, round_trip_ms was subtracted), and on the GPU's clock from the
   /// lead-in's end to the judge's stamp: what each batch behind a lead-in subtracts (ms;
