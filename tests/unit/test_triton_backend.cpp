@@ -38,6 +38,16 @@ backends::EvalOptions check_only() {
   return opt;
 }
 
+/// check_only() with a short bench.
+backends::EvalOptions short_bench() {
+  backends::EvalOptions opt = check_only();
+  opt.bench = true;
+  opt.bench_options.reps = 3;
+  opt.bench_options.min_reps = 2;
+  opt.bench_options.warmup = 1;
+  return opt;
+}
+
 const backends::Backend& triton() {
   return backends::get_backend("triton");
 }
@@ -177,11 +187,7 @@ TEST_CASE("triton: a passing candidate is timed; its returned outputs are copied
           "[runner]") {
   backends::RunnerClient runner(runner_config("cpu"));
   const auto task = adversarial_task();
-  backends::EvalOptions opt = check_only();
-  opt.bench = true;
-  opt.bench_options.reps = 3;
-  opt.bench_options.min_reps = 2;
-  opt.bench_options.warmup = 1;
+  const backends::EvalOptions opt = short_bench();
   auto ev = backends::evaluate(triton(), read_file(kAdversarial / "triton/correct/kernel.py"),
                                scratch("triton-bench"), runner, task, opt);
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
@@ -199,11 +205,7 @@ TEST_CASE(
   // matching the set's output gets the exchange's memory, natively; the reply says how many did.
   backends::RunnerClient runner(runner_config("cpu"));
   const auto task = adversarial_task();
-  backends::EvalOptions opt = check_only();
-  opt.bench = true;
-  opt.bench_options.reps = 3;
-  opt.bench_options.min_reps = 2;
-  opt.bench_options.warmup = 1;
+  const backends::EvalOptions opt = short_bench();
   const std::string launcher =
       kHead +
       "def launch(x, y, out):\n    n = out.numel()\n"
