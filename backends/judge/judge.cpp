@@ -344,7 +344,7 @@ double launch_floor_ms(const JudgeContext& ctx, Session& s) {
 void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
   s.lead = make_lead_in(ctx);
   s.lead_ns = lead_in_ns(s.host_kind);
-  std::vector<double> rt, led, gpu;
+  std::vector<double> rt, led, gpu, freezes;
   for (int i = 0; i < 9; ++i)
     for (int with_lead = 0; with_lead <= (s.lead ? 1 : 0); ++with_lead) {
       bench_conditions(ctx, s);
@@ -357,7 +357,7 @@ void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
       else if (w.led && ran_alone(*s.lead) && w.gpu_ms >= 0) {
         led.push_back(w.ms);
         gpu.push_back(w.gpu_ms);
-        s.base_freeze_us.push_back(w.freeze_us);
+        freezes.push_back(w.freeze_us);
       }
     }
   s.round_trip_ms = stats_of(rt).median;
@@ -373,6 +373,7 @@ void calibrate(const JudgeContext& ctx, Session& s, const Deadline& dl) {
     // H200's 4.8; the speed-of-light bound and the launch floor still refuse such readings.
     s.gpu_base_ms = stats_of(gpu).median;
     s.base_gpu_all_ms = gpu;
+    s.base_freeze_us = freezes;
     s.launch_floor_ms = launch_floor_ms(ctx, s);
   } else {
     s.lead.reset();
@@ -1194,14 +1195,14 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["round_trip_ms"] = s.round_trip_ms;
     j["lead_in_ms"] = s.lead ? s.lead_in_ms : 0.0;
     j["gpu_base_ms"] = s.lead ? s.gpu_base_ms : 0.0;
-    if (s.lead && !s.base_gpu_all_ms.empty()) {  // diagnostics: the calibration's spread
-      j["judge_side_base"] = {
-          {"base_gpu_ms_median", stats_of(s.base_gpu_all_ms).median},
-          {"base_gpu_ms_max", *std::max_element(s.base_gpu_all_ms.begin(), s.base_gpu_all_ms.end())},
-          {"base_freeze_us_median", stats_of(s.base_freeze_us).median}};
-    }
     launch_floor = s.lead ? s.launch_floor_ms : 0.0;
     j.update(side.to_json());
+    if (s.lead && !s.base_gpu_all_ms.empty()) {  // diagnostics: the calibration's spread
+      j["judge_side"].update(
+          json{{"base_gpu_ms_median", stats_of(s.base_gpu_all_ms).median},
+               {"base_gpu_ms_max", *std::max_element(s.base_gpu_all_ms.begin(), s.base_gpu_all_ms.end())},
+               {"base_freeze_us_median", stats_of(s.base_freeze_us).median}});
+    }
     session.reset();  // the host is killed and reaped: its context is gone before the reference is timed
     laps.lap("host_exit_ms");
     if (failed) return *failed;

@@ -643,10 +643,9 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.lead_in_length_ms = j.value("lead_in_length_ms", 0.0);
   b.lead_in_preempted = j.value("lead_in_preempted", 0);
   b.lead_in_max_gap_us = j.value("lead_in_max_gap_us", 0.0);
-  for (const char* key : {"judge_side", "judge_side_base"})
-    if (j.contains(key) && j[key].is_object())
-      for (const auto& [k, v] : j[key].items())
-        if (v.is_number()) b.judge_side[k] = v.get<double>();
+  if (j.contains("judge_side") && j["judge_side"].is_object())
+    for (const auto& [k, v] : j["judge_side"].items())
+      if (v.is_number()) b.judge_side[k] = v.get<double>();
   if (j.contains("host_reported") && j["host_reported"].is_object())
     for (const auto& [k, v] : j["host_reported"].items())
       if (v.is_number()) b.host_reported_ms[k] = v.get<double>();

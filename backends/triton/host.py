@@ -41,8 +41,8 @@ the judge does not time or check. So that returning a fresh tensor costs no copy
 inside kf_forward whose shape, strides, dtype and device are those of the set's next output
 (torch.empty, empty_like, new_empty, empty_strided, zeros, ...: PyTorch's factory kernels;
 contiguous) is handed the output's own memory, natively (libkforge_pyseal.so's out_slots, set
-per call through self.set_slots): the tensor kf_forward returns then already is the output. Triton's JIT runs on the first call, in the
-judge's warm-up.
+per call through self.set_slots): the tensor kf_forward returns then already is the output.
+Triton's JIT runs on the first call, in the judge's warm-up.
 """
 
 import ctypes

@@ -253,7 +253,7 @@ struct BenchResult {
   /// written in place). The candidate's process's word: diagnostics only, never used.
   std::map<std::string, double> host_reported_ms;
   /// The judge's own diagnostics of the timed windows (GPU): the calibration's base windows
-  /// (base_gpu_ms_median, base_gpu_ms_max; gpu_base_ms is their least), the timed windows before
+  /// (base_gpu_ms_median, which gpu_base_ms is, and base_gpu_ms_max), the timed windows before
   /// the base is taken off (window_gpu_ms_median), and how long the freezes at the host's reply
   /// waited (freeze_us_median, base_freeze_us_median). Never used in a time.
   std::map<std::string, double> judge_side;
