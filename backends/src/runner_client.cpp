@@ -446,10 +446,6 @@ void judge_failed(Outcome* o, std::string* sub_kind, std::string* message, const
   *sub_kind = kind == "reference_failed" && text.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : kind;
   *message = text;
 }
-/// The reference's own failure (it raised, or it cannot judge): the task, not the candidate.
-bool reference_unusable(const std::string& sub_kind) {
-  return sub_kind == "reference_failed" || sub_kind == "unjudgeable";
-}
 /// The judge's own deadline for a request: inside the client's, so that a slow candidate is
 /// the judge's verdict (timeout), never the client's (infra_error).
 int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
@@ -457,6 +453,10 @@ int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
                            client_timeout.count() - std::max<int64_t>(5000, client_timeout.count() / 6));
 }
 }  // namespace
+
+bool reference_unusable(const std::string& sub_kind) {
+  return sub_kind == "reference_failed" || sub_kind == "unjudgeable";
+}
 
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
                                 int64_t seed, std::optional<HostKind> host) {

@@ -471,6 +471,58 @@ TEST_CASE("triton: a TritonBench task is timed on its performance inputs, as Tri
   CHECK(backends::perf_script_imports(t->perf_script).front() == "relu_scale");
 }
 
+TEST_CASE("triton: a performance input whose reference fails when loaded again is left untimed, not infra",
+          "[runner]") {
+  // G/matmul_kernel on an H200 (stop 36): the gold's performance input 0 loaded once, then its
+  // illegal memory access surfaced; the bench's load of that input failed on a fresh worker too,
+  // and the whole attempt, whose check had passed, was recorded infra_error. Here T/relu_scale's
+  // gold fails on input 0 (16 elements) once input 9 (8192) has been run, in any worker (a log
+  // file): the loop's loads pass, the bench's load of input 0 (evicted from the worker's 8 tasks,
+  // then on the retry's fresh worker) fails. Input 0 is left untimed with the reason; input 9 is
+  // timed; the result is the candidate's, never infra_error.
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
+  auto task = agent::task_ref(*suite.find("T/relu_scale"), "");
+  const fs::path work = scratch("triton-tritonbench-perf-reference-fails");
+  const fs::path log = work / "gold_calls.log";
+  const std::string range = "for i in range(8, 11):";
+  REQUIRE(task.perf_script.find(range) != std::string::npos);
+  task.perf_script.replace(task.perf_script.find(range), range.size(), "for i in range(4, 14):");
+  task.source +=
+      "\n_kf_gold = relu_scale\n\n"
+      "def relu_scale(x, scale):\n"
+      "    with open('" +
+      log.string() +
+      "', 'a+') as f:\n"
+      "        f.seek(0)\n"
+      "        seen = f.read().split()\n"
+      "        f.write('%d\\n' % x.numel())\n"
+      "    if x.numel() == 16 and '8192' in seen:\n"
+      "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n"
+      "    return _kf_gold(x, scale)\n";
+  const std::string md = read_file(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_run/replies/relu_scale.md");
+  const auto from = md.find("```python\n") + 10;
+  const std::string candidate = md.substr(from, md.find("```", from) - from);
+  backends::RunnerClient runner(runner_config("cpu"));
+  backends::BenchOptions bo;
+  bo.reps = 4;
+  bo.min_reps = 3;
+  bo.warmup = 1;
+  bo.budget_ms = 100;
+  bo.perf_inputs = 2;  // of 10: the first and the last
+  const auto b = backends::bench_tritonbench(runner, task, candidate, work / "bench", bo);
+  std::string flags;
+  for (const auto& f : b.flags) flags += f + "\n";
+  INFO(to_string(b.outcome) << "/" << b.sub_kind << ": " << b.message << "\n" << flags);
+  REQUIRE(b.ok);
+  REQUIRE(b.perf_inputs.size() == 1);
+  CHECK(b.perf_inputs[0].input == 9);
+  CHECK(b.speedup > 0);
+  CHECK(flags.find("performance input 0 not timed: the reference's performance harness failed on it: ") !=
+        std::string::npos);
+  CHECK(flags.find("illegal memory access") != std::string::npos);
+  CHECK(read_file(log).find("8192") != std::string::npos);  // the gold did run input 9 first
+}
+
 TEST_CASE("triton: a TritonBench operation that works in place is timed on clones, the same on both sides",
           "[runner]") {
   // Issue 22 §4 (adam_update_triton, bgmv_shrink_kernel, ... on an H100): the fixture checkout

@@ -118,6 +118,11 @@ struct RunnerConfig {
   TimedLock* timed_lock = nullptr;
 };
 
+/// Whether a result's sub_kind says the reference itself failed ("reference_failed": it raised
+/// or its worker failed under it; "unjudgeable": its own runs disagree): the task's fault, never
+/// the candidate's and never the judge's machinery.
+bool reference_unusable(const std::string& sub_kind);
+
 /// The kforge-runner path RunnerConfig's default resolves to.
 std::filesystem::path default_runner_path();
 

@@ -105,8 +105,10 @@ std::vector<int> chosen_inputs(int n, int k);
 /// PyTorch compute outside the task's allow_ops: the script's call_op may do its own, and a G task's gold ops
 /// allowed in its check are not carried over) is left out, with a note in flags: the verdict is the test
 /// block's, never changed by the timing. A task whose harness cannot run (the reference fails
-/// on input 0, a name the candidate does not define) is not timed: ok with no inputs and a note.
-/// Only the judge's own failure (infra_error) is returned as a failure.
+/// on input 0, a name the candidate does not define) is not timed: ok with no inputs and a note;
+/// so is an input whose reference fails when the bench loads it again (reference_unusable: on the
+/// GPU, a CUDA error of the gold's that surfaced after its first load). Only the judge's own
+/// failure (any other infra_error) is returned as a failure.
 BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const std::string& candidate_source,
                               const std::filesystem::path& workdir, const BenchOptions& opt,
                               int max_inputs = 64);
