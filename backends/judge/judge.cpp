@@ -1392,7 +1392,8 @@ std::string restriction(const Leaves& ref, std::size_t j) {
   const int64_t kept = ref.masks[j].t.sum().item<int64_t>(), all = ref.masks[j].t.numel();
   if (kept == all) return "";
   return "compared on " + std::to_string(kept) + " of " + std::to_string(all) +
-         " elements: the gold leaves the rest unwritten or nondeterministic";
+         " elements: the gold leaves the rest unwritten, reads past its tensors for it, or is "
+         "nondeterministic";
 }
 
 /// "; result j compared on N of M elements: ..." for each restricted result, "" when none.

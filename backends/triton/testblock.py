@@ -154,21 +154,54 @@ def _poison_value(dtype, run, torch):
     return 0 if run == 0 else 1
 
 
+# Factories of fresh memory that the block's reads may run past (the block's inputs: torch.rand
+# and kin, copies): their storage is padded with the run's poison (poisoned_allocations).
+_FRESH_OPS = _EMPTY_OPS + (
+    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "normal", "zeros", "zeros_like",
+    "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "clone", "_to_copy")
+
+# The poisoned tail added past each fresh tensor's storage: as many elements as it has, at least
+# 256, at most 16 Mi.
+_PAD_MIN, _PAD_MAX = 256, 1 << 24
+
+
+def _pad_storage(out, value, keep, torch):
+    """Moves fresh tensor `out` onto a storage of its own elements followed by a tail filled with
+    `value`, in place (Tensor.set_: the same tensor object, offset and strides), its elements
+    copied over when `keep`. Reads past the end of `out` (a kernel without a mask: TritonBench-G's
+    decay_cumsum strides past its tensors) then read this run's poison on every device, not
+    whatever the allocator put next to it, which two runs in one process share and the
+    candidate's host does not."""
+    size = out.element_size()
+    n = (out.untyped_storage().nbytes() + size - 1) // size
+    pad = min(max(n, _PAD_MIN), _PAD_MAX)
+    big = torch.empty(n + pad, dtype=out.dtype, device=out.device)
+    big[n:].fill_(value)
+    if keep:
+        big[:n].copy_(out.new_empty(0).set_(out.untyped_storage(), 0, (n,), (1,)))
+    out.set_(big.untyped_storage(), out.storage_offset(), out.size(), out.stride())
+
+
 def poisoned_allocations(run, torch):
     """A dispatch mode under which every uninitialised allocation (_EMPTY_OPS) comes back filled
-    with run `run`'s poison (_poison_value). A mode, not the allocator: it sees torch.empty on the
-    CPU (where large blocks are fresh zeroed pages) as on CUDA (where the caching allocator hands
-    back a freed block, whatever it held). The fill runs inside the op's dispatch, so neither the
-    judge's op recorder nor record_ops counts it."""
+    with run `run`'s poison (_poison_value), and every fresh tensor of _FRESH_OPS with that poison
+    past its end (_pad_storage). A mode, not the allocator: it sees torch.empty on the CPU (where
+    large blocks are fresh zeroed pages) as on CUDA (where the caching allocator hands back a
+    freed block, whatever it held). The fills run inside the op's dispatch, so neither the
+    judge's op recorder nor record_ops counts them."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Poison(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            if func.overloadpacket.__name__ in _EMPTY_OPS and isinstance(out, torch.Tensor) \
-                    and out.layout == torch.strided and out.numel():
+            name = func.overloadpacket.__name__
+            if name in _FRESH_OPS and isinstance(out, torch.Tensor) and out.layout == torch.strided \
+                    and out.numel() and not out._is_view():
                 try:
-                    out.fill_(_poison_value(out.dtype, run, torch))
+                    value = _poison_value(out.dtype, run, torch)
+                    _pad_storage(out, value, name not in _EMPTY_OPS, torch)
+                    if name in _EMPTY_OPS:
+                        out.fill_(value)
                 except (RuntimeError, TypeError):  # a dtype without such a value (float8, quantized)
                     pass
             return out
