@@ -197,13 +197,17 @@ def poisoned_allocations(run, torch):
             name = func.overloadpacket.__name__
             if name in _FRESH_OPS and isinstance(out, torch.Tensor) and out.layout == torch.strided \
                     and out.numel() and not out._is_view():
+                value = _poison_value(out.dtype, run, torch)
+                # Each on its own: a tensor that cannot move storage is still poisoned.
                 try:
-                    value = _poison_value(out.dtype, run, torch)
                     _pad_storage(out, value, name not in _EMPTY_OPS, torch)
-                    if name in _EMPTY_OPS:
-                        out.fill_(value)
                 except (RuntimeError, TypeError):  # a dtype without such a value (float8, quantized)
                     pass
+                if name in _EMPTY_OPS:
+                    try:
+                        out.fill_(value)
+                    except (RuntimeError, TypeError):
+                        pass
             return out
 
     return Poison()
