@@ -423,13 +423,13 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     // error of the gold's own kernel that surfaced after its first load, as G/matmul_kernel's
     // illegal memory access; RunnerClient::bench retried it on a fresh worker) leaves the input
     // untimed, like one it failed on at its first load: the task's fault, not the judge's.
-    if (!b.ok && b.outcome == Outcome::infra_error && reference_unusable(b.sub_kind)) {
+    if (!b.ok && b.outcome == Outcome::infra_error) {
+      if (!reference_unusable(b.sub_kind)) return b;  // the judge's failure
       total.flags.push_back("performance input " + std::to_string(p) +
                             " not timed: the reference's performance harness failed on it: " +
                             failure_headline(b.message).substr(0, 300));
       continue;
     }
-    if (!b.ok && b.outcome == Outcome::infra_error) return b;  // the judge's failure
     // As TritonBench, an input the candidate fails on is left out of its Speed Up (its verdict is
     // the test block's): PyTorch compute there (the script's call_op may do its own; a G task's gold
     // ops allowed in its check are not carried over), a crash, a wrong result on a verified batch,

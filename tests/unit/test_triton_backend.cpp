@@ -48,6 +48,31 @@ backends::EvalOptions short_bench() {
   return opt;
 }
 
+/// A short bench of a TritonBench task's performance inputs: two of them (the first and the last).
+backends::BenchOptions short_perf_bench() {
+  backends::BenchOptions bo;
+  bo.reps = 4;
+  bo.min_reps = 3;
+  bo.warmup = 1;
+  bo.budget_ms = 100;
+  bo.perf_inputs = 2;
+  return bo;
+}
+
+/// The correct Triton relu_scale of the recorded TritonBench run's replies (its python block).
+std::string relu_scale_candidate() {
+  const std::string md = read_file(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_run/replies/relu_scale.md");
+  const auto from = md.find("```python\n") + 10;
+  return md.substr(from, md.find("```", from) - from);
+}
+
+/// A bench's flags, one a line.
+std::string joined(const std::vector<std::string>& flags) {
+  std::string s;
+  for (const auto& f : flags) s += f + "\n";
+  return s;
+}
+
 const backends::Backend& triton() {
   return backends::get_backend("triton");
 }
@@ -371,10 +396,7 @@ TEST_CASE("triton: a torch_fallback's results are still compared: correct counts
     tally.add(rec, true);
   }
   // And a Triton candidate that passes: the other side of both figures.
-  const std::string md = read_file(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_run/replies/relu_scale.md");
-  const auto from = md.find("```python\n") + 10;
-  auto ev = backends::evaluate(triton(), md.substr(from, md.find("```", from) - from), work / "triton",
-                               runner, task, check_only());
+  auto ev = backends::evaluate(triton(), relu_scale_candidate(), work / "triton", runner, task, check_only());
   INFO("triton -> " << to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::pass);
   AttemptRecord rec;
@@ -403,18 +425,12 @@ TEST_CASE("triton: a TritonBench task is timed on its performance inputs, as Tri
   REQUIRE(t);
   REQUIRE(!t->perf_script.empty());
   const auto task = agent::task_ref(*t, "");
-  const std::string md = read_file(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_run/replies/relu_scale.md");
-  const auto from = md.find("```python\n") + 10;
-  const std::string candidate = md.substr(from, md.find("```", from) - from);
+  const std::string candidate = relu_scale_candidate();
   backends::RunnerClient runner(runner_config("cpu"));
   const fs::path work = scratch("triton-tritonbench-perf");
   auto opt = check_only();
   opt.bench = true;
-  opt.bench_options.reps = 4;
-  opt.bench_options.min_reps = 3;
-  opt.bench_options.warmup = 1;
-  opt.bench_options.budget_ms = 100;
-  opt.bench_options.perf_inputs = 2;  // of 3: the first and the last
+  opt.bench_options = short_perf_bench();  // 2 of 3 inputs: the first and the last
   auto ev = backends::evaluate(triton(), candidate, work / "triton", runner, task, opt);
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   REQUIRE(ev.outcome == Outcome::pass);
@@ -499,19 +515,11 @@ TEST_CASE("triton: a performance input whose reference fails when loaded again i
       "    if x.numel() == 16 and '8192' in seen:\n"
       "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n"
       "    return _kf_gold(x, scale)\n";
-  const std::string md = read_file(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_run/replies/relu_scale.md");
-  const auto from = md.find("```python\n") + 10;
-  const std::string candidate = md.substr(from, md.find("```", from) - from);
   backends::RunnerClient runner(runner_config("cpu"));
-  backends::BenchOptions bo;
-  bo.reps = 4;
-  bo.min_reps = 3;
-  bo.warmup = 1;
-  bo.budget_ms = 100;
-  bo.perf_inputs = 2;  // of 10: the first and the last
-  const auto b = backends::bench_tritonbench(runner, task, candidate, work / "bench", bo);
-  std::string flags;
-  for (const auto& f : b.flags) flags += f + "\n";
+  // 2 of 10 inputs: the first and the last.
+  const auto b =
+      backends::bench_tritonbench(runner, task, relu_scale_candidate(), work / "bench", short_perf_bench());
+  const std::string flags = joined(b.flags);
   INFO(to_string(b.outcome) << "/" << b.sub_kind << ": " << b.message << "\n" << flags);
   REQUIRE(b.ok);
   REQUIRE(b.perf_inputs.size() == 1);
@@ -533,12 +541,7 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
   const fs::path cands = fs::path(KFORGE_TESTS_DIR) / "data/tritonbench_inplace_candidates";
   backends::RunnerClient runner(runner_config("cpu"));
   const fs::path work = scratch("triton-tritonbench-inplace");
-  backends::BenchOptions bo;
-  bo.reps = 4;
-  bo.min_reps = 3;
-  bo.warmup = 1;
-  bo.budget_ms = 100;
-  bo.perf_inputs = 2;
+  const backends::BenchOptions bo = short_perf_bench();
   struct Case {
     std::string name;
     std::vector<int> cloned, kept;
@@ -559,8 +562,7 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
     INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
     REQUIRE(ev.outcome == Outcome::pass);
     REQUIRE(ev.bench);
-    std::string flags;
-    for (const auto& f : ev.bench->flags) flags += f + "\n";
+    std::string flags = joined(ev.bench->flags);
     INFO(flags);
     REQUIRE(ev.bench->ok);
     CHECK(ev.bench->perf_inputs.size() == 2);
@@ -579,8 +581,7 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
     // A candidate that does no work returns unchanged clones: never timed, never credited.
     const std::string lazy = read_file(cands / "lazy/G" / c.name / "kernel.py");
     const auto b = backends::bench_tritonbench(runner, task, lazy, work / c.name / "lazy", bo);
-    flags.clear();
-    for (const auto& f : b.flags) flags += f + "\n";
+    flags = joined(b.flags);
     INFO(flags);
     REQUIRE(b.ok);
     CHECK(b.perf_inputs.empty());
@@ -593,8 +594,7 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
     const auto task = agent::task_ref(*suite.find("G/axpy_into"), "");
     const std::string scribble = read_file(cands / "scribble/G/axpy_into/kernel.py");
     const auto b = backends::bench_tritonbench(runner, task, scribble, work / "scribble", bo);
-    std::string flags;
-    for (const auto& f : b.flags) flags += f + "\n";
+    const std::string flags = joined(b.flags);
     INFO(flags);
     REQUIRE(b.ok);
     CHECK(b.perf_inputs.empty());
