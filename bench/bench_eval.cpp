@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   auto lr = runner.load(ref);
   double load_ms = bench::ms_since(t0);
-  if (!lr.ok) return std::fprintf(stderr, "load failed: %s\n", lr.error.c_str()), 1;
+  if (!lr) return std::fprintf(stderr, "load failed: %s\n", lr.failure().message.c_str()), 1;
   fs::path work = fs::temp_directory_path() / "kforge-bench-eval";
   fs::remove_all(work);
   backends::EvalOptions opt;
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   auto ev = backends::evaluate(backend, source, work / "attempt", runner, ref, opt);
   double eval_ms = bench::ms_since(t1);
   std::printf("task %s, profile %s, input %.2f GiB, outcome %s %s\n", task_id.c_str(), profile.c_str(),
-              static_cast<double>(lr.input_bytes) / (1 << 30), std::string(to_string(ev.outcome)).c_str(),
+              static_cast<double>(lr->input_bytes) / (1 << 30), std::string(to_string(ev.outcome)).c_str(),
               ev.sub_kind.c_str());
   std::printf("%-34s %10s\n", "phase", "ms");
   std::printf("%-34s %10.1f\n", "worker start (import torch)", start_ms);
@@ -56,16 +56,17 @@ int main(int argc, char** argv) {
     for (const auto& [k, v] : ev.bench->phases_ms) std::printf("  bench: %-26s %10.1f\n", k.c_str(), v);
   std::printf("%-34s %10.1f\n", "evaluation total (compile..bench)", eval_ms);
   if (ev.bench && ev.bench->ok)
-    std::printf("candidate %.4f ms, reference %.4f ms, speedup %.2fx [%.2f, %.2f]; speed of light %.4f ms at the "
-                "measured peak %.1f GB/s%s%s\n",
-                ev.bench->candidate_ms, ev.bench->reference_ms, ev.bench->speedup, ev.bench->speedup_ci_low,
-                ev.bench->speedup_ci_high, ev.bench->speed_of_light_ms, ev.bench->peak_bytes_per_s / 1e9,
-                ev.bench->timing_anomaly.empty() ? "" : "; timing_anomaly: ", ev.bench->timing_anomaly.c_str());
+    std::printf(
+        "candidate %.4f ms, reference %.4f ms, speedup %.2fx [%.2f, %.2f]; speed of light %.4f ms at the "
+        "measured peak %.1f GB/s%s%s\n",
+        ev.bench->candidate_ms, ev.bench->reference_ms, ev.bench->speedup, ev.bench->speedup_ci_low,
+        ev.bench->speedup_ci_high, ev.bench->speed_of_light_ms, ev.bench->peak_bytes_per_s / 1e9,
+        ev.bench->timing_anomaly.empty() ? "" : "; timing_anomaly: ", ev.bench->timing_anomaly.c_str());
   bench::write_json(argc, argv, "eval",
                     {{"task", task_id},
                      {"profile", profile},
                      {"backend", backend_name},
-                     {"input_bytes", lr.input_bytes},
+                     {"input_bytes", lr->input_bytes},
                      {"outcome", to_string(ev.outcome)},
                      {"sub_kind", ev.sub_kind},
                      {"message", ev.message},

@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
   for (const char* id : {"activation/gelu_tanh", "matmul/gemm", "normalization/layer_norm"}) {
     auto ref = agent::task_ref(*suite.find(id), "");
     auto b = runner.bench(ref, {}, bo);
-    double tb = runner.triton_do_bench(ref, bo.seed);
+    const auto timed = runner.triton_do_bench(ref, bo.seed);
+    if (!timed) std::fprintf(stderr, "%s: do_bench failed: %s\n", id, timed.failure().message.c_str());
+    const double tb = timed ? timed.value() : -1;
     double diff = 100.0 * (b.reference_ms - tb) / tb;
     ok = ok && std::fabs(diff) <= 5.0 && tb > 0;
     std::printf("%-28s %12.4f %12.4f %+8.2f%%\n", id, b.reference_ms, tb, diff);

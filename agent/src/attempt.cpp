@@ -16,12 +16,8 @@ namespace kforge::agent {
 
 namespace fs = std::filesystem;
 
-backends::LoadResult load_task(backends::RunnerClient& runner, const backends::TaskRef& ref) {
-  if (ref.test_block()) {  // no model to load: the test block is the check
-    backends::LoadResult lr;
-    lr.ok = true;
-    return lr;
-  }
+Expected<backends::LoadResult> load_task(backends::RunnerClient& runner, const backends::TaskRef& ref) {
+  if (ref.test_block()) return backends::LoadResult{};  // no model to load: the test block is the check
   return runner.load(ref);
 }
 
@@ -184,10 +180,9 @@ Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner
 
 std::optional<Failure> failure_of(const AttemptRecord& rec) {
   if (rec.outcome != Outcome::infra_error) return std::nullopt;
-  FailureKind k = FailureKind::judge;
-  if (rec.sub_kind == "toolchain_missing") k = FailureKind::toolchain;
-  if (rec.sub_kind == "reference_failed" || rec.sub_kind == "unjudgeable") k = FailureKind::reference;
-  return Failure{k, rec.sub_kind, rec.message};
+  // The kind was decided where the failure happened (Evaluation::failure); a record without one
+  // is older than the field, and its failure the judge's.
+  return Failure{rec.failure.value_or(FailureKind::judge), rec.sub_kind, rec.message};
 }
 
 void write_attempt(RunDir& run, const AttemptRecord& rec, const AttemptFiles& files) {

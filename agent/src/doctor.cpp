@@ -42,9 +42,11 @@ DoctorReport run_doctor() {
   backends::RunnerConfig rc;
   rc.device = "cpu";
   backends::RunnerClient client(rc);
-  r.runner = client.hello();
-  if (r.runner.empty())
-    r.runner_error = "kforge-runner at " + client.config().runner.string() + " did not start";
+  const auto said = client.hello();
+  if (said) r.runner = said.value();
+  if (!said)
+    r.runner_error =
+        "kforge-runner at " + client.config().runner.string() + " did not start: " + said.failure().message;
   bool runner_ok = !r.runner.empty();
   bool runner_cuda = false, runner_triton = false;
   if (runner_ok) {

@@ -104,6 +104,7 @@ Action to_record(EpisodeState& s, const Stamp& now, const std::string& llm_messa
 /// A kforge-side failure of the attempt in flight: infra_error, not shown to the model.
 Action infra(EpisodeState& s, const Stamp& now, const Failure& f) {
   s.rec.outcome = Outcome::infra_error;
+  s.rec.failure = f.kind;
   s.rec.sub_kind = f.sub_kind.empty() ? std::string(to_string(f.kind)) : f.sub_kind;
   s.rec.message = truncate_middle(f.message, 400);
   s.detail = s.rec.message;
@@ -152,6 +153,7 @@ Action begin_given(EpisodeState& s, const Begin& e, const MachineConfig& cfg) {
 Action given_unusable(EpisodeState& s, const Stamp& now, const std::string& error) {
   s.unusable = unusable_reason(error);
   s.rec.outcome = Outcome::infra_error;
+  s.rec.failure = FailureKind::reference;
   s.rec.sub_kind = s.unusable.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
   s.rec.message = truncate_middle(s.unusable, 400);
   s.detail = s.message = s.unusable;
@@ -180,13 +182,11 @@ Action on_loaded(EpisodeState& s, const Loaded& e, const MachineConfig& cfg) {
   expect(s, Phase::load, "Loaded");
   if (s.given) {  // the build waited for the load; the attempt is in flight
     if (!e.load.ok()) return given_unusable(s, e.now, e.load.failure().message);
-    if (!e.load->ok) return given_unusable(s, e.now, e.load->error);
     s.loaded = true;
     return to_judge(s, *s.built, cfg);
   }
   s.phase = Phase::idle;
-  if (!e.load.ok()) return finish(s, false, "unusable: " + e.load.failure().message);
-  if (!e.load->ok) return finish(s, false, "unusable: " + unusable_reason(e.load->error));
+  if (!e.load.ok()) return finish(s, false, "unusable: " + unusable_reason(e.load.failure().message));
   s.loaded = true;
   return Continue{};
 }
@@ -217,6 +217,7 @@ Action on_chat(EpisodeState& s, const ChatDone& e, const MachineConfig& cfg) {
     s.rec.llm_status = f.sub_kind;
     s.rec.llm_ms = e.now.ms - s.started_ms;
     s.rec.outcome = Outcome::llm_error;
+    s.rec.failure = f.kind;
     s.rec.sub_kind = f.sub_kind;
     s.rec.message = truncate_middle("LLM call failed: " + f.message, 400);
     s.detail = s.rec.message;

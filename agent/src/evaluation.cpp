@@ -78,19 +78,7 @@ backends::TaskRef task_ref(const Task& task, const std::string& profile) {
 }
 
 bool is_infrastructure_failure(const backends::Evaluation& ev) {
-  if (ev.infrastructure_error) return true;
-  if (!ev.compile.ok() && ev.compile.status == backends::CompileStatus::toolchain_missing) return true;
-  if (ev.sub_kind == "toolchain_missing" || ev.sub_kind == "reference_failed" ||
-      ev.sub_kind == "unjudgeable" || ev.sub_kind == "runner_failed")
-    return true;
-  // The worker answered {"ok":false,"error":"runner"} (e.g. it held no task): its own failure.
-  if (ev.check && ev.check->outcome == Outcome::runtime_error && ev.check->sub_kind == "runner") return true;
-  // The bench: a worker that did not start leaves the sub-kind empty; an error reply names it.
-  if (ev.bench && !ev.bench->ok && ev.bench->outcome == Outcome::runtime_error &&
-      (ev.bench->sub_kind.empty() || ev.bench->sub_kind == "runner" ||
-       ev.bench->sub_kind == "reference_failed" || ev.bench->sub_kind == "runner_failed"))
-    return true;
-  return false;
+  return ev.failure.has_value();
 }
 
 void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes) {
@@ -99,7 +87,8 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
   rec.error_group = ev.error_group;
   if (is_infrastructure_failure(ev)) {
     rec.outcome = Outcome::infra_error;
-    if (rec.sub_kind.empty()) rec.sub_kind = ev.bench && !ev.bench->ok ? "runner_failed" : "runner";
+    rec.failure = ev.failure;
+    if (rec.sub_kind.empty()) rec.sub_kind = std::string(to_string(*ev.failure));
   }
   // One line: a Python failure's exception, never "Traceback (most recent call last):" (the
   // whole text goes to the attempt directory's result.json).
@@ -596,7 +585,7 @@ class EvalStore final : public StorePort {
     const std::string message = files.result.value("message", rec.message);
     if (rec.outcome != Outcome::pass) spdlog::info("{}: {}", rec.task, truncate_middle(message, 600));
     log_profile(rec);
-    if (rec.sub_kind == "unjudgeable" || rec.sub_kind == "reference_failed") unusable[rec.task] = rec.message;
+    if (rec.failure == FailureKind::reference) unusable[rec.task] = rec.message;
     print_row(rec);
   }
   fs::path attempt_dir(const AttemptRecord& rec) const override { return inner_->attempt_dir(rec); }

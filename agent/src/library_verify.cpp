@@ -55,7 +55,8 @@ std::string hello_of(const std::string& device) {
   backends::RunnerConfig rc;
   rc.device = device;
   backends::RunnerClient runner(rc);
-  return runner.hello();
+  auto said = runner.hello();
+  return said ? said.value() : "";
 }
 
 /// Judges every kernel of the package again into `work`. Returns eval's exit status.

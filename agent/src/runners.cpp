@@ -59,7 +59,8 @@ void start_list(const std::vector<std::string>& list, std::unique_ptr<backends::
   for (std::size_t i = 0; i < list.size(); ++i)
     if (hellos[i].empty())
       starting.emplace_back([&, i] {
-        hellos[i] = s.runners[i]->hello();
+        auto said = s.runners[i]->hello();  // "" when it failed: print_runner_not_started says why
+        hellos[i] = said ? said.value() : "";
         // The backend's candidate host started warm now (the Triton zygote imports torch and
         // Triton while the first candidates are scanned), not at the first check.
         if (!hellos[i].empty()) s.runners[i]->prewarm(backend.host_kind());
@@ -90,7 +91,8 @@ StartedRunners start_runners(const std::vector<std::string>& devices, const std:
     backends::RunnerConfig rc;
     rc.device = device.empty() ? backend.default_device() : device;
     probe = std::make_unique<backends::RunnerClient>(rc);
-    probe_hello = probe->hello();
+    auto said = probe->hello();
+    probe_hello = said ? said.value() : "";
     if (probe_hello.empty()) {
       print_runner_not_started(who, *probe);
       s.rc = 3;

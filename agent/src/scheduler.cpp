@@ -342,9 +342,9 @@ void Scheduler::start_judge(int ep, const Judge& j) {
       post_via(g, *io, [this, ep, slot, r = std::move(r)] {
         slots_[static_cast<std::size_t>(slot)].busy = false;
         end_slot_job(ep);
+        // The judge's own failure (never the toolchain's or a reference's) counts against its slot.
         const bool failed =
-            !r.ok() || (r->rec.outcome == Outcome::infra_error &&
-                        (r->rec.sub_kind.rfind("judge", 0) == 0 || r->rec.sub_kind.rfind("runner", 0) == 0));
+            !r.ok() || (r->rec.outcome == Outcome::infra_error && r->rec.failure == FailureKind::judge);
         after_judge(slot, failed);
         deliver(ep, JudgeDone{now(), r});
       });

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "kforge/agent/attempt.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/prompt_context.hpp"
@@ -77,22 +78,21 @@ int run_task_command(const TaskCommand& cmd) {
   backends::RunnerConfig rc;
   rc.device = cmd.device.empty() ? backend->default_device() : cmd.device;
   backends::RunnerClient runner(rc);
-  const std::string hello = runner.hello();
-  if (hello.empty()) {
+  const auto hello = runner.hello();
+  if (!hello) {
     print_runner_not_started("kforge task", runner);
     return 3;
   }
-  backends::LoadResult lr;
-  lr.ok = ref.test_block();  // TritonBench: no model to load, the test block is the check
-  if (!lr.ok) lr = runner.load(ref);
-  if (!lr.ok) {
-    std::cerr << "kforge task: " << task->id << ": " << unusable_reason(lr.error) << "\n";
+  // TritonBench: no model to load, the test block is the check.
+  const auto lr = load_task(runner, ref);
+  if (!lr) {
+    std::cerr << "kforge task: " << task->id << ": " << unusable_reason(lr.failure().message) << "\n";
     return kExitInfraError;
   }
   prompts::PromptInput in =
-      first_turn_prompt_input(*task, ref, lr, *backend, cmd.trials, cmd.allow_precision);
+      first_turn_prompt_input(*task, ref, lr.value(), *backend, cmd.trials, cmd.allow_precision);
   in.device = rc.device;
-  in.hardware = device_facts(nlohmann::json::parse(hello, nullptr, false), rc.device);
+  in.hardware = device_facts(nlohmann::json::parse(hello.value(), nullptr, false), rc.device);
   std::cout << prompts::render_prompt(in).markdown();
   return 0;
 }

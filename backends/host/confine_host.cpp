@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "host.hpp"
@@ -77,8 +79,7 @@ bool runs_unprivileged_on(int device) {
   return ok && !(mig_instances && ::access("/dev/nvidia-caps", F_OK) == 0);
 }
 
-std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image,
-                         const std::string& artifact) {
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image) {
   struct sigaction sa {};
   sa.sa_sigaction = on_sigsys;
   sa.sa_flags = SA_SIGINFO;
@@ -99,27 +100,41 @@ std::string confine_host(int device, const std::string& scratch, bool allow_sock
   // (Not the profile mode, whose injected Nsight Compute library reads where it likes; the
   // profile decides nothing.)
   if (!allow_sockets) policy.readable_paths = kforge::sandbox::system_read_paths();
-  if (!artifact.empty() && !allow_sockets) policy.readable_paths.push_back(artifact);  // that file alone
   if (!allow_sockets)
     for (auto& p : kforge::sandbox::absolute_paths_in(std::getenv("KFORGE_HOST_READABLE")))
       policy.readable_paths.push_back(std::move(p));
   return kforge::sandbox::confine_self(policy);
 }
 
-std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
-                             KfForward* fn) {
-  // Opened before confinement (the host may no longer be able to reach its directory: another
-  // user's home), loaded through its descriptor after it.
-  const int fd = ::open(artifact.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "load cannot open the artifact " + artifact;
+std::string confine_and_load(int artifact_fd, int device, const std::string& scratch, KfForward* fn) {
   // The profile mode's scratch directory comes with Nsight Compute's socket (ConfinePolicy).
-  if (std::string e = confine_host(device, scratch, !scratch.empty(), true, artifact); !e.empty())
+  if (std::string e = confine_host(device, scratch, !scratch.empty(), true); !e.empty())
     return "confine " + e;
-  void* h = ::dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Before any of the candidate's code runs, the descriptor must open and map executable here:
+  // a failure so far is kforge's or the environment's (infra), never the candidate's.
+  const std::string self = "/proc/self/fd/" + std::to_string(artifact_fd);
+  const int probe = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
+  if (probe < 0) return "infra cannot open the artifact's descriptor " + self + ": " + std::strerror(errno);
+  void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, probe, 0);
+  const int map_errno = errno;
+  ::close(probe);
+  if (page == MAP_FAILED)
+    return "infra cannot map the artifact executable: " + std::string(std::strerror(map_errno));
+  ::munmap(page, 4096);
+  // From here the candidate's constructors run: what fails is the candidate's.
+  void* h = ::dlopen(self.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return std::string("load cannot load the artifact: ") + ::dlerror();
   *fn = reinterpret_cast<KfForward>(::dlsym(h, "kf_forward"));
   if (!*fn) return "entry_point the artifact exports no kf_forward";
   return "";
+}
+
+std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
+                             KfForward* fn) {
+  // Opened before confinement (the host may no longer be able to reach its directory then).
+  const int fd = ::open(artifact.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "infra cannot open the artifact " + artifact + ": " + std::strerror(errno);
+  return confine_and_load(fd, device, scratch, fn);
 }
 
 }  // namespace kforge::host

@@ -39,15 +39,21 @@ bool runs_unprivileged_on(int device);
 /// becomes kUnprivilegedUid where runs_unprivileged_on(device), except the profile mode
 /// (allow_sockets: Nsight Compute's lock in its scratch directory); with own_image, the executable's own
 /// image is a protected range (no memory call may make it writable or replace it); reads are limited to the
-/// system's directories, the mapped libraries' and `artifact` (that file alone; not in the profile mode). ""
-/// on success, else what failed.
-std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image,
-                         const std::string& artifact = "");
+/// system's directories and the mapped libraries' (not in the profile mode): the artifact
+/// arrives as a descriptor, never a path. "" on success, else what failed.
+std::string confine_host(int device, const std::string& scratch, bool allow_sockets, bool own_image);
 
 /// Installs on_sigsys, confines the process (kforge/sandbox/confine.hpp; the GPU's device nodes
 /// stay writable when device >= 0; `scratch`, when not empty, is the profile mode's scratch
-/// directory), dlopens the artifact and finds kf_forward. "" on success, else "<kind> <text>"
-/// with kind confine, load or entry_point.
+/// directory), dlopens the artifact open on `artifact_fd` (the judge's sealed memfd, through
+/// /proc/self/fd: no path, so the run directory's mode never matters) and finds kf_forward.
+/// "" on success, else "<kind> <text>" with kind `confine` or `infra` (the confinement, or
+/// opening or mapping the descriptor executable, failed before any of the candidate's code
+/// ran: kforge's or the environment's failure), `load` (dlopen failed: the candidate's
+/// constructors or symbols) or `entry_point`.
+std::string confine_and_load(int artifact_fd, int device, const std::string& scratch, KfForward* fn);
+
+/// The same for a file (the profile mode, which decides nothing): opened before confinement.
 std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
                              KfForward* fn);
 

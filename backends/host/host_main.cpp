@@ -102,7 +102,7 @@ struct Arena {
 
 class Host {
  public:
-  Host(std::string artifact, int device) : artifact_(std::move(artifact)), device_(device) {}
+  Host(int artifact_fd, int device) : artifact_fd_(artifact_fd), device_(device) {}
 
   /// Before anything arrives: the device context, so that the driver's own files and threads
   /// exist before the process is confined.
@@ -206,7 +206,7 @@ class Host {
   }
 
   std::string load() {
-    std::string e = kforge::host::confine_and_load(artifact_, device_, "", &fn_);
+    std::string e = kforge::host::confine_and_load(artifact_fd_, device_, "", &fn_);
     return e.empty() ? "ok" : "err " + e;
   }
 
@@ -255,7 +255,7 @@ class Host {
   struct Set {
     std::vector<kf_tensor> in, out;
   };
-  std::string artifact_;
+  int artifact_fd_;  ///< the judge's sealed copy of the artifact (candidate_host.hpp)
   int device_;
   std::map<int, Arena> arenas_;
   std::map<int, kf_tensor> tensors_;
@@ -273,6 +273,8 @@ class Host {
 
 int main(int argc, char** argv) {
   // usage: kforge-host <artifact> <device: -1 cpu, N cuda ordinal> <first fd to close>
+  //        (the artifact's name, for messages; its bytes are the sealed memfd on the
+  //        descriptor just below <first fd to close>)
   //        kforge-host --profile <artifact> <device> <tensor file>   (profile_mode.cpp)
   if (argc == 5 && std::string(argv[1]) == "--profile")
     return kforge::host::profile_main(argv[2], std::atoi(argv[3]), argv[4]);
@@ -282,7 +284,7 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // no other process of this user reads its memory
   if (::getppid() == 1) return 2;        // the judge is already gone
-  Host host(argv[1], std::atoi(argv[2]));
+  Host host(std::atoi(argv[3]) - 1, std::atoi(argv[2]));
   if (std::string e = host.init(); !e.empty()) {
     reply("err init " + e);
     return 3;

@@ -33,7 +33,8 @@ std::string signal_text(int sig) {
   return std::to_string(sig) + " (" + strsignal(sig) + ")";
 }
 
-/// The host's command line: `prefix..., <artifact>, <device>, <first fd to close>, suffix...`.
+/// The host's command line: `prefix..., <artifact>, <device>, <first fd to close>, suffix...`;
+/// `n_fds` counts every descriptor from 4 on, the artifact's sealed copy (the last) included.
 std::vector<std::string> host_args(const HostCommand& cmd, const std::string& artifact, int device,
                                    std::size_t n_fds) {
   std::vector<std::string> args;
@@ -79,6 +80,37 @@ std::vector<std::string> host_environment(const HostCommand& cmd) {
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   env.insert(env.end(), cmd.env.begin(), cmd.env.end());
   return env;
+}
+
+int sealed_artifact(const std::string& path, std::string* error) {
+  const int src = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (src < 0) {
+    *error = "the judge cannot read the artifact " + path + ": " + std::strerror(errno);
+    return -1;
+  }
+  // MFD_EXEC (Linux 6.3) where the kernel knows it, so that vm.memfd_noexec cannot refuse the
+  // host's executable mapping; older kernels reject the flag and map any memfd executable.
+  constexpr unsigned kMfdExec = 0x0010U;
+  int fd = ::memfd_create("kforge-artifact", MFD_CLOEXEC | MFD_ALLOW_SEALING | kMfdExec);
+  if (fd < 0 && errno == EINVAL) fd = ::memfd_create("kforge-artifact", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  bool ok = fd >= 0;
+  char buf[1 << 16];
+  for (ssize_t n; ok && (n = ::read(src, buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    for (ssize_t off = 0; ok && n > 0 && off < n;) {
+      const ssize_t w = ::write(fd, buf + off, static_cast<std::size_t>(n - off));
+      ok = w > 0;
+      off += ok ? w : 0;
+    }
+    ok = ok && n > 0;
+  }
+  ok = ok && ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
+  const int saved = errno;
+  ::close(src);
+  if (ok) return fd;
+  *error = "the judge cannot copy the artifact " + path + " into a sealed memfd: " + std::strerror(saved);
+  if (fd >= 0) ::close(fd);
+  return -1;
 }
 
 std::string absolute_path(const std::string& p) {
@@ -151,15 +183,24 @@ std::unique_ptr<CandidateHost> CandidateHost::launch(const HostCommand& cmd, con
   std::unique_ptr<CandidateHost> h(new CandidateHost());
   h->channel_ = sv[0];
   h->log_fd_ = ::memfd_create("kforge-host-log", MFD_CLOEXEC);
-  const auto args = host_args(cmd, artifact, device, fds.size());
+  // The host reads no path: the artifact's bytes arrive sealed, as its last descriptor, so
+  // nothing depends on the run directory's mode or owner (a 0700 --out, a root-only home).
+  const int art = sealed_artifact(artifact, error);
+  if (art < 0) {
+    ::close(sv[1]);
+    return nullptr;
+  }
+  const auto args = host_args(cmd, artifact, device, fds.size() + 1);
   const auto env = host_environment(cmd);
   std::vector<int> passed{sv[1]};
   passed.insert(passed.end(), fds.begin(), fds.end());
+  passed.push_back(art);
   if (forked) {
     const std::string spec = spec_line(args, env, cmd.cwd);
     if (::send(h->channel_, spec.data(), spec.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(spec.size())) {
       *error = std::string("cannot write the host's command line: ") + std::strerror(errno);
       ::close(sv[1]);
+      ::close(art);
       return nullptr;
     }
     std::vector<int> with_log{h->log_fd_};
@@ -169,6 +210,7 @@ std::unique_ptr<CandidateHost> CandidateHost::launch(const HostCommand& cmd, con
     h->pid_ = spawn_confined(args, env, cmd.cwd, h->log_fd_, passed, error);
   }
   ::close(sv[1]);
+  ::close(art);
   if (h->pid_ <= 0) {
     h->pid_ = -1;
     return nullptr;

@@ -51,6 +51,13 @@ struct HostCommand {
 /// credentials, no Python paths), then cmd.env.
 std::vector<std::string> host_environment(const HostCommand& cmd);
 
+/// A copy of the artifact at `path` in a memfd sealed against every change (F_SEAL_WRITE,
+/// F_SEAL_GROW, F_SEAL_SHRINK, F_SEAL_SEAL), read by the judge: the descriptor the host gets in
+/// place of a path, so that it depends on no directory's mode or owner and loads exactly these
+/// bytes. -1 with *error set when the judge cannot read the file (kforge's failure, never the
+/// candidate's).
+int sealed_artifact(const std::string& path, std::string* error);
+
 /// `p` joined with the working directory when it is relative (symlinks kept: a venv's python
 /// must stay itself).
 std::string absolute_path(const std::string& p);
@@ -64,12 +71,13 @@ pid_t spawn_confined(const std::vector<std::string>& argv, const std::vector<std
 class CandidateHost {
  public:
   /// Starts `cmd` for `artifact` on `device` (-1: cpu; else the CUDA ordinal) with the
-  /// descriptors `fds` (numbered 4, 5, ... in the host): forked from the runner's zygote where
-  /// cmd.zygotes is set (and spawned when that fails before the host is ready), else spawned.
-  /// Returns null with *error set when the process cannot be started, or is not ready by
-  /// `ready_by` (the request's deadline; a host that hangs in its start-up, as a spare host
-  /// whose CUDA descriptors were closed did, is then the judge's failure within the request,
-  /// never the client's timeout): the judge's failure, not the candidate's.
+  /// descriptors `fds` (numbered 4, 5, ... in the host), then the artifact's sealed copy
+  /// (sealed_artifact) as the last descriptor, just below argv's "first fd to close": forked from the
+  /// runner's zygote where cmd.zygotes is set (and spawned when that fails before the host is ready), else
+  /// spawned. Returns null with *error set when the process cannot be started, or is not ready by `ready_by`
+  /// (the request's deadline; a host that hangs in its start-up, as a spare host whose CUDA descriptors were
+  /// closed did, is then the judge's failure within the request, never the client's timeout): the judge's
+  /// failure, not the candidate's.
   static std::unique_ptr<CandidateHost> start(const HostCommand& cmd, const std::string& artifact, int device,
                                               const std::vector<int>& fds, std::string* error,
                                               std::chrono::steady_clock::time_point ready_by);

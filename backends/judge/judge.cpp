@@ -126,7 +126,7 @@ bool python_host(const json& req) {
 /// An empty directory of the judge's, read-only, for the host to run in: the caller's working
 /// directory (the kernels folder, the run directory) is not the candidate's to look at.
 std::string empty_workdir(ScratchDir* workdir) {
-  std::string tmpl = temp_dir() + "/kforge-host-XXXXXX";
+  std::string tmpl = host_temp_dir() + "/kforge-host-XXXXXX";
   if (!::mkdtemp(tmpl.data()))
     throw std::runtime_error("cannot create the candidate host's working directory");
   ::chmod(tmpl.c_str(), 0555);
@@ -157,7 +157,7 @@ HostCommand host_command(const JudgeContext& ctx, Session& s) {
     c.env.push_back("TRITON_INTERPRET=1");  // Triton's interpreter runs the kernels on the CPU
     return c;
   }
-  std::string tmpl = temp_dir() + "/kforge-triton-XXXXXX";
+  std::string tmpl = host_temp_dir() + "/kforge-triton-XXXXXX";
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the Triton host's scratch directory");
   scratch->path = tmpl;
   c.env.push_back("KFORGE_TRITON_SCRATCH=" + tmpl);
@@ -458,7 +458,9 @@ std::optional<json> open_session(const JudgeContext& ctx, const json& req, Sessi
   }
   if (r->rfind("err entry_point", 0) == 0) return failure("format_error", "entry_point", r->substr(16));
   if (r->rfind("err load", 0) == 0) return failure("runtime_error", "load", host_text(r->substr(9)));
-  throw std::runtime_error("kforge-host could not confine itself: " + *r);
+  // `err infra` (the artifact's descriptor would not open or map) and `err confine`: before any
+  // of the candidate's code ran, so the judge's failure (infra_error), never the candidate's.
+  throw std::runtime_error("the candidate host failed before the candidate's code ran: " + *r);
 }
 
 /// "<cmd> <seq> <set> <set> ...": a request over input/output sets.
@@ -1143,9 +1145,28 @@ ScratchDir::~ScratchDir() {
       16, FTW_DEPTH | FTW_PHYS);
 }
 
-std::string temp_dir() {
+namespace {
+/// Whether every directory from / down to `dir` can be searched by any user (S_IXOTH): the
+/// candidate host runs as another user than the judge where the judge is root.
+bool searchable_by_all(const std::string& dir) {
+  std::string prefix;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t slash = dir.find('/', from + 1);
+    prefix = dir.substr(0, slash);
+    struct stat st {};
+    if (prefix.empty() || ::stat(prefix.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || !(st.st_mode & S_IXOTH))
+      return false;
+    if (slash == std::string::npos) return true;
+    from = slash;
+  }
+}
+}  // namespace
+
+std::string host_temp_dir() {
   const char* t = std::getenv("TMPDIR");
-  return t && *t ? t : "/tmp";
+  if (t && *t == '/' && searchable_by_all(t)) return t;
+  return "/tmp";
 }
 
 json prewarm_host(const JudgeContext& ctx, kforge::backends::HostKind kind) {

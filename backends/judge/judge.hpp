@@ -113,8 +113,12 @@ struct ScratchDir {
   ~ScratchDir();
 };
 
-/// $TMPDIR when set and not empty, else /tmp (std::filesystem::temp_directory_path's rule).
-std::string temp_dir();
+/// Where the judge creates what a candidate host must reach (its empty working directory, the
+/// Triton scratch and cache directories, the zygote's): $TMPDIR when it is absolute and every
+/// directory down to it is searchable by any user, else /tmp. The host runs as another user
+/// where the judge is root, so a private $TMPDIR (a `mktemp -d`, mode 0700) would refuse it
+/// every directory below: kforge's environment failing, never the candidate.
+std::string host_temp_dir();
 
 struct CandidateSession {
   std::string artifact;

@@ -356,7 +356,7 @@ class Worker {
     c.python = setting("KFORGE_HOST_PYTHON", KFORGE_PYTHON_EXE);
     c.triton_host = setting("KFORGE_TRITON_HOST", KFORGE_TRITON_HOST_DEFAULT);
     c.pyconfine_lib = setting("KFORGE_PYCONFINE", KFORGE_PYCONFINE_DEFAULT);
-    c.triton_cache = temp_dir() + "/kforge-triton-host-" + std::to_string(::getuid());
+    c.triton_cache = host_temp_dir() + "/kforge-triton-host-" + std::to_string(::getuid());
     c.zygotes = zygotes_.get();
     c.timed_lock = &timed_lock_;
     c.timed_lock_name = lock_name(device_);

@@ -138,7 +138,7 @@ bool Zygotes::spawn(Zygote& z, const HostCommand& cmd, const std::vector<std::st
   std::vector<std::string> vars;
   for (const auto& v : env)
     if (!per_candidate(v)) vars.push_back(v);
-  std::string tmpl = temp_dir() + "/kforge-zygote-XXXXXX";
+  std::string tmpl = host_temp_dir() + "/kforge-zygote-XXXXXX";
   if (!::mkdtemp(tmpl.data())) {
     *error = std::string("cannot create the zygote's working directory: ") + std::strerror(errno);
     return false;

@@ -51,7 +51,7 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
   if (!ev.compile.ok()) {
     auto o = ev.compile.outcome();
     // No outcome: the toolchain itself is missing or broken, kforge's failure (infra_error).
-    ev.infrastructure_error = !o.has_value();
+    if (!o) ev.failure = FailureKind::toolchain;
     ev.outcome = o.value_or(Outcome::infra_error);
     if (ev.compile.sub_kind) ev.sub_kind = std::string(to_string(*ev.compile.sub_kind));
     if (ev.compile.status == CompileStatus::forbidden_api && !ev.compile.forbidden.empty())
@@ -74,7 +74,7 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   if (ev.outcome == Outcome::torch_fallback && ev.check->correct)  // compared all the same
     ev.message += *ev.check->correct ? " (its outputs match the reference: correct, but not a pass)"
                                      : " (its outputs are wrong as well: " + ev.check->correct_message + ")";
-  ev.infrastructure_error = ev.outcome == Outcome::infra_error;
+  ev.failure = ev.check->failure;
   classify_python_failure(ev);
   if (ev.outcome != Outcome::pass || !options.bench) return;
   if (task.test_block())  // TritonBench: checked on its test block, timed on its performance inputs
@@ -96,7 +96,7 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   if (!ev.bench->ok) {
     // A candidate that passed the check but fails while timed (a hang, a wrong answer on a timed
     // repetition: bench_only), or the judge failed (infra_error).
-    ev.infrastructure_error = ev.bench->outcome == Outcome::infra_error;
+    ev.failure = ev.bench->failure;
     ev.outcome = ev.bench->outcome;
     ev.sub_kind = ev.bench->sub_kind;
     ev.message = ev.bench->message;

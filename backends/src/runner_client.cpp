@@ -203,6 +203,18 @@ Outcome outcome_of(const json& j) {
   auto o = outcome_from_string(j.value("outcome", "runtime_error"));
   return o ? *o : Outcome::runtime_error;
 }
+/// An error reply's typed failure: its "error" field parsed, an unknown value a protocol failure.
+Failure reply_failure(const json& body) {
+  const std::string error = body.value("error", std::string("runner"));
+  const std::string message = body.value("message", std::string());
+  if (auto e = judge_error_from_string(error)) return judge_failure(*e, message);
+  return {FailureKind::judge, "judge_protocol",
+          "the judge's reply has an unknown \"error\" value '" + error.substr(0, 80) + "': " + message};
+}
+/// A load that failed (LoadResult): the reference's fault, whatever the worker said.
+Failure load_failure(const std::string& error) {
+  return {FailureKind::reference, "reference_failed", error};
+}
 }  // namespace
 
 std::string RunnerClient::reply_kind_name(const Reply& r) {
@@ -219,9 +231,10 @@ std::string RunnerClient::reply_kind_name(const Reply& r) {
   return "runner";
 }
 
-std::string RunnerClient::hello() {
+Expected<std::string> RunnerClient::hello() {
   Reply r = request(json{{"cmd", "hello"}}, cfg_.start_timeout);
-  return r.kind == Reply::ok ? r.body.dump() : "";
+  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
+  return r.body.dump();
 }
 
 bool RunnerClient::prewarm(HostKind host) {
@@ -233,7 +246,8 @@ bool RunnerClient::prewarm(HostKind host) {
 std::string RunnerClient::timed_lock_name() {
   if (!lock_name_.empty()) return lock_name_;
   if (cfg_.device.rfind("cuda:", 0) != 0) return lock_name_ = backends::timed_lock_name(cfg_.device);
-  const json h = json::parse(hello(), nullptr, false);
+  const Expected<std::string> said = hello();
+  const json h = said ? json::parse(said.value(), nullptr, false) : json();
   const int index = std::atoi(cfg_.device.c_str() + 5);
   if (h.is_object() && h.contains("devices") && h["devices"].is_array())
     for (const auto& d : h["devices"])
@@ -277,14 +291,10 @@ std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
   return p;
 }
 
-std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, const fs::path& artifact,
-                                                            const fs::path& dir, int64_t seed,
-                                                            std::string* error,
-                                                            std::optional<HostKind> host) {
-  if (auto e = ensure_loaded(task, nullptr)) {
-    *error = *e;
-    return std::nullopt;
-  }
+Expected<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, const fs::path& artifact,
+                                                       const fs::path& dir, int64_t seed,
+                                                       std::optional<HostKind> host) {
+  if (auto loaded = ensure_loaded(task); !loaded) return loaded.failure();
   std::error_code ec;
   fs::create_directories(dir, ec);
   Reply r = request(json{{"cmd", "profile_setup"},
@@ -293,18 +303,13 @@ std::optional<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task,
                          {"dir", fs::absolute(dir).string()},
                          {"seed", seed}},
                     cfg_.load_timeout);
-  if (r.kind != Reply::ok || !r.body.value("ok", false)) {
-    *error = r.kind != Reply::ok
-                 ? r.message  // no reply: the body is null
-                 : r.body.value("message", std::string("the judge could not prepare the profile step"));
-    return std::nullopt;
-  }
+  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
+  if (!r.body.value("ok", false)) return reply_failure(r.body);
   try {
     return ProfileTargets{r.body.at("candidate").get<std::vector<std::string>>(),
                           r.body.at("reference").get<std::vector<std::string>>()};
   } catch (const std::exception& e) {
-    *error = std::string("profile_setup reply: ") + e.what();
-    return std::nullopt;
+    return Failure{FailureKind::judge, "judge_protocol", std::string("profile_setup reply: ") + e.what()};
   }
 }
 
@@ -324,29 +329,19 @@ std::optional<std::string> RunnerClient::known_unusable(const TaskRef& task) con
   return "loading task " + task.id + " failed: " + it->second;
 }
 
-std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, LoadResult* out) {
-  if (auto known = known_unusable(task)) {  // failed on a fresh worker before: costs nothing now
-    if (out) {
-      *out = LoadResult{};
-      out->error = unusable_detail(task);
-      out->unusable = true;
-    }
-    return known;
-  }
+Expected<LoadResult> RunnerClient::ensure_loaded(const TaskRef& task) {
+  if (known_unusable(task)) return load_failure(unusable_detail(task));  // costs nothing now
   for (int attempt = 0;; ++attempt) {
-    LoadResult lr;
-    auto err = load_once(task, &lr);
-    if (out) *out = lr;
-    if (!err) return std::nullopt;
+    Expected<LoadResult> lr = load_once(task);
+    if (lr) return lr;
     // The reference failed: it may have left the interpreter or the device unusable, so the
     // next request starts a fresh worker. On a worker that had served other tasks the failure
     // may be theirs: once more on a fresh one before the task is unusable.
     const bool fresh = last_request_fresh_;
     kill_worker();
     if (fresh || attempt > 0) {
-      mark_unusable(task, lr.error);
-      if (out) out->unusable = true;
-      return err;
+      mark_unusable(task, lr.failure().message);
+      return lr;
     }
     spdlog::info(
         "task {}: the reference failed on a worker that had served other tasks; once more on a "
@@ -355,13 +350,10 @@ std::optional<std::string> RunnerClient::ensure_loaded(const TaskRef& task, Load
   }
 }
 
-std::optional<std::string> RunnerClient::load_once(const TaskRef& task, LoadResult* out) {
+Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
   if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();
   std::string key = task.cache_key();
-  if (child_ && loaded_key_ == key) {
-    if (out) *out = loaded_;
-    return std::nullopt;
-  }
+  if (child_ && loaded_key_ == key) return loaded_;
   // The module mode travels as a field and as a trailing line of the source (which is also the
   // worker's cache key, so one task in two modes is two entries).
   const std::string source = task.source + "\n__kforge_module_mode__ = \"" + task.module_mode + "\"\n";
@@ -377,36 +369,32 @@ std::optional<std::string> RunnerClient::load_once(const TaskRef& task, LoadResu
   const TimedHold shared = hold_timed("load", TimedLock::Mode::shared);  // the reference runs on the device
   req["timed_lock_shared"] = shared.held();
   Reply r = request(req, cfg_.load_timeout);
-  LoadResult lr;
-  if (r.kind != Reply::ok) {
-    lr.error = r.message;
-    if (r.kind == Reply::died && r.term_signal == SIGKILL) lr.error += "\n" + load_killed_hint(task);
-  } else if (!r.body.value("ok", false)) {
-    lr.error = r.body.value("error", std::string("error")) + ": " + r.body.value("message", std::string());
-  } else {
-    lr.ok = true;
-    for (const auto& s : r.body["inputs"]) lr.inputs.push_back(spec_of(s));
-    for (const auto& s : r.body["outputs"]) lr.outputs.push_back(spec_of(s));
-    lr.input_bytes = r.body.value("input_bytes", int64_t{0});
-    lr.load_ms = r.body.value("load_ms", 0.0);
-    lr.cached = r.body.value("cached", false);
-    lr.flops = r.body.value("flops", 0.0);
-    lr.bytes = r.body.value("bytes", 0.0);
-    loaded_key_ = key;
-  }
   // A failed load leaves the worker without a current task (it drops it before loading):
   // forget the key, so the next request for any task loads it again.
-  if (!lr.ok) loaded_key_.clear();
+  loaded_key_.clear();
+  if (r.kind != Reply::ok) {
+    std::string error = r.message;
+    if (r.kind == Reply::died && r.term_signal == SIGKILL) error += "\n" + load_killed_hint(task);
+    return load_failure(error);
+  }
+  if (!r.body.value("ok", false))
+    return load_failure(r.body.value("error", std::string("error")) + ": " +
+                        r.body.value("message", std::string()));
+  LoadResult lr;
+  for (const auto& s : r.body["inputs"]) lr.inputs.push_back(spec_of(s));
+  for (const auto& s : r.body["outputs"]) lr.outputs.push_back(spec_of(s));
+  lr.input_bytes = r.body.value("input_bytes", int64_t{0});
+  lr.load_ms = r.body.value("load_ms", 0.0);
+  lr.cached = r.body.value("cached", false);
+  lr.flops = r.body.value("flops", 0.0);
+  lr.bytes = r.body.value("bytes", 0.0);
+  loaded_key_ = key;
   loaded_ = lr;
-  if (out) *out = lr;
-  if (!lr.ok) return "loading task " + task.id + " failed: " + lr.error;
-  return std::nullopt;
+  return lr;
 }
 
-LoadResult RunnerClient::load(const TaskRef& task) {
-  LoadResult lr;
-  ensure_loaded(task, &lr);
-  return lr;
+Expected<LoadResult> RunnerClient::load(const TaskRef& task) {
+  return ensure_loaded(task);
 }
 
 std::string load_killed_hint(const TaskRef& task) {
@@ -438,13 +426,13 @@ json tolerances_json(const TaskRef& t) {
 }  // namespace
 
 namespace {
-/// A failure of the judge itself (not the candidate's): infra_error, never scored.
-void judge_failed(Outcome* o, std::string* sub_kind, std::string* message, const std::string& kind,
-                  const std::string& text) {
-  *o = Outcome::infra_error;
-  // A reference that ran but cannot judge (its own runs disagree): unjudgeable, not failed.
-  *sub_kind = kind == "reference_failed" && text.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : kind;
-  *message = text;
+/// A failure of kforge's machinery (not the candidate's): infra_error, never scored.
+template <class R>
+void judge_failed(R* r, const Failure& f) {
+  r->outcome = Outcome::infra_error;
+  r->failure = f.kind;
+  r->sub_kind = f.sub_kind;
+  r->message = f.message;
 }
 /// The judge's own deadline for a request: inside the client's, so that a slow candidate is
 /// the judge's verdict (timeout), never the client's (infra_error).
@@ -454,8 +442,28 @@ int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
 }
 }  // namespace
 
-bool reference_unusable(const std::string& sub_kind) {
-  return sub_kind == "reference_failed" || sub_kind == "unjudgeable";
+std::optional<JudgeError> judge_error_from_string(const std::string& s) {
+  if (s == "python_exception") return JudgeError::python_exception;
+  if (s == "runner") return JudgeError::runner;
+  if (s == "protocol") return JudgeError::protocol;
+  if (s == "reference_failed") return JudgeError::reference_failed;
+  return std::nullopt;
+}
+
+Failure judge_failure(JudgeError error, const std::string& text) {
+  switch (error) {
+    case JudgeError::reference_failed:
+      // A reference that ran but cannot judge (its own runs disagree): unjudgeable, not failed.
+      return {FailureKind::reference, text.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed",
+              text};
+    case JudgeError::python_exception:
+      return {FailureKind::judge, "python_exception", text};
+    case JudgeError::protocol:
+      return {FailureKind::judge, "protocol", text};
+    case JudgeError::runner:
+      break;
+  }
+  return {FailureKind::judge, "runner", text};
 }
 
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
@@ -466,7 +474,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   // The worker failed (or a test block's reference did): the next request starts a fresh one.
   const bool fresh = last_request_fresh_;
   kill_worker();
-  if (reference_unusable(c.sub_kind) && fresh) {
+  if (reference_unusable(c.failure) && fresh) {
     mark_unusable(task, c.message);
     return c;
   }
@@ -475,7 +483,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   again.retried = true;
   if (again.outcome == Outcome::infra_error && !known_unusable(task)) {
     kill_worker();
-    if (reference_unusable(again.sub_kind)) mark_unusable(task, again.message);
+    if (reference_unusable(again.failure)) mark_unusable(task, again.message);
   }
   return again;
 }
@@ -485,16 +493,17 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
   if (auto known = known_unusable(task)) {
     CheckResult c;
     c.trials = trials;
-    judge_failed(&c.outcome, &c.sub_kind, &c.message, "reference_failed", unusable_detail(task));
+    judge_failed(&c, judge_failure(JudgeError::reference_failed, unusable_detail(task)));
     return c;
   }
   if (task.test_block()) {
     // No model to load: the request carries the implementation and its test block.
     if (candidates_on_worker_ >= cfg_.recycle_after) kill_worker();  // request() starts a fresh one
-  } else if (auto err = ensure_loaded(task, nullptr)) {
+  } else if (auto loaded = ensure_loaded(task); !loaded) {
     CheckResult c;
     c.trials = trials;
-    judge_failed(&c.outcome, &c.sub_kind, &c.message, "reference_failed", *err);
+    judge_failed(&c, judge_failure(JudgeError::reference_failed,
+                                   "loading task " + task.id + " failed: " + loaded.failure().message));
     return c;
   }
   ++candidates_on_worker_;
@@ -534,13 +543,12 @@ CheckResult RunnerClient::run_check(json req, int trials, std::chrono::milliseco
                monotonic_ns());
   if (r.kind != Reply::ok) {
     c.worker_replaced = r.kind != Reply::failed_to_start;
-    judge_failed(&c.outcome, &c.sub_kind, &c.message, reply_kind_name(r), r.message);
+    judge_failed(&c, Failure{FailureKind::judge, reply_kind_name(r), r.message});
     return c;
   }
   const json& b = r.body;
   if (!b.value("ok", false)) {
-    judge_failed(&c.outcome, &c.sub_kind, &c.message, b.value("error", std::string("runner")),
-                 b.value("message", std::string()));
+    judge_failed(&c, reply_failure(b));
     return c;
   }
   c.outcome = outcome_of(b);
@@ -577,8 +585,9 @@ BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path
 BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem::path& artifact,
                                      const BenchOptions& o, HostKind host) {
   BenchResult b;
-  if (auto err = ensure_loaded(task, nullptr)) {
-    judge_failed(&b.outcome, &b.sub_kind, &b.message, "reference_failed", *err);
+  if (auto loaded = ensure_loaded(task); !loaded) {
+    judge_failed(&b, judge_failure(JudgeError::reference_failed,
+                                   "loading task " + task.id + " failed: " + loaded.failure().message));
     return b;
   }
   json req{{"cmd", "bench"},
@@ -601,13 +610,12 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   Reply r = request(req, cfg_.bench_timeout);
   b.phases_ms["device_lock_wait_ms"] = held.waited_ms();
   if (r.kind != Reply::ok) {
-    judge_failed(&b.outcome, &b.sub_kind, &b.message, reply_kind_name(r), r.message);
+    judge_failed(&b, Failure{FailureKind::judge, reply_kind_name(r), r.message});
     return b;
   }
   const json& j = r.body;
   if (!j.value("ok", false)) {
-    judge_failed(&b.outcome, &b.sub_kind, &b.message, j.value("error", std::string("runner")),
-                 j.value("message", std::string()));
+    judge_failed(&b, reply_failure(j));
     return b;
   }
   if (j.contains("outcome")) {  // the candidate failed while being timed
@@ -661,49 +669,31 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   return b;
 }
 
-double RunnerClient::triton_do_bench(const TaskRef& task, int64_t seed) {
-  if (ensure_loaded(task, nullptr)) return -1;
+Expected<double> RunnerClient::triton_do_bench(const TaskRef& task, int64_t seed) {
+  if (auto loaded = ensure_loaded(task); !loaded) return loaded.failure();
   const TimedHold held = hold_timed("triton_bench");
   Reply r = request(json{{"cmd", "triton_bench"}, {"seed", seed}, {"timed_lock_held", held.held()}},
                     cfg_.bench_timeout);
-  if (r.kind != Reply::ok || !r.body.value("ok", false)) return -1;
-  return r.body.value("ms", -1.0);
+  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
+  if (!r.body.value("ok", false)) return reply_failure(r.body);
+  if (!r.body.contains("ms") || !r.body["ms"].is_number())
+    return Failure{FailureKind::judge, "judge_protocol", "the triton_bench reply has no number \"ms\""};
+  return r.body["ms"].get<double>();
 }
 
-std::string RunnerClient::reference_only(const TaskRef& task, int trials, int64_t seed) {
-  if (auto err = ensure_loaded(task, nullptr)) return *err;
+Expected<std::vector<double>> RunnerClient::reference_only(const TaskRef& task, int trials, int64_t seed) {
+  if (auto loaded = ensure_loaded(task); !loaded) return loaded.failure();
   const TimedHold shared = hold_timed("reference", TimedLock::Mode::shared);
   Reply r = request(
       json{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}, {"timed_lock_shared", shared.held()}},
       cfg_.check_timeout);
-  if (r.kind != Reply::ok) return r.message;
-  if (!r.body.value("ok", false)) return r.body.value("message", std::string("reference failed"));
-  return "";
-}
-
-RunnerPool::RunnerPool(std::vector<RunnerConfig> slots) {
-  for (auto& s : slots) clients_.push_back(std::make_unique<RunnerClient>(std::move(s)));
-  busy_.assign(clients_.size(), false);
-}
-
-RunnerPool::Lease RunnerPool::acquire() {
-  std::unique_lock lk(mu_);
-  for (;;) {
-    for (std::size_t i = 0; i < busy_.size(); ++i)
-      if (!busy_[i]) {
-        busy_[i] = true;
-        return Lease(this, i);
-      }
-    cv_.wait(lk);
-  }
-}
-
-void RunnerPool::release(std::size_t i) {
-  {
-    std::lock_guard lk(mu_);
-    busy_[i] = false;
-  }
-  cv_.notify_one();
+  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
+  if (!r.body.value("ok", false)) return reply_failure(r.body);
+  std::vector<double> ms;
+  if (auto it = r.body.find("ms"); it != r.body.end() && it->is_array())
+    for (const auto& v : *it)
+      if (v.is_number()) ms.push_back(v.get<double>());
+  return ms;
 }
 
 }  // namespace kforge::backends

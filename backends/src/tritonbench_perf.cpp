@@ -391,10 +391,10 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
   std::filesystem::create_directories(workdir);
   // Whether call_op works in place: the judge's run of the reference on input 0 (never the
   // candidate's word); both sides then clone the same tensor leaves inside the timed call.
-  const LoadResult probe = runner.load(in_place_probe(task));
-  if (!probe.ok)
-    return not_timed("the reference's performance harness failed: " + probe.error.substr(0, 400));
-  const InPlace in_place = InPlace::from_code(probe.bytes, probe.flops);
+  const Expected<LoadResult> probe = runner.load(in_place_probe(task));
+  if (!probe)
+    return not_timed("the reference's performance harness failed: " + probe.failure().message.substr(0, 400));
+  const InPlace in_place = InPlace::from_code(probe->bytes, probe->flops);
   if (in_place.kind == InPlace::Kind::nothing)
     return not_timed(
         "call_op returns no tensor and writes none of its inputs on the judge's run of the "
@@ -402,11 +402,11 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
   // The inputs (loads are the judge's alone: cheap), then the chosen ones timed.
   std::vector<LoadResult> loads;
   for (int p = 0; p < max_inputs; ++p) {
-    LoadResult lr = runner.load(perf_task(task, p, in_place));
-    if (!lr.ok && p == 0)
-      return not_timed("the reference's performance harness failed: " + lr.error.substr(0, 400));
-    if (!lr.ok || lr.bytes < 0) break;  // past the last input (or one the reference fails on)
-    loads.push_back(lr);
+    Expected<LoadResult> lr = runner.load(perf_task(task, p, in_place));
+    if (!lr && p == 0)
+      return not_timed("the reference's performance harness failed: " + lr.failure().message.substr(0, 400));
+    if (!lr || lr->bytes < 0) break;  // past the last input (or one the reference fails on)
+    loads.push_back(lr.value());
   }
   BenchResult total;
   total.ok = true;
@@ -424,7 +424,7 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     // illegal memory access; RunnerClient::bench retried it on a fresh worker) leaves the input
     // untimed, like one it failed on at its first load: the task's fault, not the judge's.
     if (!b.ok && b.outcome == Outcome::infra_error) {
-      if (!reference_unusable(b.sub_kind)) return b;  // the judge's failure
+      if (!reference_unusable(b.failure)) return b;  // the judge's failure
       total.flags.push_back("performance input " + std::to_string(p) +
                             " not timed: the reference's performance harness failed on it: " +
                             failure_headline(b.message).substr(0, 300));

@@ -102,12 +102,24 @@ def one_line(text):
     return json.dumps(text)
 
 
+def read_artifact(fd):
+    """All the bytes of the descriptor `fd` from its start (the judge's sealed memfd)."""
+    chunks = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
 class Host:
     # The profile mode's host (profile_host.py) stays root for Nsight Compute; its build helper
     # must be the same user (kf_py_confine_builder).
     profile_host = False
 
-    def __init__(self, artifact, device, confine_lib):
+    def __init__(self, artifact, device, confine_lib, artifact_fd=-1):
         import tempfile
 
         import torch  # imported before confinement: reading its files then is not the candidate's doing
@@ -118,7 +130,8 @@ class Host:
         # would stop that creation.
         tempfile.gettempdir()
         self.torch = torch
-        self.artifact = artifact
+        self.artifact = artifact  # its name: the compiled code's filename (the seal's trigger)
+        self.artifact_fd = artifact_fd  # its bytes: the judge's sealed memfd
         self.device = device
         self.confine_lib = confine_lib
         self.arenas = {}
@@ -452,10 +465,13 @@ class Host:
         import importlib.util
         import inspect
         import linecache
-        # Read before confinement (the host may then no longer reach the file's directory: it
-        # runs as another user), run from memory; linecache holds the lines Triton's jit reads.
-        with open(self.artifact, "rb") as f:
-            source = f.read()
+        # The judge's sealed copy (candidate_host.hpp sealed_artifact), read before confinement:
+        # no path, so the run directory's mode never matters; run from memory (linecache holds
+        # the lines Triton's jit reads). `err infra`: nothing of the candidate has run yet.
+        try:
+            source = read_artifact(self.artifact_fd)
+        except OSError as e:
+            return "err infra cannot read the artifact's descriptor %d: %s" % (self.artifact_fd, e)
         err = self.confine()
         if err:
             return "err confine " + err
@@ -771,7 +787,7 @@ def main(argv):
     if lib.kf_py_prepare() != 0:  # death signal with the judge, not dumpable
         return 2
     try:
-        host = Host(argv[1], int(argv[2]), argv[4])
+        host = Host(argv[1], int(argv[2]), argv[4], int(argv[3]) - 1)
     except BaseException:  # noqa: B902
         send("err init " + one_line(traceback.format_exc()))
         return 3

@@ -111,7 +111,7 @@ def profile_main(host_module, argv):
             return ""
 
     try:
-        host = ProfileHost(artifact, device, confine_lib)
+        host = ProfileHost(artifact, device, confine_lib, os.open(artifact, os.O_RDONLY | os.O_CLOEXEC))
     except BaseException:  # noqa: B902
         sys.stderr.write("host.py --profile: init: " + traceback.format_exc())
         return 1

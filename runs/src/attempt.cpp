@@ -156,6 +156,7 @@ json to_json(const AttemptRecord& r) {
   j["model"] = r.model;
   j["outcome"] = std::string(to_string(r.outcome));
   j["sub_kind"] = r.sub_kind;
+  if (r.failure) j["failure"] = std::string(to_string(*r.failure));
   j["message"] = r.message;
   if (!r.error_group.empty()) j["error_group"] = r.error_group;
   j["llm_status"] = r.llm_status;
@@ -221,6 +222,12 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
     r.outcome = *o;
   }
   rd.str("sub_kind", r.sub_kind);
+  if (const json* v = rd.find("failure"); v && !v->is_null()) {
+    if (!v->is_string()) rd.bad("failure", "a string", *v);
+    r.failure = failure_kind_from_string(v->get_ref<const std::string&>());
+    if (!r.failure)
+      throw RecordError(line, "failure", "unknown failure kind '" + v->get<std::string>() + "'");
+  }
   rd.str("message", r.message);
   rd.str("error_group", r.error_group);
   rd.str("llm_status", r.llm_status);

@@ -126,9 +126,8 @@ struct FakeJudge : agent::JudgePort {
   std::string slot_name(int slot) const override { return "fake:" + std::to_string(slot); }
   void load(int, const backends::TaskRef& ref, agent::Completion<backends::LoadResult> done) override {
     ++loads;
-    backends::LoadResult lr;
-    lr.ok = !unusable.count(ref.id);
-    if (!lr.ok) lr.error = "no Model";
+    Expected<backends::LoadResult> lr = backends::LoadResult{};
+    if (unusable.count(ref.id)) lr = Failure{FailureKind::reference, "reference_failed", "no Model"};
     later(io, 0, [lr, done = std::move(done)] { done(lr); });
   }
   void judge(int slot, agent::JudgeJob job, agent::Completion<agent::Judged> done) override {

@@ -29,7 +29,6 @@ struct Machine {
     if (!s.loaded) {
       REQUIRE(std::holds_alternative<LoadTask>(go(Begin{})));
       backends::LoadResult lr;
-      lr.ok = true;
       REQUIRE(std::holds_alternative<Continue>(go(Loaded{{}, lr})));
     }
     REQUIRE(std::holds_alternative<Render>(go(Begin{})));
@@ -94,7 +93,6 @@ TEST_CASE("episode machine: an LLM failure is llm_error and pauses; a compile er
   Machine m;
   m.go(Begin{});
   backends::LoadResult lr;
-  lr.ok = true;
   m.go(Loaded{{}, lr});
   m.go(Begin{});
   m.go(Rendered{{}, {"s", "u"}});
@@ -132,7 +130,6 @@ TEST_CASE("episode machine: kforge's failures are infra_error, never in the hist
   b.cfg.task_token_budget = 100;
   b.go(Begin{});
   backends::LoadResult lr;
-  lr.ok = true;
   b.go(Loaded{{}, lr});
   auto stop = b.go(Begin{{}, 100, false});
   REQUIRE(std::holds_alternative<Stop>(stop));
@@ -143,8 +140,7 @@ TEST_CASE("episode machine: kforge's failures are infra_error, never in the hist
 
   Machine u;  // the reference does not load: unusable, no LLM call
   u.go(Begin{});
-  backends::LoadResult bad;
-  bad.error = "unjudgeable: random output";
+  const Failure bad{FailureKind::reference, "reference_failed", "unjudgeable: random output"};
   auto st = u.go(Loaded{{}, bad});
   REQUIRE(std::holds_alternative<Stop>(st));
   CHECK(std::get<Stop>(st).why == "unusable: unjudgeable: random output");
@@ -188,7 +184,6 @@ TEST_CASE("episode machine: a given candidate is built, then its task loaded, ju
   CHECK(!m.s.rec.source_sha.empty());
   REQUIRE(std::holds_alternative<LoadTask>(m.go(Built{{}, compiled("good")})));
   backends::LoadResult lr;
-  lr.ok = true;
   auto judge = m.go(Loaded{{}, lr});
   REQUIRE(std::holds_alternative<Judge>(judge));
   CHECK(std::get<Judge>(judge).ev.compile.artifact == "good");
@@ -213,14 +208,15 @@ TEST_CASE("episode machine: a given candidate whose reference does not load is r
   m.s.given = "good";
   REQUIRE(std::holds_alternative<Build>(m.go(Begin{})));
   REQUIRE(std::holds_alternative<LoadTask>(m.go(Built{{}, compiled("good")})));
-  backends::LoadResult lr;
-  lr.ok = false;
-  lr.error = "Traceback (most recent call last):\n  File \"x\"\nRuntimeError: broken reference";
+  const Failure lr{FailureKind::reference, "reference_failed",
+                   "Traceback (most recent call last):\n  File \"x\"\nRuntimeError: broken reference"};
   REQUIRE(std::holds_alternative<Record>(m.go(Loaded{{}, lr})));
   CHECK(m.s.rec.outcome == Outcome::infra_error);
   CHECK(m.s.rec.sub_kind == "reference_failed");
+  REQUIRE(m.s.rec.failure.has_value());
+  CHECK(*m.s.rec.failure == FailureKind::reference);  // typed where it happened, never from the text
   CHECK(m.s.rec.message == "the reference did not load: RuntimeError: broken reference");
-  CHECK(m.s.files.result["traceback"] == lr.error);
+  CHECK(m.s.files.result["traceback"] == lr.message);
   auto stop = m.go(Recorded{});
   REQUIRE(std::holds_alternative<Stop>(stop));
   CHECK_FALSE(std::get<Stop>(stop).paused);

@@ -133,9 +133,8 @@ TEST_CASE("profile step: the judge's files and both targets run (cpu, no ncu)", 
   const fs::path work = scratch("profile-targets");
   auto c = compile_adversarial("correct", work / "build");
   backends::RunnerClient runner(cpu_runner());
-  std::string error;
-  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000, &error);
-  INFO(error);
+  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000);
+  INFO((targets ? "" : targets.failure().message));
   REQUIRE(targets);
   // The tensor file: both inputs, then the output, in the ABI's order, then the data.
   std::ifstream tf(work / "profile/profile_tensors.bin", std::ios::binary);
@@ -169,8 +168,7 @@ TEST_CASE("profile step: the candidate is confined in the profile mode too", "[r
   const fs::path work = scratch("profile-confined");
   auto c = compile_adversarial("tmp_dropper", work / "build");
   backends::RunnerClient runner(cpu_runner());
-  std::string error;
-  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000, &error);
+  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000);
   REQUIRE(targets);
   auto r = run_argv(targets->candidate);
   INFO(r.out << r.err);
@@ -394,7 +392,7 @@ TEST_CASE("profile step: ncu's wall-clock budget; a run it leaves no time for is
   const fs::path work = scratch("profile-budget");
   auto c = compile_adversarial("correct", work / "build");
   backends::RunnerClient runner(cpu_runner());
-  REQUIRE(runner.load(c.task).ok);  // loaded before the clock starts
+  REQUIRE(runner.load(c.task).ok());  // loaded before the clock starts
   FakeRuns fake;
   fake.hang_candidate = true;
   backends::NcuProfilerOptions po;
@@ -554,9 +552,8 @@ TEST_CASE("profile step: the Triton host's profile mode makes its calls, confine
   fs::create_directories(work / "scratch");
   auto run_candidate = [&](const std::string& name, const std::string& body) {
     const auto artifact = triton_artifact(work / name, body);
-    std::string error;
-    auto targets = runner.profile_targets(task, artifact, work / name / "profile", 3000, &error);
-    INFO(error);
+    auto targets = runner.profile_targets(task, artifact, work / name / "profile", 3000);
+    INFO((targets ? "" : targets.failure().message));
     REQUIRE(targets);
     return run_argv(targets->candidate, (work / "scratch").string());
   };
@@ -606,8 +603,7 @@ TEST_CASE("profile step: the Triton host's profile mode makes its calls, confine
   // A bad tensor file is the host's error (exit 2), not a crash.
   write_file(work / "bad.bin", std::string("kforge-tensors 1\nin 0 1 4\ndata\nab"));
   auto targets_bad = [&] {
-    std::string error;
-    auto t = runner.profile_targets(task, work / "kf_forward/kernel.py", work / "bad", 3000, &error);
+    auto t = runner.profile_targets(task, work / "kf_forward/kernel.py", work / "bad", 3000);
     REQUIRE(t);
     auto argv = t->candidate;
     argv[7] = (work / "bad.bin").string();

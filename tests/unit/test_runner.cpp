@@ -111,12 +111,14 @@ TEST_CASE("every kforge-core reference runs under the ci profile", "[runner]") {
   for (const auto& t : s.tasks) {
     auto ref = agent::task_ref(t, "ci");
     auto lr = runner.load(ref);
-    INFO(t.id << ": " << lr.error);
-    REQUIRE(lr.ok);
-    CHECK_FALSE(lr.outputs.empty());
-    CHECK(lr.flops >= 0);  // pure data movement (gather, nearest upsample) does no FLOP
-    CHECK(lr.bytes > 0);
-    CHECK(runner.reference_only(ref, 5, 1000) == "");
+    INFO(t.id << ": " << (lr ? "" : lr.failure().message));
+    REQUIRE(lr.ok());
+    CHECK_FALSE(lr->outputs.empty());
+    CHECK(lr->flops >= 0);  // pure data movement (gather, nearest upsample) does no FLOP
+    CHECK(lr->bytes > 0);
+    auto ran = runner.reference_only(ref, 5, 1000);
+    INFO((ran ? "" : ran.failure().message));
+    CHECK(ran.ok());
   }
   double s_total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO("all references: " << s_total << " s");
@@ -131,6 +133,39 @@ TEST_CASE("adversarial cpu kernels get their expected outcomes", "[runner]") {
   run_adversarial("cpu", "cpu");
 }
 
+TEST_CASE("an artifact the judge cannot read is the judge's infra_error, never the candidate's", "[runner]") {
+  // The host gets the artifact's bytes as the judge's sealed memfd (candidate_host.hpp): what
+  // fails before the candidate's own code runs is kforge's failure, typed where it happens.
+  auto parsed =
+      parse_task_file(fs::path(KFORGE_TESTS_DIR) / "data/adversarial/task.py", "adversarial/relu2_add");
+  REQUIRE(parsed.task);
+  backends::RunnerClient runner(runner_config("cpu"));
+  const fs::path dir = scratch("unreadable-artifact");
+  for (const char* name : {"kernel.so", "kernel.py"}) {  // the native host, the Triton host
+    const fs::path artifact = dir / name;
+    fs::create_directories(artifact);  // opens, but no byte of it reads: EISDIR
+    auto c = runner.check(agent::task_ref(*parsed.task, ""), artifact, 1, 7);
+    INFO(name << ": " << to_string(c.outcome) << "/" << c.sub_kind << ": " << c.message);
+    CHECK(c.outcome == Outcome::infra_error);
+    REQUIRE(c.failure.has_value());
+    CHECK(*c.failure == FailureKind::judge);
+    CHECK(c.message.find("cannot") != std::string::npos);
+  }
+}
+
+TEST_CASE("a judge's error reply is typed once: reference failures, unknown values", "[runner]") {
+  CHECK(backends::judge_error_from_string("reference_failed") == backends::JudgeError::reference_failed);
+  CHECK(backends::judge_error_from_string("runner") == backends::JudgeError::runner);
+  CHECK_FALSE(backends::judge_error_from_string("judge_says_model_failed").has_value());
+  auto f = backends::judge_failure(backends::JudgeError::reference_failed, "unjudgeable: its runs disagree");
+  CHECK(f.kind == FailureKind::reference);
+  CHECK(f.sub_kind == "unjudgeable");
+  CHECK(backends::reference_unusable(f.kind));
+  auto g = backends::judge_failure(backends::JudgeError::python_exception, "Traceback ...");
+  CHECK(g.kind == FailureKind::judge);
+  CHECK_FALSE(backends::reference_unusable(g.kind));
+}
+
 TEST_CASE("the worker keeps recent tasks loaded; a kernel cannot corrupt a task's parameters", "[runner]") {
   fs::path fx = fs::path(KFORGE_TESTS_DIR) / "fixtures/multikernelbench/reference";
   auto mlp = parse_task_file(fx / "arch/tiny_mlp.py", "arch/tiny_mlp");
@@ -140,13 +175,13 @@ TEST_CASE("the worker keeps recent tasks loaded; a kernel cannot corrupt a task'
   auto mlp_ref = agent::task_ref(*mlp.task, ""), add_ref = agent::task_ref(*add.task, "");
   backends::RunnerClient runner(runner_config("cpu"));
   auto first = runner.load(mlp_ref);
-  REQUIRE(first.ok);
-  CHECK_FALSE(first.cached);
-  REQUIRE(first.inputs.size() == 3);  // x, fc.weight, fc.bias
-  CHECK(runner.load(add_ref).ok);
+  REQUIRE(first.ok());
+  CHECK_FALSE(first->cached);
+  REQUIRE(first->inputs.size() == 3);  // x, fc.weight, fc.bias
+  CHECK(runner.load(add_ref).ok());
   auto again = runner.load(mlp_ref);  // switching back selects the held model
-  CHECK(again.ok);
-  CHECK(again.cached);
+  REQUIRE(again.ok());
+  CHECK(again->cached);
 
   // out = relu(x W^T + b). The first kernel is right but zeroes W afterwards (on the cpu the
   // parameters are mapped read-only into the candidate host: the write faults); the second

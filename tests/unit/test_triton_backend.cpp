@@ -572,9 +572,9 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
     CHECK(ev.message.find("in place: call_op writes or returns") != std::string::npos);  // in the record
     // The judge's detection, on the reference alone.
     const auto probe = runner.load(backends::in_place_probe(task));
-    INFO(probe.error);
-    REQUIRE(probe.ok);
-    const auto in_place = backends::InPlace::from_code(probe.bytes, probe.flops);
+    INFO((probe ? "" : probe.failure().message));
+    REQUIRE(probe.ok());
+    const auto in_place = backends::InPlace::from_code(probe->bytes, probe->flops);
     CHECK(in_place.kind == backends::InPlace::Kind::leaves);
     CHECK(in_place.cloned == c.cloned);
     CHECK(in_place.kept == c.kept);
@@ -607,8 +607,8 @@ TEST_CASE("triton: a TritonBench operation that works in place is timed on clone
   Suite tb = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
   const auto relu = agent::task_ref(*tb.find("T/relu_scale"), "");
   const auto probe = runner.load(backends::in_place_probe(relu));
-  REQUIRE(probe.ok);
-  CHECK(backends::InPlace::from_code(probe.bytes, probe.flops).kind == backends::InPlace::Kind::none);
+  REQUIRE(probe.ok());
+  CHECK(backends::InPlace::from_code(probe->bytes, probe->flops).kind == backends::InPlace::Kind::none);
   CHECK(backends::perf_module("", relu.perf_script, 0, false).find("_KF_INPLACE = None") !=
         std::string::npos);
   // A call_op that returns nothing and writes nothing leaves nothing to verify: not timed (a

@@ -45,7 +45,6 @@ fs::path vtemp(const std::string& tag) {
   return d;
 }
 
-
 fs::path fixture_suite() {
   return fs::path(KFORGE_TESTS_DIR) / "fixtures/verdicts";
 }
@@ -117,10 +116,11 @@ TEST_CASE("a task whose reference fails to load does not break the next task on 
   backends::RunnerClient runner(cpu_runner());
   auto good = agent::task_ref(fixture_task("act/relu"), "");
   auto bad = agent::task_ref(fixture_task("bad/raises_at_load"), "");
-  REQUIRE(runner.load(good).ok);
+  REQUIRE(runner.load(good).ok());
   auto lr = runner.load(bad);
-  CHECK_FALSE(lr.ok);
-  CHECK(lr.error.find("broken on purpose") != std::string::npos);
+  REQUIRE_FALSE(lr.ok());
+  CHECK(lr.failure().kind == FailureKind::reference);
+  CHECK(lr.failure().message.find("broken on purpose") != std::string::npos);
   fs::path work = vtemp("afterbad");
   auto ev = backends::evaluate(backends::get_backend("cpu"), slurp(fixture_kernels() / "act/relu/kernel.cpp"),
                                work, runner, good, quick_options());
@@ -295,14 +295,14 @@ TEST_CASE("a task whose output is random in its module mode is unjudgeable, and 
   REQUIRE(drop);
   backends::RunnerClient runner(cpu_runner());
   auto lr = runner.load(agent::task_ref(*drop, ""));
-  INFO(lr.error);
-  CHECK_FALSE(lr.ok);
-  CHECK(lr.error.find("unjudgeable:") != std::string::npos);
-  CHECK(agent::unusable_reason(lr.error).rfind("unjudgeable:", 0) == 0);
+  REQUIRE_FALSE(lr.ok());
+  INFO(lr.failure().message);
+  CHECK(lr.failure().message.find("unjudgeable:") != std::string::npos);
+  CHECK(agent::unusable_reason(lr.failure().message).rfind("unjudgeable:", 0) == 0);
   // In eval mode Dropout is the identity: the same file is judgeable.
   auto eval_ref = agent::task_ref(*drop, "");
   eval_ref.module_mode = "eval";
-  CHECK(runner.load(eval_ref).ok);
+  CHECK(runner.load(eval_ref).ok());
 
   // kforge eval lists it unusable and counts it as not judged.
   fs::path dir = vtemp("dropout");

@@ -166,7 +166,8 @@ std::string NcuProfiler::environment(RunnerClient& runner) {
   } else {
     // The GPU (name), the driver, and the toolchain that makes and reads the reference's
     // kernels: torch and its CUDA, ncu.
-    auto hello = nlohmann::json::parse(runner.hello(), nullptr, false);
+    const auto said = runner.hello();
+    auto hello = said ? nlohmann::json::parse(said.value(), nullptr, false) : nlohmann::json();
     std::string gpu;
     if (hello.is_object() && hello.contains("devices") && hello["devices"].is_array())
       for (const auto& d : hello["devices"]) gpu += d.value("name", std::string()) + ";";
@@ -188,7 +189,8 @@ double NcuProfiler::device_memory(RunnerClient& runner) {
   }
   // The smallest GPU the runner lists (it uses one of them).
   double m = 0;
-  auto hello = nlohmann::json::parse(runner.hello(), nullptr, false);
+  const auto said = runner.hello();
+  auto hello = said ? nlohmann::json::parse(said.value(), nullptr, false) : nlohmann::json();
   if (hello.is_object() && hello.contains("devices") && hello["devices"].is_array())
     for (const auto& d : hello["devices"])
       if (d.is_object() && d.contains("memory_bytes") && d["memory_bytes"].is_number()) {
@@ -218,8 +220,9 @@ std::string binary_bytes(double bytes) {
 
 std::optional<ScaledTask> NcuProfiler::scaled(RunnerClient& runner, const TaskRef& task) {
   if (!opt_.scale || task.test_block()) return std::nullopt;
-  const LoadResult full = runner.load(task);  // loaded already: selected
-  if (!full.ok || static_cast<double>(full.input_bytes) <= opt_.full_input_bytes) return std::nullopt;
+  const Expected<LoadResult> loaded = runner.load(task);  // loaded already: selected
+  if (!loaded || static_cast<double>(loaded->input_bytes) <= opt_.full_input_bytes) return std::nullopt;
+  const LoadResult& full = loaded.value();
   auto s = opt_.scale(task, opt_.scaled_input_bytes);
   if (!s) return std::nullopt;
   s->description = "ncu profiled the call on smaller inputs than the judge's: the task's " +
@@ -248,10 +251,10 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
   const auto smaller = scaled(runner, full_task);
   const TaskRef& task = smaller ? smaller->task : full_task;
   const std::string scaled_note = smaller ? smaller->description : "";
-  std::string error;
-  auto targets = runner.profile_targets(task, artifact, dir, 3000, &error, host);
+  auto targets = runner.profile_targets(task, artifact, dir, 3000, host);
   if (!targets) {
-    p.note = "not profiled: " + error + (scaled_note.empty() ? "" : " (" + scaled_note + ")");
+    p.note =
+        "not profiled: " + targets.failure().message + (scaled_note.empty() ? "" : " (" + scaled_note + ")");
     return p;
   }
   NcuOptions opt;
@@ -264,8 +267,8 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
   // parameters intact and writes every output element); kforge-host restarts cheaply, the
   // Triton host (torch, Triton, its JIT) does not.
   const bool cheap_restart = host == HostKind::native;
-  p.replay_mode = opt.replay_mode =
-      choose_replay_mode(true, cheap_restart, call_bytes(runner.load(task)), device_memory(runner));
+  p.replay_mode = opt.replay_mode = choose_replay_mode(
+      true, cheap_restart, call_bytes(runner.load(task).value_or(LoadResult{})), device_memory(runner));
   std::error_code ec;
   if (left() <= std::chrono::milliseconds(0)) {
     fs::remove(dir / "profile_tensors.bin", ec);

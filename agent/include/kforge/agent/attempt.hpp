@@ -57,7 +57,7 @@ struct TaskJudging {
 std::string module_suffix_for(const AttemptSetup& setup, const Task& task);
 
 /// Loads `ref` in `runner` (kept warm there); a test-block task loads nothing and is ok.
-backends::LoadResult load_task(backends::RunnerClient& runner, const backends::TaskRef& ref);
+Expected<backends::LoadResult> load_task(backends::RunnerClient& runner, const backends::TaskRef& ref);
 
 /// The task's TaskRef for `profile` with the run's extra --allow-ops. Throws
 /// std::invalid_argument when the task has no such profile.

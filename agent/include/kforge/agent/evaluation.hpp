@@ -23,10 +23,10 @@ namespace kforge::agent {
 /// Throws std::invalid_argument naming the task when the profile does not exist for it.
 backends::TaskRef task_ref(const Task& task, const std::string& profile);
 
-/// True when the evaluation failed for kforge's own reasons, not the candidate's (DESIGN §7,
-/// infra_error): the toolchain is missing (compile sub-kind toolchain_missing), the judge worker
-/// could not start or answered with its own error (runner_failed, runner), or the task's
-/// reference failed to load or run (reference_failed) — in the check or in the bench.
+/// True when the evaluation failed for kforge's own reasons, not the candidate's (infra_error,
+/// docs/ARCHITECTURE.md "The trust boundary"): Evaluation::failure is set, by the compile (the
+/// toolchain missing or broken), the judge client (the worker failed, the host failed before
+/// the candidate's code ran) or the reference (it failed to load, run or agree with itself).
 bool is_infrastructure_failure(const backends::Evaluation& ev);
 
 /// For a cuda attempt that compiled (rec.backend == "cuda"): runs cuobjdump on the artifact

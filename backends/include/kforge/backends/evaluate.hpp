@@ -40,7 +40,10 @@ struct Evaluation {
   std::optional<BenchResult> bench;
   int64_t seed = 0;
   double compile_ms = 0, check_ms = 0, bench_ms = 0;
-  bool infrastructure_error = false;  ///< toolchain missing / runner broken: not the candidate's fault
+  /// Whose machinery failed, set exactly when outcome is infra_error (the toolchain missing or
+  /// broken, the judge, the reference): never the candidate's fault. Decided where it happened
+  /// (the compile, CheckResult::failure, BenchResult::failure) and carried unchanged.
+  std::optional<FailureKind> failure;
   /// A Python candidate's exception in TritonBench's groups ("Syntax", "Attr&Type", "Name&Ref",
   /// "Run&Logic", "Other"); "" otherwise.
   std::string error_group;

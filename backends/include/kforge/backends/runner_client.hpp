@@ -16,7 +16,7 @@
 // and a reference that fails on a fresh worker (a load, or a test block's reference) makes its
 // task unusable: later requests for it answer at once, without a worker (unusable()). Workers
 // are also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is NOT
-// thread-safe: one owner at a time (RunnerPool hands them out).
+// thread-safe: one owner at a time.
 //
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
 // Every request carries a fresh "id" that its reply echoes.
@@ -78,12 +78,10 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -91,6 +89,7 @@
 
 #include "kforge/backends/host_kind.hpp"
 #include "kforge/backends/timed_lock.hpp"
+#include "kforge/common/failure.hpp"
 #include "kforge/common/outcome.hpp"
 
 namespace kforge::sandbox {
@@ -118,10 +117,24 @@ struct RunnerConfig {
   TimedLock* timed_lock = nullptr;
 };
 
-/// Whether a result's sub_kind says the reference itself failed ("reference_failed": it raised
-/// or its worker failed under it; "unjudgeable": its own runs disagree): the task's fault, never
-/// the candidate's and never the judge's machinery.
-bool reference_unusable(const std::string& sub_kind);
+/// The judge's error replies ({"ok":false,"error":E,"message":M}), a closed set: any other
+/// value of "error" is itself a protocol failure naming the field.
+enum class JudgeError { python_exception, runner, protocol, reference_failed };
+
+/// Parses a reply's "error" field; std::nullopt for a value outside JudgeError.
+std::optional<JudgeError> judge_error_from_string(const std::string& s);
+
+/// Whose machinery an error reply `error` (with its message `text`) says failed, and the sub-kind
+/// recorded for it: reference_failed is FailureKind::reference (sub-kind "unjudgeable" when the
+/// reference ran but its own runs disagree, the message starting "unjudgeable:"), every other
+/// error FailureKind::judge under its own name. The one place a judge reply's failure is typed.
+Failure judge_failure(JudgeError error, const std::string& text);
+
+/// Whether a failure says the reference itself failed (raised, its worker failed under it, or its
+/// own runs disagree): the task's fault, never the candidate's and never the judge's machinery.
+inline bool reference_unusable(const std::optional<FailureKind>& failure) {
+  return failure == FailureKind::reference;
+}
 
 /// The kforge-runner path RunnerConfig's default resolves to.
 std::filesystem::path default_runner_path();
@@ -164,16 +177,15 @@ struct TaskRef {
 /// (input_bytes_estimate, when known), the machine's memory, and the profiles to try.
 std::string load_killed_hint(const TaskRef& task);
 
+/// A loaded task (RunnerClient::load). A load that fails is a Failure{reference,
+/// "reference_failed", the Python traceback or the worker's failure}: a reference that raises or
+/// takes its worker down is the task's fault, never the judge's or a candidate's.
 struct LoadResult {
-  bool ok = false;
-  std::string error;  ///< the Python traceback or the worker's failure, when !ok
   std::vector<TensorSpec> inputs, outputs;
   int64_t input_bytes = 0;
   double flops = 0, bytes = 0;  ///< per call, from the task's formulas (0: none given)
   double load_ms = 0;
   bool cached = false;  ///< the worker still held the task: selected, not rebuilt
-  /// The reference failed on a fresh worker (or did before): the task cannot be judged.
-  bool unusable = false;
 };
 
 /// A device's peaks as the judge measured them.
@@ -194,6 +206,9 @@ struct CheckResult {
   Outcome outcome = Outcome::runtime_error;
   std::string sub_kind;
   std::string message;
+  /// Whose machinery failed, set exactly when outcome is infra_error: decided where the failure
+  /// happened (the judge's reply, the client's wait) and carried unchanged to the record.
+  std::optional<FailureKind> failure;
   int trials = 0, trials_passed = 0;
   double max_abs_err = 0, max_rel_err = 0, mismatch_fraction = 0;
   double tolerance_ratio = 0;  ///< reply field "tolerance_ratio" (see the protocol above); 0 = not reported
@@ -241,6 +256,7 @@ struct BenchResult {
   bool ok = false;  ///< false: the candidate failed while timed (outcome/message say how)
   Outcome outcome = Outcome::runtime_error;
   std::string sub_kind, message;
+  std::optional<FailureKind> failure;  ///< as CheckResult::failure
   TimingStats candidate, reference;
   std::optional<TimingStats> reference_compile;
   double candidate_ms = 0;  ///< the candidate's time used for speedup (see flags)
@@ -306,8 +322,11 @@ class RunnerClient {
   RunnerClient(const RunnerClient&) = delete;
   RunnerClient& operator=(const RunnerClient&) = delete;
 
-  /// Versions and devices as the worker reports them (JSON text); empty on failure.
-  std::string hello();
+  // Every request's failure is a value (Expected<T>, kforge/common/failure.hpp): its
+  // FailureKind says whose machinery failed (judge, reference), decided here, where it happens.
+
+  /// Versions and devices as the worker reports them (JSON text), or the judge's failure.
+  Expected<std::string> hello();
   /// Asks the worker to start what candidates of `host` need before the first check (the Triton
   /// zygote: torch and Triton imported while the first candidates are still being built).
   /// Returns at once: the worker starts it without waiting for it; false when the worker did not
@@ -319,15 +338,15 @@ class RunnerClient {
   std::optional<MeasuredPeaks> measure_peaks();
   /// Has the judge write the profile step's files for `task` into `dir` (inputs under `seed`,
   /// parameters, output specs; the reference's load request) and name the processes to
-  /// profile. nullopt with *error set when the task does not load or the files cannot be
-  /// written.
+  /// profile; a failure when the task does not load or the files cannot be written.
   /// `host`: the candidate host (Backend::host_kind); std::nullopt: the one the artifact's
   /// name implies (host_kind_for_artifact). The same for check and bench.
-  std::optional<ProfileTargets> profile_targets(const TaskRef& task, const std::filesystem::path& artifact,
-                                                const std::filesystem::path& dir, int64_t seed,
-                                                std::string* error, std::optional<HostKind> host = {});
-  /// Loads the task unless it is already loaded. Failures are values (LoadResult::error).
-  LoadResult load(const TaskRef& task);
+  Expected<ProfileTargets> profile_targets(const TaskRef& task, const std::filesystem::path& artifact,
+                                           const std::filesystem::path& dir, int64_t seed,
+                                           std::optional<HostKind> host = {});
+  /// Loads the task unless it is already loaded; a failed load is a Failure{reference} whose
+  /// message is the traceback or the worker's failure (LoadResult).
+  Expected<LoadResult> load(const TaskRef& task);
   /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...); a TritonBench
   /// task (TaskRef::test_block()) by running its test block under those seeds.
   CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
@@ -335,10 +354,10 @@ class RunnerClient {
   /// Times the candidate and the reference in this worker; artifact empty: reference only.
   BenchResult bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt,
                     std::optional<HostKind> host = {});
-  /// The reference timed by triton.testing.do_bench in the worker (median ms); <0 on failure.
-  double triton_do_bench(const TaskRef& task, int64_t seed);
-  /// Runs the reference alone for `trials` seeds (suite validation); "" or the error text.
-  std::string reference_only(const TaskRef& task, int trials, int64_t seed);
+  /// The reference timed by triton.testing.do_bench in the worker (median ms).
+  Expected<double> triton_do_bench(const TaskRef& task, int64_t seed);
+  /// Runs the reference alone for `trials` seeds (suite validation): each run's ms.
+  Expected<std::vector<double>> reference_only(const TaskRef& task, int trials, int64_t seed);
 
   /// Waits for this runner's device's timed lock (timed_lock.hpp) and holds it until the hold
   /// ends. bench, measure_peaks and triton_do_bench hold it around their request (sent with
@@ -369,9 +388,9 @@ class RunnerClient {
   static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);
   void kill_worker();
-  std::optional<std::string> ensure_loaded(const TaskRef& task, LoadResult* out);
-  /// One load request (no retry); the error text when it failed.
-  std::optional<std::string> load_once(const TaskRef& task, LoadResult* out);
+  Expected<LoadResult> ensure_loaded(const TaskRef& task);
+  /// One load request (no retry).
+  Expected<LoadResult> load_once(const TaskRef& task);
   CheckResult check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
                          HostKind host);
   BenchResult bench_once(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt,
@@ -393,38 +412,6 @@ class RunnerClient {
   std::map<std::string, std::string> unusable_detail_;  ///< TaskRef::cache_key -> full failure text
   std::map<std::string, std::string> unusable_by_id_;   ///< task id -> headline
   std::string lock_name_;                               ///< timed_lock_name(), once known
-};
-
-/// A fixed set of RunnerClients, one per slot (several may share a device: their timed work
-/// takes turns through the device's timed lock, timed_lock.hpp). acquire() blocks until a slot
-/// is free. Thread-safe.
-class RunnerPool {
- public:
-  explicit RunnerPool(std::vector<RunnerConfig> slots);
-  class Lease {
-   public:
-    Lease(RunnerPool* pool, std::size_t i) : pool_(pool), i_(i) {}
-    Lease(Lease&& o) noexcept : pool_(o.pool_), i_(o.i_) { o.pool_ = nullptr; }
-    Lease(const Lease&) = delete;
-    ~Lease() {
-      if (pool_) pool_->release(i_);
-    }
-    RunnerClient& operator*() const { return *pool_->clients_[i_]; }
-    RunnerClient* operator->() const { return pool_->clients_[i_].get(); }
-
-   private:
-    RunnerPool* pool_;
-    std::size_t i_;
-  };
-  Lease acquire();
-  std::size_t size() const { return clients_.size(); }
-
- private:
-  void release(std::size_t i);
-  std::vector<std::unique_ptr<RunnerClient>> clients_;
-  std::vector<bool> busy_;
-  std::mutex mu_;
-  std::condition_variable cv_;
 };
 
 }  // namespace kforge::backends

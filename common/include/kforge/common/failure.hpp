@@ -8,6 +8,7 @@
 // named kind. Values; no ownership beyond their strings; thread-compatible.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,14 @@ inline std::string_view to_string(FailureKind k) {
   return "unknown";
 }
 
+/// Parses the names to_string(FailureKind) gives; std::nullopt for any other.
+inline std::optional<FailureKind> failure_kind_from_string(std::string_view s) {
+  for (FailureKind k : {FailureKind::llm, FailureKind::toolchain, FailureKind::judge, FailureKind::reference,
+                        FailureKind::internal, FailureKind::cancelled})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
 struct Failure {
   FailureKind kind = FailureKind::internal;
   std::string sub_kind;  ///< the finer name recorded as the attempt's sub_kind (e.g. judge_died)
@@ -62,6 +71,7 @@ class Expected {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   const Failure& failure() const { return std::get<1>(v_); }
+  T value_or(T fallback) const { return ok() ? value() : std::move(fallback); }
 
  private:
   std::variant<T, Failure> v_;

@@ -18,10 +18,12 @@
 #include <compare>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "kforge/common/failure.hpp"
 #include "kforge/common/outcome.hpp"
 #include "kforge/runs/attempt_profile.hpp"
 #include "kforge/runs/judge_timing.hpp"
@@ -44,7 +46,11 @@ struct AttemptRecord {
   // --- outcome --------------------------------------------------------------------------
   Outcome outcome = Outcome::format_error;
   std::string sub_kind;  ///< e.g. "syntax", "values", "illegal_memory_access"; "" if none
-  std::string message;   ///< one short human line (first compiler error, CUDA error name...)
+  /// Whose machinery failed (JSON "failure": "toolchain", "judge", "reference", ...), set
+  /// exactly when outcome is infra_error or llm_error: decided where the failure happened and
+  /// carried unchanged, never re-derived from sub_kind. Absent in records older than the field.
+  std::optional<FailureKind> failure;
+  std::string message;  ///< one short human line (first compiler error, CUDA error name...)
   /// (triton) TritonBench's error group of a Python exception: "Syntax", "Attr&Type",
   /// "Name&Ref", "Run&Logic", "Other" (seed 000, appendix D); "" when none.
   std::string error_group;
