@@ -22,6 +22,7 @@
 #include "kforge/agent/ports.hpp"
 #include "kforge/agent/progress.hpp"
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/agent/run_checks.hpp"
 #include "kforge/agent/run_options.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
@@ -90,6 +91,14 @@ struct RunSetup {
 int restore_command(RunSetup& rs) {
   RunCommand& cmd = rs.cmd;
   rs.resuming = !cmd.resume.empty();
+  std::error_code ec;
+  if (rs.resuming && !cmd.out.empty() &&
+      fs::weakly_canonical(cmd.out, ec) != fs::weakly_canonical(cmd.resume, ec)) {
+    std::cerr << "kforge run: --out " << cmd.out.string() << " and --resume " << cmd.resume.string()
+              << " both given: --resume continues its run in place (drop --out, or drop --resume to start "
+                 "a new run there)\n";
+    return 2;
+  }
   if (rs.resuming) cmd.out = cmd.resume;
   if (cmd.out.empty()) {
     std::cerr << "kforge run: --out RUN_DIR (or --resume RUN_DIR) is required\n";
@@ -150,6 +159,11 @@ int select_tasks(RunSetup& rs) {
     std::cerr << "kforge run: " << e.what() << "\n";
     return 2;
   }
+  if (const auto unknown = unknown_task_ids(cmd.tasks, rs.suite); !unknown.empty()) {
+    for (const auto& u : unknown)
+      std::cerr << "kforge run: --tasks " << u << ": no such task in suite " << rs.suite.name << "\n";
+    return 2;
+  }
   for (const auto& t : rs.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
     if (!cmd.tasks.empty() && std::find(cmd.tasks.begin(), cmd.tasks.end(), t.id) == cmd.tasks.end())
@@ -159,6 +173,10 @@ int select_tasks(RunSetup& rs) {
   }
   if (rs.tasks.empty()) {
     std::cerr << "kforge run: no task of suite " << rs.suite.name << " matches\n";
+    return 2;
+  }
+  if (auto why = profile_problem(rs.tasks, cmd.profile, rs.suite.name)) {
+    std::cerr << "kforge run: " << *why << "\n";
     return 2;
   }
   add_operator_schemas(rs);
@@ -270,10 +288,21 @@ json profile_policy(const ProfileStep& step, bool every_pass) {
 }
 
 /// The judging setup shared by every attempt: options, profile step, the device's peaks.
+/// The profile step, before the run directory exists: a profiler that cannot be used is a
+/// configuration error (exit 2) that leaves nothing behind.
+int make_profile(RunSetup& rs) {
+  try {
+    rs.profile = make_profile_step(rs.cmd.profiler, rs.cmd.backend);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge run: " << e.what() << "\n";
+    return 2;
+  }
+  rs.profile->failing = rs.cmd.profile_failing;
+  return 0;
+}
+
 void make_attempt_setup(RunSetup& rs) {
   const RunCommand& cmd = rs.cmd;
-  rs.profile = make_profile_step(cmd.profiler, cmd.backend);
-  rs.profile->failing = cmd.profile_failing;
   AttemptSetup& a = rs.attempt;
   a.backend = rs.backend;
   a.backend_name = cmd.backend;
@@ -495,7 +524,7 @@ double sample_temperature(const RunCommand& cmd, int sample) {
 int run_agent(const RunCommand& cmd_in) {
   RunSetup rs;
   rs.cmd = cmd_in;
-  for (int (*stage)(RunSetup&) : {restore_command, select_tasks, make_llm, start_runners, open_run})
+  for (int (*stage)(RunSetup&) : {restore_command, select_tasks, make_llm, make_profile, start_runners, open_run})
     if (int rc = stage(rs)) return rc;
   make_attempt_setup(rs);
   RecordedAttempts recorded;

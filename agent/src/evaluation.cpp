@@ -1,4 +1,5 @@
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/run_checks.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -460,17 +461,20 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
     std::cerr << "kforge eval: --kernels " << cmd.kernels.string() << ": not a directory\n";
     return 2;
   }
-  if (!cmd.profile.empty() && cmd.profile != "default") {
-    bool any = false;
-    for (const auto& t : es.suite.tasks) any = any || has_profile(t, cmd.profile);
-    if (!any) {
-      std::cerr << "kforge eval: --profile " << cmd.profile << ": no task of suite " << es.suite.name
-                << " defines it (small and ci are derived for tasks whose get_inputs() shapes kforge "
-                   "understands)\n";
-      return 2;
-    }
+  std::vector<const Task*> all;
+  for (const auto& t : es.suite.tasks) all.push_back(&t);
+  if (auto why = profile_problem(all, cmd.profile, es.suite.name)) {
+    std::cerr << "kforge eval: " << *why << "\n";
+    return 2;
   }
   const std::string src_name = es.backend->source_file_name();
+  // A kernel folder that names no task is an error, not a task lost from the denominators.
+  if (const auto bad = unmatched_kernel_folders(cmd.kernels, es.suite, src_name); !bad.empty()) {
+    for (const auto& b : bad)
+      std::cerr << "kforge eval: --kernels " << cmd.kernels.string() << ": folder " << b
+                << " names no task of suite " << es.suite.name << "\n";
+    return 2;
+  }
   for (const auto& t : es.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
     const KernelSamples ks = find_kernel_samples(cmd.kernels / t.id, src_name);
@@ -494,6 +498,42 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
   return 0;
 }
 
+/// The manifest's "config" of an eval: run's keys where run has the option (run_options.hpp).
+nlohmann::json eval_config(const EvalCommand& cmd, const Suite& suite, const std::string& device,
+                           const std::vector<std::string>& slots) {
+  return {{"suite", suite.name},
+          {"suite_root", suite.root.string()},
+          {"backend", cmd.backend},
+          {"kernels", fs::absolute(cmd.kernels).string()},
+          {"profile", cmd.profile.empty() ? "default" : cmd.profile},
+          {"trials", cmd.trials},
+          {"bench", cmd.bench},
+          {"reps", cmd.reps},
+          {"perf_inputs", cmd.perf_inputs},
+          {"baseline", cmd.baseline},
+          {"allow_precision", cmd.allow_precision},
+          {"allow_ops", cmd.allow_ops},
+          {"device", device},
+          {"devices", slots}};
+}
+
+/// An existing --out: only an eval's, judged with the same result-changing options (before any
+/// runner starts). 0 or 2.
+int check_eval_out(const EvalCommand& cmd, const EvalSetup& es) {
+  std::error_code ec;
+  if (!fs::exists(cmd.out / "manifest.json", ec)) return 0;
+  std::optional<std::string> why;
+  try {
+    why = eval_resume_problem(nlohmann::json::parse(read_file(cmd.out / "manifest.json")),
+                              eval_config(cmd, es.suite, "", {}));
+  } catch (const std::exception& e) {
+    why = std::string("manifest.json: ") + e.what();
+  }
+  if (!why) return 0;
+  std::cerr << "kforge eval: --out " << cmd.out.string() << ": " << *why << "\n";
+  return 2;
+}
+
 /// The runner and the run directory. 0, 2 or 3.
 int open_eval(const EvalCommand& cmd, EvalSetup& es) {
   // The builds' own start-up (the triton backend's warm scanners) while the runners start.
@@ -507,20 +547,7 @@ int open_eval(const EvalCommand& cmd, EvalSetup& es) {
   std::vector<std::string> slots;
   for (const auto& r : es.runners) slots.push_back(r->config().device);
   nlohmann::json manifest{{"command", "eval"},
-                          {"config",
-                           {{"suite", es.suite.name},
-                            {"suite_root", es.suite.root.string()},
-                            {"backend", cmd.backend},
-                            {"kernels", fs::absolute(cmd.kernels).string()},
-                            {"profile", cmd.profile.empty() ? "default" : cmd.profile},
-                            {"trials", cmd.trials},
-                            {"bench", cmd.bench},
-                            {"reps", cmd.reps},
-                            {"baseline", cmd.baseline},
-                            {"allow_precision", cmd.allow_precision},
-                            {"allow_ops", cmd.allow_ops},
-                            {"device", device},
-                            {"devices", slots}}},
+                          {"config", eval_config(cmd, es.suite, device, slots)},
                           {"runner", nlohmann::json::parse(es.hello)},
                           {"devices", started.devices}};
   try {
@@ -688,6 +715,7 @@ RunTally judge_episodes(const EvalCommand& cmd, EvalSetup& es, std::vector<Episo
 int run_eval(const EvalCommand& cmd) {
   EvalSetup es;
   if (int rc = select_kernels(cmd, es)) return rc;
+  if (int rc = check_eval_out(cmd, es)) return rc;
   if (int rc = open_eval(cmd, es)) return rc;
   if (int rc = make_eval_setup(cmd, es)) return rc;
   std::printf("%-44s %6s %-16s %-22s %10s %10s %8s\n", "task", "sample", "outcome", "sub_kind", "cand ms",

@@ -15,6 +15,7 @@
 #include "kforge/benchmarks/generalisation.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report_html.hpp"
+#include "kforge/common/beneath.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/utf8.hpp"
 #include "kforge/common/util.hpp"
@@ -792,12 +793,12 @@ LibraryExport export_library(const fs::path& run_dir) {
   json index = json::array();
   for (const auto& [task, k] : kernels) {
     const AttemptRecord& r = *k.result->best;
-    fs::path out = ex.dir / fs::path(task);  // task validated by attempt_rel_path above
-    fs::create_directories(out);
-    write_file(out / k.file_name, k.source);
+    // Through beneath.hpp: the task id's folders never lead out of library/.
+    const fs::path out = fs::path(task);
+    write_file_beneath(ex.dir, out / k.file_name, k.source);
     if (fs::is_regular_file(k.attempt_dir / "result.json", ec))
-      fs::copy_file(k.attempt_dir / "result.json", out / "result.json", fs::copy_options::overwrite_existing);
-    write_file(out / "attempt.json", dump_json(to_json(r), 2) + "\n");
+      write_file_beneath(ex.dir, out / "result.json", read_file(k.attempt_dir / "result.json"));
+    write_file_beneath(ex.dir, out / "attempt.json", dump_json(to_json(r), 2) + "\n");
     const auto g = generalisation_of(s.generalisation, task, r.source_sha);
     index.push_back(
         {{"task", task},
