@@ -34,6 +34,7 @@
 #include "kforge/common/util.hpp"
 #include "kforge/retrieval/retrieval.hpp"
 #include "kforge/runs/run_dir.hpp"
+#include "kforge/runs/run_status.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
 
 namespace kforge::agent {
@@ -85,6 +86,7 @@ struct RunSetup {
   AttemptSetup attempt;
   std::map<std::string, std::string> refs_by_id;
   std::deque<TaskJudging> judging;  ///< stable addresses: the episodes point here
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  ///< this invocation's
 };
 
 /// --resume: the run directory and its recorded configuration. 0 or an exit status.
@@ -468,9 +470,15 @@ RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const Rec
 }
 
 /// The report, the closing lines and the exit status.
-int finish_run(const RunSetup& rs, const RunTally& t) {
+int finish_run(RunSetup& rs, const RunTally& t) {
   const RunCommand& cmd = rs.cmd;
   write_unusable(cmd.out, t.unusable);
+  // Complete: no stop, and no episode paused at an llm_error (--resume asks those turns again).
+  const bool complete = !t.interrupted && !t.llm_down && !t.infra_down &&
+                        run_status(rs.run->load_attempts()).paused_episodes == 0;
+  record_invocation(*rs.run,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - rs.started).count(),
+                    complete);
   write_report(cmd.out);
   (void)export_library(cmd.out);
   std::fprintf(stderr, "kforge run: report %s (and %s)\n", (cmd.out / "report.md").string().c_str(),
@@ -524,8 +532,10 @@ double sample_temperature(const RunCommand& cmd, int sample) {
 int run_agent(const RunCommand& cmd_in) {
   RunSetup rs;
   rs.cmd = cmd_in;
-  for (int (*stage)(RunSetup&) : {restore_command, select_tasks, make_llm, make_profile, start_runners, open_run})
+  for (int (*stage)(RunSetup&) :
+       {restore_command, select_tasks, make_llm, make_profile, start_runners, open_run})
     if (int rc = stage(rs)) return rc;
+  record_invocation(*rs.run, 0, false);  // being written: incomplete until finish_run says otherwise
   make_attempt_setup(rs);
   RecordedAttempts recorded;
   for (auto& r : rs.run->load_attempts()) recorded[{r.task, r.sample}].push_back(std::move(r));
@@ -548,6 +558,17 @@ int run_report(const fs::path& run_dir) {
   return 0;
 }
 
+fs::path compare_page_path(const fs::path& a, const fs::path& b, const fs::path& out) {
+  if (!out.empty()) return out / "compare.html";
+  auto name = [](const fs::path& p) {
+    const fs::path n = fs::absolute(p).lexically_normal();
+    return (n.has_filename() ? n : n.parent_path()).filename().string();
+  };
+  const fs::path na = fs::absolute(a).lexically_normal();
+  const fs::path dir = (na.has_filename() ? na : na.parent_path()).parent_path();
+  return dir / ("compare-" + name(a) + "-vs-" + name(b) + ".html");
+}
+
 int run_compare(const fs::path& a, const fs::path& b, const fs::path& html) {
   for (const auto& d : {a, b})
     if (!fs::exists(d / "attempts.jsonl")) {
@@ -555,6 +576,7 @@ int run_compare(const fs::path& a, const fs::path& b, const fs::path& html) {
       return 2;
     }
   ComparedRuns c = compare_runs(a, b);
+  for (const auto& n : c.not_alike) std::cerr << "kforge compare: warning: " << n << "\n";
   for (const auto& n : compare_drop_notes(c)) std::cerr << "kforge compare: warning: " << n << "\n";
   std::cout << render_compare_md(c);
   if (!html.empty()) {

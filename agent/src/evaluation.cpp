@@ -1,5 +1,4 @@
 #include "kforge/agent/evaluation.hpp"
-#include "kforge/agent/run_checks.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -20,6 +19,7 @@
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/agent/ports.hpp"
+#include "kforge/agent/run_checks.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/precision.hpp"
@@ -439,6 +439,7 @@ struct EvalSetup {
   std::unique_ptr<ProfileStep> profile;
   AttemptSetup attempt;
   std::deque<TaskJudging> judging;  ///< stable addresses: the episodes point here
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  ///< this invocation's
 };
 
 /// The backend, the suite and the kernels to judge. 0 or 2.
@@ -562,8 +563,9 @@ int open_eval(const EvalCommand& cmd, EvalSetup& es) {
   return 0;
 }
 
-/// The judging setup: options, the profile step and the device's peaks. 0 or 2.
-int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
+/// The profile step, before the run directory exists (a profiler that cannot be used leaves
+/// nothing behind). 0 or 2.
+int make_eval_profile(const EvalCommand& cmd, EvalSetup& es) {
   try {
     es.profile = make_profile_step(cmd.profiler, cmd.backend, cmd.bench);
     es.profile->failing = cmd.profile_failing;
@@ -571,6 +573,11 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
     std::cerr << "kforge eval: " << e.what() << "\n";
     return 2;
   }
+  return 0;
+}
+
+/// The judging setup: options, the profile step's use and the device's peaks.
+int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   AttemptSetup& a = es.attempt;
   a.backend = es.backend;
   a.backend_name = cmd.backend;
@@ -716,8 +723,10 @@ int run_eval(const EvalCommand& cmd) {
   EvalSetup es;
   if (int rc = select_kernels(cmd, es)) return rc;
   if (int rc = check_eval_out(cmd, es)) return rc;
+  if (int rc = make_eval_profile(cmd, es)) return rc;
   if (int rc = open_eval(cmd, es)) return rc;
   if (int rc = make_eval_setup(cmd, es)) return rc;
+  record_invocation(*es.run, 0, false);  // being written: incomplete until the end says otherwise
   std::printf("%-44s %6s %-16s %-22s %10s %10s %8s\n", "task", "sample", "outcome", "sub_kind", "cand ms",
               "ref ms", "speedup");
   std::vector<std::string> unchanged;  // tasks skipped: judged before, same source
@@ -735,6 +744,9 @@ int run_eval(const EvalCommand& cmd) {
       if (auto it = r->unusable().find(tj.task->id); it != r->unusable().end())
         unusable.emplace(tj.task->id, "the reference failed its test block: " + it->second);
   write_unusable(cmd.out, unusable);
+  record_invocation(*es.run,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - es.started).count(),
+                    !tally.interrupted);
   if (!unchanged.empty()) {
     std::string list;
     for (std::size_t i = 0; i < unchanged.size() && i < 20; ++i) list += (i ? ", " : "") + unchanged[i];
