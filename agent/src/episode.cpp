@@ -289,7 +289,6 @@ json profile_policy(const ProfileStep& step, bool every_pass) {
                                        : ""}};
 }
 
-/// The judging setup shared by every attempt: options, profile step, the device's peaks.
 /// The profile step, before the run directory exists: a profiler that cannot be used is a
 /// configuration error (exit 2) that leaves nothing behind.
 int make_profile(RunSetup& rs) {
@@ -303,6 +302,7 @@ int make_profile(RunSetup& rs) {
   return 0;
 }
 
+/// The judging setup shared by every attempt: options, profile step, the device's peaks.
 void make_attempt_setup(RunSetup& rs) {
   const RunCommand& cmd = rs.cmd;
   AttemptSetup& a = rs.attempt;
