@@ -56,10 +56,14 @@ std::vector<std::string> unmatched_kernel_folders(const fs::path& kernels, const
     if (it->path().filename() != source_file || !it->is_regular_file(ec)) continue;
     fs::path rel = it->path().parent_path().lexically_relative(kernels);
     if (rel.empty() || rel == ".") continue;  // a kernel at the top: no task folder at all
-    if (suite.find(rel.generic_string())) continue;
+    // The task's own folder, or one below it (a sample's; find_kernel_samples names a folder
+    // that is not a sample).
+    bool in_task = false;
+    for (fs::path p = rel; !in_task && !p.empty(); p = p.parent_path())
+      in_task = suite.find(p.generic_string());
+    if (in_task) continue;
     const std::string last = rel.filename().string();
     const bool numbered = !last.empty() && last.find_first_not_of("0123456789") == std::string::npos;
-    if (numbered && rel.has_parent_path() && suite.find(rel.parent_path().generic_string())) continue;
     const fs::path task = numbered && rel.has_parent_path() ? rel.parent_path() : rel;
     bad.insert(with_closest(task.generic_string(), known));
   }
