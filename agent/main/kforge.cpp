@@ -374,9 +374,12 @@ int main(int argc, char** argv) {
       "compare", "compare two runs on the tasks both attempted; prints the tables and writes compare.html");
   compare->add_option("run_a", cmp_a, "first run directory")->required();
   compare->add_option("run_b", cmp_b, "second run directory")->required();
-  std::string cmp_html = "compare.html";
-  compare->add_option("--html", cmp_html,
-                      "where to write the page (default: compare.html here; \"\" for none)");
+  std::string cmp_html, cmp_out;
+  auto* cmp_html_opt =
+      compare->add_option("--html", cmp_html, "where to write the page (\"\" for none; default: see --out)");
+  compare->add_option("--out", cmp_out,
+                      "folder for compare.html (default: beside the runs, "
+                      "<parent of run_a>/compare-<run_a>-vs-<run_b>.html)");
 
   if (auto bad = unknown_subcommand(argc, argv, subcommand_names(app))) {
     std::string known;
@@ -419,7 +422,15 @@ int main(int argc, char** argv) {
     if (lib_verify->parsed()) return agent::run_library_verify(vf);
     if (report->parsed()) return agent::run_report(report_dir);
     if (stats->parsed()) return cmd_stats(stats_dir);
-    if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);
+    if (compare->parsed()) {
+      if (cmp_html_opt->count() && !cmp_out.empty()) {
+        std::cerr << "kforge compare: --html and --out both given: give one\n";
+        return 2;
+      }
+      return agent::run_compare(cmp_a, cmp_b,
+                                cmp_html_opt->count() ? std::filesystem::path(cmp_html)
+                                                      : agent::compare_page_path(cmp_a, cmp_b, cmp_out));
+    }
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";
     return 1;

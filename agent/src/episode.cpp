@@ -22,6 +22,7 @@
 #include "kforge/agent/ports.hpp"
 #include "kforge/agent/progress.hpp"
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/agent/run_checks.hpp"
 #include "kforge/agent/run_options.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
@@ -33,6 +34,7 @@
 #include "kforge/common/util.hpp"
 #include "kforge/retrieval/retrieval.hpp"
 #include "kforge/runs/run_dir.hpp"
+#include "kforge/runs/run_status.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
 
 namespace kforge::agent {
@@ -84,12 +86,21 @@ struct RunSetup {
   AttemptSetup attempt;
   std::map<std::string, std::string> refs_by_id;
   std::deque<TaskJudging> judging;  ///< stable addresses: the episodes point here
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  ///< this invocation's
 };
 
 /// --resume: the run directory and its recorded configuration. 0 or an exit status.
 int restore_command(RunSetup& rs) {
   RunCommand& cmd = rs.cmd;
   rs.resuming = !cmd.resume.empty();
+  std::error_code ec;
+  if (rs.resuming && !cmd.out.empty() &&
+      fs::weakly_canonical(cmd.out, ec) != fs::weakly_canonical(cmd.resume, ec)) {
+    std::cerr << "kforge run: --out " << cmd.out.string() << " and --resume " << cmd.resume.string()
+              << " both given: --resume continues its run in place (drop --out, or drop --resume to start "
+                 "a new run there)\n";
+    return 2;
+  }
   if (rs.resuming) cmd.out = cmd.resume;
   if (cmd.out.empty()) {
     std::cerr << "kforge run: --out RUN_DIR (or --resume RUN_DIR) is required\n";
@@ -150,6 +161,11 @@ int select_tasks(RunSetup& rs) {
     std::cerr << "kforge run: " << e.what() << "\n";
     return 2;
   }
+  if (const auto unknown = unknown_task_ids(cmd.tasks, rs.suite); !unknown.empty()) {
+    for (const auto& u : unknown)
+      std::cerr << "kforge run: --tasks " << u << ": no such task in suite " << rs.suite.name << "\n";
+    return 2;
+  }
   for (const auto& t : rs.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
     if (!cmd.tasks.empty() && std::find(cmd.tasks.begin(), cmd.tasks.end(), t.id) == cmd.tasks.end())
@@ -159,6 +175,10 @@ int select_tasks(RunSetup& rs) {
   }
   if (rs.tasks.empty()) {
     std::cerr << "kforge run: no task of suite " << rs.suite.name << " matches\n";
+    return 2;
+  }
+  if (auto why = profile_problem(rs.tasks, cmd.profile, rs.suite.name)) {
+    std::cerr << "kforge run: " << *why << "\n";
     return 2;
   }
   add_operator_schemas(rs);
@@ -269,11 +289,22 @@ json profile_policy(const ProfileStep& step, bool every_pass) {
                                        : ""}};
 }
 
+/// The profile step, before the run directory exists: a profiler that cannot be used is a
+/// configuration error (exit 2) that leaves nothing behind.
+int make_profile(RunSetup& rs) {
+  try {
+    rs.profile = make_profile_step(rs.cmd.profiler, rs.cmd.backend);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge run: " << e.what() << "\n";
+    return 2;
+  }
+  rs.profile->failing = rs.cmd.profile_failing;
+  return 0;
+}
+
 /// The judging setup shared by every attempt: options, profile step, the device's peaks.
 void make_attempt_setup(RunSetup& rs) {
   const RunCommand& cmd = rs.cmd;
-  rs.profile = make_profile_step(cmd.profiler, cmd.backend);
-  rs.profile->failing = cmd.profile_failing;
   AttemptSetup& a = rs.attempt;
   a.backend = rs.backend;
   a.backend_name = cmd.backend;
@@ -439,9 +470,15 @@ RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const Rec
 }
 
 /// The report, the closing lines and the exit status.
-int finish_run(const RunSetup& rs, const RunTally& t) {
+int finish_run(RunSetup& rs, const RunTally& t) {
   const RunCommand& cmd = rs.cmd;
   write_unusable(cmd.out, t.unusable);
+  // Complete: no stop, and no episode paused at an llm_error (--resume asks those turns again).
+  const bool complete = !t.interrupted && !t.llm_down && !t.infra_down &&
+                        run_status(rs.run->load_attempts()).paused_episodes == 0;
+  record_invocation(*rs.run,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - rs.started).count(),
+                    complete);
   write_report(cmd.out);
   (void)export_library(cmd.out);
   std::fprintf(stderr, "kforge run: report %s (and %s)\n", (cmd.out / "report.md").string().c_str(),
@@ -495,8 +532,10 @@ double sample_temperature(const RunCommand& cmd, int sample) {
 int run_agent(const RunCommand& cmd_in) {
   RunSetup rs;
   rs.cmd = cmd_in;
-  for (int (*stage)(RunSetup&) : {restore_command, select_tasks, make_llm, start_runners, open_run})
+  for (int (*stage)(RunSetup&) :
+       {restore_command, select_tasks, make_llm, make_profile, start_runners, open_run})
     if (int rc = stage(rs)) return rc;
+  record_invocation(*rs.run, 0, false);  // being written: incomplete until finish_run says otherwise
   make_attempt_setup(rs);
   RecordedAttempts recorded;
   for (auto& r : rs.run->load_attempts()) recorded[{r.task, r.sample}].push_back(std::move(r));
@@ -519,6 +558,17 @@ int run_report(const fs::path& run_dir) {
   return 0;
 }
 
+fs::path compare_page_path(const fs::path& a, const fs::path& b, const fs::path& out) {
+  if (!out.empty()) return out / "compare.html";
+  auto name = [](const fs::path& p) {
+    const fs::path n = fs::absolute(p).lexically_normal();
+    return (n.has_filename() ? n : n.parent_path()).filename().string();
+  };
+  const fs::path na = fs::absolute(a).lexically_normal();
+  const fs::path dir = (na.has_filename() ? na : na.parent_path()).parent_path();
+  return dir / ("compare-" + name(a) + "-vs-" + name(b) + ".html");
+}
+
 int run_compare(const fs::path& a, const fs::path& b, const fs::path& html) {
   for (const auto& d : {a, b})
     if (!fs::exists(d / "attempts.jsonl")) {
@@ -526,6 +576,7 @@ int run_compare(const fs::path& a, const fs::path& b, const fs::path& html) {
       return 2;
     }
   ComparedRuns c = compare_runs(a, b);
+  for (const auto& n : c.not_alike) std::cerr << "kforge compare: warning: " << n << "\n";
   for (const auto& n : compare_drop_notes(c)) std::cerr << "kforge compare: warning: " << n << "\n";
   std::cout << render_compare_md(c);
   if (!html.empty()) {

@@ -19,6 +19,7 @@
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/kernelbench_import.hpp"
 #include "kforge/agent/ports.hpp"
+#include "kforge/agent/run_checks.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
 #include "kforge/backends/precision.hpp"
@@ -427,6 +428,7 @@ struct EvalSetup {
   std::unique_ptr<ProfileStep> profile;
   AttemptSetup attempt;
   std::deque<TaskJudging> judging;  ///< stable addresses: the episodes point here
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  ///< this invocation's
 };
 
 /// The backend, the suite and the kernels to judge. 0 or 2.
@@ -449,17 +451,20 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
     std::cerr << "kforge eval: --kernels " << cmd.kernels.string() << ": not a directory\n";
     return 2;
   }
-  if (!cmd.profile.empty() && cmd.profile != "default") {
-    bool any = false;
-    for (const auto& t : es.suite.tasks) any = any || has_profile(t, cmd.profile);
-    if (!any) {
-      std::cerr << "kforge eval: --profile " << cmd.profile << ": no task of suite " << es.suite.name
-                << " defines it (small and ci are derived for tasks whose get_inputs() shapes kforge "
-                   "understands)\n";
-      return 2;
-    }
+  std::vector<const Task*> all;
+  for (const auto& t : es.suite.tasks) all.push_back(&t);
+  if (auto why = profile_problem(all, cmd.profile, es.suite.name)) {
+    std::cerr << "kforge eval: " << *why << "\n";
+    return 2;
   }
   const std::string src_name = es.backend->source_file_name();
+  // A kernel folder that names no task is an error, not a task lost from the denominators.
+  if (const auto bad = unmatched_kernel_folders(cmd.kernels, es.suite, src_name); !bad.empty()) {
+    for (const auto& b : bad)
+      std::cerr << "kforge eval: --kernels " << cmd.kernels.string() << ": folder " << b
+                << " names no task of suite " << es.suite.name << "\n";
+    return 2;
+  }
   for (const auto& t : es.suite.tasks) {
     if (!cmd.only.empty() && t.id.find(cmd.only) == std::string::npos) continue;
     const KernelSamples ks = find_kernel_samples(cmd.kernels / t.id, src_name);
@@ -483,6 +488,42 @@ int select_kernels(const EvalCommand& cmd, EvalSetup& es) {
   return 0;
 }
 
+/// The manifest's "config" of an eval: run's keys where run has the option (run_options.hpp).
+nlohmann::json eval_config(const EvalCommand& cmd, const Suite& suite, const std::string& device,
+                           const std::vector<std::string>& slots) {
+  return {{"suite", suite.name},
+          {"suite_root", suite.root.string()},
+          {"backend", cmd.backend},
+          {"kernels", fs::absolute(cmd.kernels).string()},
+          {"profile", cmd.profile.empty() ? "default" : cmd.profile},
+          {"trials", cmd.trials},
+          {"bench", cmd.bench},
+          {"reps", cmd.reps},
+          {"perf_inputs", cmd.perf_inputs},
+          {"baseline", cmd.baseline},
+          {"allow_precision", cmd.allow_precision},
+          {"allow_ops", cmd.allow_ops},
+          {"device", device},
+          {"devices", slots}};
+}
+
+/// An existing --out: only an eval's, judged with the same result-changing options (before any
+/// runner starts). 0 or 2.
+int check_eval_out(const EvalCommand& cmd, const EvalSetup& es) {
+  std::error_code ec;
+  if (!fs::exists(cmd.out / "manifest.json", ec)) return 0;
+  std::optional<std::string> why;
+  try {
+    why = eval_resume_problem(nlohmann::json::parse(read_file(cmd.out / "manifest.json")),
+                              eval_config(cmd, es.suite, "", {}));
+  } catch (const std::exception& e) {
+    why = std::string("manifest.json: ") + e.what();
+  }
+  if (!why) return 0;
+  std::cerr << "kforge eval: --out " << cmd.out.string() << ": " << *why << "\n";
+  return 2;
+}
+
 /// The runner and the run directory. 0, 2 or 3.
 int open_eval(const EvalCommand& cmd, EvalSetup& es) {
   // The builds' own start-up (the triton backend's warm scanners) while the runners start.
@@ -496,20 +537,7 @@ int open_eval(const EvalCommand& cmd, EvalSetup& es) {
   std::vector<std::string> slots;
   for (const auto& r : es.runners) slots.push_back(r->config().device);
   nlohmann::json manifest{{"command", "eval"},
-                          {"config",
-                           {{"suite", es.suite.name},
-                            {"suite_root", es.suite.root.string()},
-                            {"backend", cmd.backend},
-                            {"kernels", fs::absolute(cmd.kernels).string()},
-                            {"profile", cmd.profile.empty() ? "default" : cmd.profile},
-                            {"trials", cmd.trials},
-                            {"bench", cmd.bench},
-                            {"reps", cmd.reps},
-                            {"baseline", cmd.baseline},
-                            {"allow_precision", cmd.allow_precision},
-                            {"allow_ops", cmd.allow_ops},
-                            {"device", device},
-                            {"devices", slots}}},
+                          {"config", eval_config(cmd, es.suite, device, slots)},
                           {"runner", nlohmann::json::parse(es.hello)},
                           {"devices", started.devices}};
   try {
@@ -524,8 +552,9 @@ int open_eval(const EvalCommand& cmd, EvalSetup& es) {
   return 0;
 }
 
-/// The judging setup: options, the profile step and the device's peaks. 0 or 2.
-int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
+/// The profile step, before the run directory exists (a profiler that cannot be used leaves
+/// nothing behind). 0 or 2.
+int make_eval_profile(const EvalCommand& cmd, EvalSetup& es) {
   try {
     es.profile = make_profile_step(cmd.profiler, cmd.backend, cmd.bench);
     es.profile->failing = cmd.profile_failing;
@@ -533,6 +562,11 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
     std::cerr << "kforge eval: " << e.what() << "\n";
     return 2;
   }
+  return 0;
+}
+
+/// The judging setup: options, the profile step's use and the device's peaks.
+int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   AttemptSetup& a = es.attempt;
   a.backend = es.backend;
   a.backend_name = cmd.backend;
@@ -677,8 +711,11 @@ RunTally judge_episodes(const EvalCommand& cmd, EvalSetup& es, std::vector<Episo
 int run_eval(const EvalCommand& cmd) {
   EvalSetup es;
   if (int rc = select_kernels(cmd, es)) return rc;
+  if (int rc = check_eval_out(cmd, es)) return rc;
+  if (int rc = make_eval_profile(cmd, es)) return rc;
   if (int rc = open_eval(cmd, es)) return rc;
   if (int rc = make_eval_setup(cmd, es)) return rc;
+  record_invocation(*es.run, 0, false);  // being written: incomplete until the end says otherwise
   std::printf("%-44s %6s %-16s %-22s %10s %10s %8s\n", "task", "sample", "outcome", "sub_kind", "cand ms",
               "ref ms", "speedup");
   std::vector<std::string> unchanged;  // tasks skipped: judged before, same source
@@ -696,6 +733,9 @@ int run_eval(const EvalCommand& cmd) {
       if (auto it = r->unusable().find(tj.task->id); it != r->unusable().end())
         unusable.emplace(tj.task->id, "the reference failed its test block: " + it->second);
   write_unusable(cmd.out, unusable);
+  record_invocation(*es.run,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - es.started).count(),
+                    !tally.interrupted);
   if (!unchanged.empty()) {
     std::string list;
     for (std::size_t i = 0; i < unchanged.size() && i < 20; ++i) list += (i ? ", " : "") + unchanged[i];

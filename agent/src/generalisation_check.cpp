@@ -13,6 +13,7 @@
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/benchmarks/task.hpp"
+#include "kforge/common/beneath.hpp"
 #include "kforge/common/util.hpp"
 
 namespace fs = std::filesystem;
@@ -182,7 +183,8 @@ GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
       fs::remove_all(work, ec);
       cleared = true;
     }
-    write_file(work / "kernels" / task / k.file_name, k.source);
+    fs::create_directories(work / "kernels");
+    write_file_beneath(work / "kernels", fs::path(task) / k.file_name, k.source);
     todo.insert(task);
   }
   if (!todo.empty()) {

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "kforge/benchmarks/task.hpp"
+#include "kforge/common/beneath.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/sandbox/subprocess.hpp"
@@ -77,6 +78,10 @@ ImportedKernel import_load_inline(const fs::path& generation, const std::string&
   return k;
 }
 
+namespace {
+int import_all(const ImportCommand& cmd, const Suite& suite);
+}  // namespace
+
 int run_import_kernelbench(const ImportCommand& cmd) {
   Suite suite;
   try {
@@ -89,6 +94,17 @@ int run_import_kernelbench(const ImportCommand& cmd) {
     std::cerr << "kforge import-kernelbench: " << cmd.generations.string() << ": not a directory\n";
     return 2;
   }
+  try {
+    return import_all(cmd, suite);
+  } catch (const std::runtime_error& e) {  // a link planted in --out, a folder that cannot be made
+    std::cerr << "kforge import-kernelbench: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+namespace {
+
+int import_all(const ImportCommand& cmd, const Suite& suite) {
   std::vector<std::pair<GenerationName, fs::path>> files;
   for (const auto& e : fs::directory_iterator(cmd.generations))
     if (auto g = parse_generation_name(e.path().filename().string()); g && e.is_regular_file())
@@ -112,21 +128,22 @@ int run_import_kernelbench(const ImportCommand& cmd) {
       k = import_load_inline(file);
     if (!k.ok) {
       // A kernel an earlier import wrote for this generation is stale now: it must not be judged.
-      if (it != problems.end()) fs::remove(cmd.out / it->second / std::to_string(g.sample) / "kernel.cu");
+      // Through beneath.hpp: never outside --out, never through a link planted inside it.
+      if (it != problems.end() && fs::is_directory(cmd.out))
+        remove_file_beneath(cmd.out, fs::path(it->second) / std::to_string(g.sample) / "kernel.cu");
       std::cerr << "kforge import-kernelbench: " << file.string() << ": not imported: " << k.reason
                 << (k.line > 0 ? " (line " + std::to_string(k.line) + ")" : "") << "\n";
       not_imported[file.filename().string()] = {{"reason", k.reason}, {"line", k.line}};
       continue;
     }
-    const fs::path dest = cmd.out / it->second / std::to_string(g.sample) / "kernel.cu";
-    fs::create_directories(dest.parent_path());
-    write_file(dest, k.kernel);
+    fs::create_directories(cmd.out);
+    write_file_beneath(cmd.out, fs::path(it->second) / std::to_string(g.sample) / "kernel.cu", k.kernel);
     for (const auto& n : k.notes)
       std::cerr << "kforge import-kernelbench: " << file.string() << ": " << n << "\n";
     ++imported;
   }
   fs::create_directories(cmd.out);
-  write_file(cmd.out / "not_imported.json", dump_json(not_imported, 2) + "\n");
+  write_file_beneath(cmd.out, "not_imported.json", dump_json(not_imported, 2) + "\n");
   std::printf("imported %d of %zu generation(s) into %s", imported, files.size(), cmd.out.string().c_str());
   if (!not_imported.empty())
     std::printf("; %zu not imported (listed in %s)", not_imported.size(),
@@ -135,5 +152,7 @@ int run_import_kernelbench(const ImportCommand& cmd) {
               cmd.out.string().c_str());
   return 0;
 }
+
+}  // namespace
 
 }  // namespace kforge::agent

@@ -15,6 +15,7 @@
 #include "kforge/benchmarks/generalisation.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report_html.hpp"
+#include "kforge/common/beneath.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/utf8.hpp"
 #include "kforge/common/util.hpp"
@@ -109,7 +110,11 @@ std::string duration(double sec) {
 
 void settings_section(std::ostringstream& os, const RunInfo& info) {
   os << "\n## Run\n\n";
-  if (!info.started_at.empty())
+  if (info.wall_from_manifest)
+    os << "Wall time " << duration(info.wall_s) << " (the run's, from its start"
+       << (info.resumes ? ", summed over " + std::to_string(info.resumes + 1) + " invocations" : "")
+       << "); attempts' own time " << duration(info.attempts_s) << " summed.\n";
+  else if (!info.started_at.empty())
     os << "Wall time " << duration(info.wall_s) << " (" << info.started_at << " to " << info.finished_at
        << (info.resumes ? ", resumed " + std::to_string(info.resumes) + " time(s): pauses included" : "")
        << "); attempts' own time " << duration(info.attempts_s) << " summed.\n";
@@ -506,12 +511,27 @@ Summary summarize_run(const fs::path& run_dir, const MetricsConfig& config,
   return s;
 }
 
+namespace {
+std::string incomplete_warning(const fs::path& run_dir, const RunInfo& info) {
+  const std::string again = info.command == "eval"
+                                ? "the same `kforge eval` command judges the rest"
+                                : "`kforge run --resume " + run_dir.string() + "` continues it";
+  return "INCOMPLETE: this run has not finished (interrupted, stopped, or episodes paused at an "
+         "llm_error); the scores cover only the attempts made so far. " +
+         again + ".";
+}
+}  // namespace
+
 Summary write_report(const fs::path& run_dir, const MetricsConfig& config) {
   std::vector<AttemptRecord> records;
   Summary s = summarize_run(run_dir, config, &records);
   RunInfo info = read_run_info(run_dir, records);
-  write_file(run_dir / "summary.json", dump_json(to_json(s), 2) + "\n");
-  std::string title = "kforge run report: " + info.name;
+  if (info.complete == false) s.warnings.insert(s.warnings.begin(), incomplete_warning(run_dir, info));
+  json sj = to_json(s);
+  sj["complete"] = info.complete ? json(*info.complete) : json(nullptr);
+  sj["wall_s"] = info.wall_s;
+  write_file(run_dir / "summary.json", dump_json(sj, 2) + "\n");
+  std::string title = "kforge run report: " + info.name + (info.complete == false ? " (INCOMPLETE)" : "");
   write_file(run_dir / "report.md", render_report_md(s, title, &info));
   try {
     HtmlPage page = write_report_html(run_dir, s, info, records);
@@ -574,6 +594,11 @@ RunInfo read_run_info(const fs::path& run_dir, const std::vector<AttemptRecord>&
           }
       if (m.contains("resumes") && m["resumes"].is_array())
         info.resumes = static_cast<int>(m["resumes"].size());
+      if (m.contains("complete") && m["complete"].is_boolean()) info.complete = m["complete"].get<bool>();
+      if (m.contains("wall_s") && m["wall_s"].is_number() && m["wall_s"].get<double>() > 0) {
+        info.wall_s = m["wall_s"].get<double>();
+        info.wall_from_manifest = true;
+      }
     } catch (const std::exception& e) {
       info.warnings.push_back("manifest.json: " + std::string(e.what()));
     }
@@ -591,9 +616,41 @@ RunInfo read_run_info(const fs::path& run_dir, const std::vector<AttemptRecord>&
       info.finished_at = r.finished_at;
     }
   }
-  if (t0 && t1 && *t1 >= *t0) info.wall_s = *t1 - *t0;
+  if (t0 && t1 && *t1 >= *t0 && !info.wall_from_manifest) info.wall_s = *t1 - *t0;
   return info;
 }
+
+const std::vector<std::string>& compare_conditions() {
+  static const std::vector<std::string> k{"suite",    "profile",     "trials",          "reps",
+                                          "bench",    "perf_inputs", "allow_precision", "allow_ops",
+                                          "baseline", "device name"};
+  return k;
+}
+
+namespace {
+/// A setting of RunInfo, "default" for a profile given as "".
+std::optional<std::string> setting(const RunInfo& info, const std::string& key) {
+  for (const auto& [k, v] : info.settings)
+    if (k == key) return key == "profile" && v.empty() ? "default" : v;
+  return std::nullopt;
+}
+
+std::vector<std::string> not_alike(const ComparedRuns& c) {
+  std::vector<std::string> out;
+  for (const auto& key : compare_conditions()) {
+    const auto a = setting(c.info_a, key), b = setting(c.info_b, key);
+    if (!a || !b || *a == *b) continue;  // a run recorded before the option: not known to differ
+    out.push_back(key + " differs: " + (a->empty() ? "(none)" : *a) + " in " + c.name_a + ", " +
+                  (b->empty() ? "(none)" : *b) + " in " + c.name_b +
+                  " (a judging condition: the scores are not measured alike)");
+  }
+  for (const auto* side : {&c.info_a, &c.info_b})
+    if (side->complete == false)
+      out.push_back((side == &c.info_a ? c.name_a : c.name_b) +
+                    " has not finished (INCOMPLETE): its scores cover only the attempts made so far");
+  return out;
+}
+}  // namespace
 
 ComparedRuns compare_runs(const fs::path& a, const fs::path& b) {
   ComparedRuns c;
@@ -608,6 +665,7 @@ ComparedRuns compare_runs(const fs::path& a, const fs::path& b) {
     c.name_a = "A:" + c.name_a;
     c.name_b = "B:" + c.name_b;
   }
+  c.not_alike = not_alike(c);
   std::set<std::string> ta, tb;
   for (const auto& r : la.records) ta.insert(r.task);
   for (const auto& r : lb.records) tb.insert(r.task);
@@ -691,6 +749,11 @@ std::string render_compare_md(const ComparedRuns& c) {
   // The notes go right after the title line.
   auto nl = body.find("\n\n");
   os << body.substr(0, nl + 2);
+  if (!c.not_alike.empty()) {
+    os << "**Warning: the runs are not measured alike.**\n\n";
+    for (const auto& n : c.not_alike) os << "- " << n << "\n";
+    os << "\n";
+  }
   os << "Compared: the " << c.common << " task(s) both runs attempted.";
   if (!notes.empty()) {
     os << "\n\n**Warning: the task sets differ.**\n\n";
@@ -792,12 +855,12 @@ LibraryExport export_library(const fs::path& run_dir) {
   json index = json::array();
   for (const auto& [task, k] : kernels) {
     const AttemptRecord& r = *k.result->best;
-    fs::path out = ex.dir / fs::path(task);  // task validated by attempt_rel_path above
-    fs::create_directories(out);
-    write_file(out / k.file_name, k.source);
+    // Through beneath.hpp: the task id's folders never lead out of library/.
+    const fs::path out = fs::path(task);
+    write_file_beneath(ex.dir, out / k.file_name, k.source);
     if (fs::is_regular_file(k.attempt_dir / "result.json", ec))
-      fs::copy_file(k.attempt_dir / "result.json", out / "result.json", fs::copy_options::overwrite_existing);
-    write_file(out / "attempt.json", dump_json(to_json(r), 2) + "\n");
+      write_file_beneath(ex.dir, out / "result.json", read_file(k.attempt_dir / "result.json"));
+    write_file_beneath(ex.dir, out / "attempt.json", dump_json(to_json(r), 2) + "\n");
     const auto g = generalisation_of(s.generalisation, task, r.source_sha);
     index.push_back(
         {{"task", task},

@@ -300,6 +300,8 @@ json info_json(const RunInfo& info) {
           {"wall_s", info.wall_s},
           {"attempts_s", info.attempts_s},
           {"resumes", info.resumes},
+          {"complete", info.complete ? json(*info.complete) : json(nullptr)},
+          {"wall_from_manifest", info.wall_from_manifest},
           {"warnings", info.warnings}};
 }
 
@@ -415,6 +417,7 @@ json compare_page_data(const ComparedRuns& c, const fs::path& out_dir) {
           {"common", c.common},
           {"only", {c.only_a, c.only_b}},
           {"notes", compare_drop_notes(c)},
+          {"not_alike", c.not_alike},
           {"diffs", diffs},
           {"links", {link(c.dir_a), link(c.dir_b)}}};
 }

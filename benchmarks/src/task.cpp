@@ -9,6 +9,7 @@
 
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/shapes.hpp"
+#include "kforge/common/task_id.hpp"
 #include "kforge/common/util.hpp"
 #include "tritonbench.hpp"
 
@@ -319,6 +320,11 @@ void load_kforge(Suite& s) {
     Task t;
     nlohmann::json entry = j["tasks"][i];
     if (entry.is_object() && !entry.contains("module_mode")) entry["module_mode"] = suite_mode;
+    // A task id names folders kforge writes (common/task_id.hpp): a bad one refuses the suite.
+    if (entry.is_object() && entry.contains("id") && entry["id"].is_string())
+      if (auto why = task_id_problem(entry["id"].get<std::string>()))
+        throw std::runtime_error(manifest.string() + ": tasks[" + std::to_string(i) + "].id: task id '" +
+                                 entry["id"].get<std::string>().substr(0, 200) + "' " + *why);
     if (auto e = read_manifest_entry(entry, i, manifest, s.root, t)) {
       s.skipped.push_back(*e);
       continue;
@@ -378,6 +384,16 @@ void load_multikernelbench(Suite& s, const fs::path& ref) {
   }
 }
 
+/// Every format's ids, checked once (common/task_id.hpp): a task id names the folders kforge
+/// writes for the task, so an id that is not one refuses the whole suite (a configuration
+/// error naming the file the id came from), never a task dropped in silence.
+void require_valid_ids(const Suite& s) {
+  for (const auto& t : s.tasks)
+    if (auto why = task_id_problem(t.id))
+      throw std::runtime_error(t.file.string() + ": task id '" + t.id.substr(0, 200) + "' (" + s.layout +
+                               " layout) " + *why);
+}
+
 }  // namespace
 
 Suite load_suite(const fs::path& dir) {
@@ -391,6 +407,7 @@ Suite load_suite(const fs::path& dir) {
     load_operator_suite(s, trace);
     std::sort(s.tasks.begin(), s.tasks.end(),
               [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
+    require_valid_ids(s);
     return s;
   }
   if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": suite directory does not exist");
@@ -451,6 +468,7 @@ Suite load_suite(const fs::path& dir) {
     }
   std::sort(s.tasks.begin(), s.tasks.end(),
             [](const Task& a, const Task& b) { return natural_less(a.id, b.id); });
+  require_valid_ids(s);
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -232,6 +233,25 @@ json merged_manifest(const std::vector<Input>& ins, const MergeStats& st) {
                     {"records", in.records.size()}});
   m["merged_from"] = std::move(from);
   if (!st.missing_shards.empty()) m["missing_shards"] = st.missing_shards;
+  // Complete when every shard is and none is missing; the wall time of shards run side by side
+  // is the longest one's (run_status.hpp record_invocation).
+  bool all_known = true, all_done = st.missing_shards.empty();
+  double wall = 0;
+  for (const auto& in : ins) {
+    const json c = in.manifest.value("complete", json());
+    all_known = all_known && c.is_boolean();
+    all_done = all_done && c.is_boolean() && c.get<bool>();
+    if (in.manifest.contains("wall_s") && in.manifest["wall_s"].is_number())
+      wall = std::max(wall, in.manifest["wall_s"].get<double>());
+  }
+  const json complete = all_done                                  ? json(true)
+                        : all_known || !st.missing_shards.empty() ? json(false)
+                                                                  : json();
+  m["complete"] = complete;
+  if (wall > 0)
+    m["wall_s"] = wall;
+  else
+    m.erase("wall_s");
   return m;
 }
 

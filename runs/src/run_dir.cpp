@@ -11,7 +11,9 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "kforge/common/beneath.hpp"
 #include "kforge/common/json_text.hpp"
+#include "kforge/common/task_id.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge {
@@ -133,23 +135,6 @@ LoadedAttempts parse_attempts(std::string_view text, const std::string& file) {
   return out;
 }
 
-void validate_task_id(const std::string& task) {
-  if (task.empty()) throw std::invalid_argument("task id is empty");
-  fs::path p(task);
-  if (p.is_absolute() || task.front() == '/')
-    throw std::invalid_argument("task id '" + task + "' is an absolute path");
-  std::size_t start = 0;
-  while (true) {
-    std::size_t slash = task.find('/', start);
-    std::string part = task.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (part.empty() || part == "." || part == "..")
-      throw std::invalid_argument("task id '" + task + "' has an empty, '.' or '..' component");
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  if (task.find('\0') != std::string::npos) throw std::invalid_argument("task id contains a NUL byte");
-}
-
 }  // namespace
 
 LoadedAttempts load_attempts(const fs::path& run_dir) {
@@ -160,7 +145,7 @@ LoadedAttempts load_attempts(const fs::path& run_dir) {
 }
 
 fs::path attempt_rel_path(const std::string& task, int sample, int turn) {
-  validate_task_id(task);
+  require_valid_task_id(task);
   if (sample < 0) throw std::invalid_argument("sample " + std::to_string(sample) + " < 0");
   if (turn < 1) throw std::invalid_argument("turn " + std::to_string(turn) + " < 1");
   return fs::path("attempts") / fs::path(task) / std::to_string(sample) / std::to_string(turn);
@@ -317,9 +302,9 @@ fs::path RunDir::write_attempt_file(const std::string& task, int sample, int tur
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
       name.find('\0') != std::string_view::npos)
     throw std::invalid_argument("attempt file name '" + std::string(name) + "' is not a plain file name");
-  fs::path p = attempt_path(task, sample, turn) / std::string(name);
-  write_file(p, content);
-  return p;
+  const fs::path rel = attempt_rel_path(task, sample, turn) / std::string(name);
+  write_file_beneath(impl_->dir, rel, content);  // never through a link planted in the run
+  return impl_->dir / rel;
 }
 
 fs::path RunDir::write_attempt_json(const std::string& task, int sample, int turn, std::string_view name,

@@ -21,4 +21,12 @@ RunStatus run_status(const std::vector<AttemptRecord>& records) {
   return st;
 }
 
+void record_invocation(RunDir& run, double wall_s, bool complete) {
+  nlohmann::json m = run.manifest();
+  const double before = m.contains("wall_s") && m["wall_s"].is_number() ? m["wall_s"].get<double>() : 0.0;
+  m["wall_s"] = before + (wall_s > 0 ? wall_s : 0.0);
+  m["complete"] = complete;
+  run.update_manifest(m);
+}
+
 }  // namespace kforge

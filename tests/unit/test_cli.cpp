@@ -152,6 +152,13 @@ TEST_CASE("kforge run that ends with episodes paused at an llm_error exits 75 wi
   CHECK(r.code == 75);
   CHECK(r.err.find("paused at an llm_error") != std::string::npos);
   CHECK(r.err.find("Last LLM error (activation/gelu_tanh)") != std::string::npos);
+  // Not finished (issue 40 §2): INCOMPLETE in the manifest, summary.json and report.md; the
+  // wall time is the invocation's.
+  const json m = json::parse(slurp(dir / "run/manifest.json"));
+  CHECK(m["complete"] == false);
+  CHECK(m["wall_s"].get<double>() > 0);
+  CHECK(json::parse(slurp(dir / "run/summary.json"))["complete"] == false);
+  CHECK(slurp(dir / "run/report.md").find("INCOMPLETE: this run has not finished") != std::string::npos);
 }
 
 TEST_CASE("kforge task prints the prompt's task section: tensor table, tolerances, checks, ABI", "[cli]") {

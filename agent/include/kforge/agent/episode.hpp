@@ -113,8 +113,16 @@ int run_agent(const RunCommand& cmd);
 int run_report(const std::filesystem::path& run_dir);
 
 /// `kforge compare RUN_A RUN_B`: compares the tasks both runs attempted (warning on stderr
-/// about the ones dropped), prints the comparison and writes it as `html` too ("" = no page).
+/// about the ones dropped, and about judging conditions that differ or a run that has not
+/// finished: ComparedRuns::not_alike, also at the top of the page), prints the comparison and
+/// writes it as `html` too ("" = no page). 2 when a run directory has no attempts.jsonl.
 int run_compare(const std::filesystem::path& a, const std::filesystem::path& b,
                 const std::filesystem::path& html);
+
+/// Where compare writes its page when --html is not given: <out>/compare.html, or, without
+/// --out, beside the runs: <parent of a>/compare-<a's name>-vs-<b's name>.html (never the
+/// current directory unless a run lives there).
+std::filesystem::path compare_page_path(const std::filesystem::path& a, const std::filesystem::path& b,
+                                        const std::filesystem::path& out);
 
 }  // namespace kforge::agent

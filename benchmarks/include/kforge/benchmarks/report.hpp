@@ -32,7 +32,14 @@ struct RunInfo {
   std::vector<std::pair<std::string, std::string>> settings;
   std::string started_at;             ///< the earliest started_at of a record (ISO-8601 UTC), "" none
   std::string finished_at;            ///< the latest finished_at of a record
-  double wall_s = 0;                  ///< finished_at - started_at, seconds (0 = unknown); spans pauses
+  /// The run's wall time, seconds (0 = unknown): the manifest's "wall_s" (each invocation of
+  /// run or eval, from its start, summed over resumes; runs/run_status.hpp), else, for runs
+  /// recorded before it, the first record's start to the last one's end (pauses included).
+  double wall_s = 0;
+  bool wall_from_manifest = false;    ///< wall_s is the manifest's (invocations only, no pauses)
+  /// The manifest's "complete": false while the run has not finished (interrupted, stopped, or
+  /// episodes paused at an llm_error); nullopt for runs recorded before it.
+  std::optional<bool> complete;
   double attempts_s = 0;              ///< the sum of the records' total_ms, seconds
   int resumes = 0;                    ///< times the run was continued with --resume
   std::vector<std::string> warnings;  ///< an unreadable manifest
@@ -68,7 +75,16 @@ struct ComparedRuns {
   RunInfo info_a, info_b;
   std::vector<std::string> only_a, only_b;  ///< task ids dropped: attempted by one run only
   std::size_t common = 0;                   ///< task ids both runs attempted
+  /// Why the scores are not measured alike: each judging condition that differs ("profile: ci in
+  /// A, default in B"; compare_conditions), and each run that has not finished.
+  std::vector<std::string> not_alike;
 };
+
+/// The judging conditions a compare holds equal (their difference changes what a score means,
+/// unlike the model or prompt options a comparison is made to vary): the suite, the shape
+/// profile, trials, reps, bench, perf_inputs, allow_precision, allow_ops, the baseline and the
+/// device name. Manifest config keys, as RunInfo::settings names them.
+const std::vector<std::string>& compare_conditions();
 
 /// Loads both runs and keeps the common tasks. Throws as load_attempts.
 ComparedRuns compare_runs(const std::filesystem::path& a, const std::filesystem::path& b);
@@ -91,7 +107,8 @@ struct TaskDiff {
 /// Every common task, sorted by id.
 std::vector<TaskDiff> task_diffs(const ComparedRuns& c);
 
-/// render_compare of the common tasks, preceded by what was dropped (a warning line when the
+/// render_compare of the common tasks, preceded by the runs' differences of judging conditions
+/// and completeness (ComparedRuns::not_alike, a bold warning), what was dropped (a warning line when the
 /// task sets differ; "no task in common" when they are disjoint), and followed by the per-task
 /// diff (pass and best speedup in each run, for tasks whose result differs) and the
 /// equal-budget table (pass@k against LLM calls and tokens per task).

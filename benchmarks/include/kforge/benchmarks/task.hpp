@@ -154,8 +154,10 @@ struct Suite {
 /// KernelBench root (level<N>/ folders) or one level<N> folder itself, a MultiKernelBench root
 /// (reference/) or its reference/ folder, a TritonBench checkout (data/TritonBench_T_v1/,
 /// data/TritonBench_G_v1/), its data/ folder or one channel folder, or an operator suite (a
-/// BackendBench trace file, or a directory holding `operators.txt`). Throws std::runtime_error only when the
-/// directory does not exist or matches no layout; per-task problems go to skipped.
+/// BackendBench trace file, or a directory holding `operators.txt`). Throws std::runtime_error when the
+/// directory does not exist or matches no layout, and when any task's id is not a valid task id
+/// (common/task_id.hpp; the message names the file, and for suite.json the field tasks[i].id):
+/// ids name the folders kforge writes. Other per-task problems go to skipped.
 Suite load_suite(const std::filesystem::path& dir);
 
 /// Parses one KernelBench-format task file. Returns the error instead when the file lacks

@@ -50,8 +50,9 @@ struct LoadedAttempts {
 LoadedAttempts load_attempts(const std::filesystem::path& run_dir);
 
 /// attempts/<task>/<sample>/<turn> as a relative path (the record's attempt_dir).
-/// Throws std::invalid_argument when the task id is empty, absolute, or has an empty, "." or
-/// ".." component, or sample < 0 or turn < 1.
+/// Throws std::invalid_argument when the task id is not a valid one (common/task_id.hpp: empty,
+/// absolute, a "", "." or ".." component, a character outside [A-Za-z0-9._-/]), or sample < 0 or
+/// turn < 1.
 std::filesystem::path attempt_rel_path(const std::string& task, int sample, int turn);
 
 class RunDir {
@@ -89,8 +90,10 @@ class RunDir {
   /// <run>/attempts/<task>/<sample>/<turn>/ (absolute; not created). Throws as attempt_rel_path.
   std::filesystem::path attempt_path(const std::string& task, int sample, int turn) const;
 
-  /// Writes <attempt_path>/<name> atomically (creating the directories) and returns its path.
-  /// `name` must be a plain file name (no '/', not "." or ".."): std::invalid_argument.
+  /// Writes <attempt_path>/<name> atomically (creating the directories) and returns its path,
+  /// through common/beneath.hpp: a symbolic link planted anywhere below the run is refused
+  /// (std::runtime_error), never followed. `name` must be a plain file name (no '/', not "." or
+  /// ".."): std::invalid_argument.
   std::filesystem::path write_attempt_file(const std::string& task, int sample, int turn,
                                            std::string_view name, std::string_view content) const;
 

@@ -1,4 +1,5 @@
-// kforge/runs/run_status.hpp — how a run ended, read from its records (for the exit code).
+// kforge/runs/run_status.hpp — how a run ended, read from its records (for the exit code), and
+// whether it has finished and how long it ran, kept in its manifest (record_invocation).
 //
 // A run "scored" something when at least one record has a model outcome (is_model_outcome:
 // the candidate was judged). An episode (task, sample) is "paused" when its last record in file
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kforge/runs/attempt.hpp"
+#include "kforge/runs/run_dir.hpp"
 
 namespace kforge {
 
@@ -24,5 +26,12 @@ struct RunStatus {
 
 /// Summarises records in file order (as attempts.jsonl holds them).
 RunStatus run_status(const std::vector<AttemptRecord>& records);
+
+/// Records an invocation of `kforge run` or `kforge eval` in the run's manifest (issue 40 §2):
+/// adds `wall_s` (seconds this invocation ran, from its start) to the manifest's "wall_s" and
+/// sets "complete". Called with (0, false) once the run directory is open, so a run being
+/// written, or killed, reads as incomplete; and at the end with the invocation's time and
+/// whether every episode has ended. Throws as RunDir::update_manifest.
+void record_invocation(RunDir& run, double wall_s, bool complete);
 
 }  // namespace kforge
