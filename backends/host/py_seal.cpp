@@ -77,10 +77,9 @@ int deny(PyObject* type, const char* what) {
 
 // --- source text and host data: what only Triton itself may compile, or read into numpy --------
 
-std::string g_triton_dir;                // Triton's package directory, with a trailing '/'
-std::vector<std::string> g_trusted;      // stdlib files that build code from identifiers only
-std::vector<std::string> g_passthrough;  // stdlib files whose caller decides (ast.parse)
-PyObject* g_test_code = nullptr;         // the test block of the last `testsrc`, compiled here (compile_test)
+std::string g_triton_dir;            // Triton's package directory, with a trailing '/'
+std::vector<std::string> g_trusted;  // stdlib files that build code from identifiers only
+PyObject* g_test_code = nullptr;     // the test block of the last `testsrc`, compiled here (compile_test)
 
 std::string code_file(PyFrameObject* f) {
   PyCodeObject* c = PyFrame_GetCode(f);
@@ -96,23 +95,25 @@ bool listed(const std::string& file, const std::vector<std::string>& files) {
   return std::find(files.begin(), files.end(), file) != files.end();
 }
 
-/// True when the Python code on whose behalf the current event runs is Triton's own (its JIT
-/// builds binders and, under TRITON_INTERPRET, rewrites kernels with compile/exec), an import
-/// (importlib's bootstrap executes a module's code), or dataclasses/namedtuple, which generate
-/// methods from identifiers; ast.parse is judged by its caller. Everything else (the candidate,
-/// torch.utils.benchmark's Timer, a debugger, `code`) is not.
+/// True when the current event runs on behalf of Triton's own code (its JIT builds binders
+/// and, under TRITON_INTERPRET, rewrites kernels with compile/exec) or of an import (importlib's
+/// bootstrap executing an installed module, whatever that module compiles), or when
+/// dataclasses/namedtuple, which generate methods from identifiers, ask directly. The frames are
+/// walked outwards: the candidate's own code or the test block met first decides "no", and so
+/// does a walk that meets neither (a builtin the candidate planted where the host calls it).
+/// So torch.utils.benchmark's Timer, `code`, exec or eval on the candidate's behalf are refused.
 bool trusted_caller() {
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   Py_XINCREF(f);
   bool trusted = false;
-  for (int depth = 0; f && depth < 8; ++depth) {
+  for (int depth = 0; f && depth < 256; ++depth) {
     const std::string file = code_file(f);
+    if (file == g_artifact || file == "<kforge-test-block>") break;
     if ((!g_triton_dir.empty() && file.rfind(g_triton_dir, 0) == 0) ||
-        file.rfind("<frozen importlib._bootstrap", 0) == 0 || listed(file, g_trusted)) {
+        file.rfind("<frozen importlib._bootstrap", 0) == 0 || (depth == 0 && listed(file, g_trusted))) {
       trusted = true;
       break;
     }
-    if (!listed(file, g_passthrough)) break;
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);
     f = back;
@@ -464,7 +465,6 @@ bool seal_source_and_arrays(PyObject* torch_mod) {
   if (!triton.empty()) g_triton_dir = triton.substr(0, triton.rfind('/') + 1);
   for (const char* m : {"dataclasses", "collections"})
     if (auto f = module_file(m); !f.empty()) g_trusted.push_back(f);
-  if (auto f = module_file("ast"); !f.empty()) g_passthrough.push_back(f);
   PyObject* c_mod = PyObject_GetAttrString(torch_mod, "_C");
   PyObject* base = c_mod ? PyObject_GetAttrString(c_mod, "TensorBase") : nullptr;
   const bool ok = base && seal_host_arrays(base) && seal_host_arrays(g_tensor_type);
