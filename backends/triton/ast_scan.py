@@ -290,6 +290,10 @@ TORCH_MODULES = {"torch", "torch.nn", "torch.autograd", "torch.autograd.function
                  "torch.testing", "torch.version", "torch.types", "torch.functional", "torch.return_types",
                  "torch.distributed", "torch.sparse"}
 TORCH_MODULE_TREES = ("torch.nn.",)
+# The same refusal by literal name, for a scan where torch cannot be imported (resolution off).
+TORCH_LITERAL_REFUSED = {"torch.utils", "torch.package", "torch.profiler", "torch.autograd.profiler", "torch.onnx",
+                         "torch.ao", "torch.quantization", "torch.optim", "torch.distributions", "torch.cuda.jiterator",
+                         "torch.cuda.tunable", "torch.backends.xeon", "torch.monitor", "torch.serialization"}
 NUMPY_MODULES = {"numpy", "numpy.random", "numpy.linalg", "numpy.fft", "numpy.dtypes", "numpy.exceptions"}
 
 # triton: the public API a kernel uses (first attribute after `triton.`), and deeper public
@@ -422,6 +426,10 @@ def _path_rule(path, module_scope=False):
     if parts[0] in FORBIDDEN_MODULES:
         rule, why = FORBIDDEN_MODULES[parts[0]]
         return rule, path, why
+    for i in range(2, len(parts) + 1):  # where torch cannot be imported: its refused modules by name
+        if ".".join(parts[:i]) in TORCH_LITERAL_REFUSED:
+            return ("module_not_allowed", ".".join(parts[:i]),
+                    "not among the torch modules a kernel may use (an allow-list: %s)" % ", ".join(sorted(TORCH_MODULES)))
     if parts[0] == "torch" and any(p.endswith("Storage") for p in parts[1:]):
         return ("host_compute", path, "a storage class reads raw memory past the recorded API (and from_file "
                                       "reads files)")
