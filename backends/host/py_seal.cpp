@@ -75,6 +75,82 @@ int deny(PyObject* type, const char* what) {
   return -1;
 }
 
+// --- source text and host data: what only Triton itself may compile, or read into numpy --------
+
+std::string g_triton_dir;            // Triton's package directory, with a trailing '/'
+std::vector<std::string> g_trusted;  // stdlib files that build code from identifiers only
+PyObject* g_test_code = nullptr;     // the test block of the last `testsrc`, compiled here (compile_test)
+
+std::string code_file(PyFrameObject* f) {
+  PyCodeObject* c = PyFrame_GetCode(f);
+  std::string s;
+  if (c && c->co_filename && PyUnicode_Check(c->co_filename))
+    if (const char* u = PyUnicode_AsUTF8(c->co_filename)) s = u;
+  Py_XDECREF(c);
+  PyErr_Clear();
+  return s;
+}
+
+bool listed(const std::string& file, const std::vector<std::string>& files) {
+  return std::find(files.begin(), files.end(), file) != files.end();
+}
+
+/// True when the current event runs on behalf of Triton's own code (its JIT builds binders
+/// and, under TRITON_INTERPRET, rewrites kernels with compile/exec) or of an import (importlib's
+/// bootstrap executing an installed module, whatever that module compiles), or when
+/// dataclasses/namedtuple, which generate methods from identifiers, ask directly. The frames are
+/// walked outwards: the candidate's own code or the test block met first decides "no", and so
+/// does a walk that meets neither (a builtin the candidate planted where the host calls it).
+/// So torch.utils.benchmark's Timer, `code`, exec or eval on the candidate's behalf are refused.
+bool trusted_caller() {
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(f);
+  bool trusted = false;
+  for (int depth = 0; f && depth < 256; ++depth) {
+    const std::string file = code_file(f);
+    if (file == g_artifact || file == "<kforge-test-block>") break;
+    if ((!g_triton_dir.empty() && file.rfind(g_triton_dir, 0) == 0) ||
+        file.rfind("<frozen importlib._bootstrap", 0) == 0 || (depth == 0 && listed(file, g_trusted))) {
+      trusted = true;
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  return trusted;
+}
+
+/// Stands in, natively, for torch.Tensor.numpy and __array__ (on torch.Tensor and on
+/// torch._C.TensorBase), from before the candidate exists: tensor data never reaches numpy,
+/// where compute is invisible to the recorder (whoever asks: triton.testing's helpers
+/// included). Nothing of the originals is left to restore.
+PyObject* no_host_array(PyObject*, PyObject*, PyObject*) {
+  PyErr_SetString(
+      PyExc_RuntimeError,
+      "kforge: Tensor.numpy and __array__ are not available in the candidate host (compute in numpy "
+      "is invisible to the judge's recorder)");
+  return nullptr;
+}
+PyMethodDef g_no_array_def = {"numpy",
+                              reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(no_host_array)),
+                              METH_VARARGS | METH_KEYWORDS, nullptr};
+
+/// Replaces `numpy` and `__array__` in the type's own dictionary (a static type's included:
+/// from Python it is immutable, so nothing can put the original back).
+bool seal_host_arrays(PyObject* type) {
+  if (!PyType_Check(type)) return false;
+  PyObject* dict = reinterpret_cast<PyTypeObject*>(type)->tp_dict;
+  PyObject* fn = PyCFunction_New(&g_no_array_def, nullptr);
+  if (!dict || !fn) return false;
+  const bool ok =
+      PyDict_SetItemString(dict, "numpy", fn) == 0 && PyDict_SetItemString(dict, "__array__", fn) == 0;
+  Py_DECREF(fn);
+  PyType_Modified(reinterpret_cast<PyTypeObject*>(type));
+  return ok;
+}
+
 /// Latches the seal when the candidate's module code is executed; afterwards refuses every
 /// route from Python to native memory (ctypes, /proc/<pid>/mem and maps, the _test modules),
 /// gc's object walks, trace and profile functions and other threads' frames.
@@ -102,6 +178,20 @@ int audit(const char* event, PyObject* args, void*) {
   if (std::strcmp(event, "gc.get_objects") == 0 || std::strcmp(event, "gc.get_referrers") == 0 ||
       std::strcmp(event, "gc.get_referents") == 0)
     return deny(PyExc_RuntimeError, event);
+  // Source text: what the scan never read (a string handed to torch.utils.benchmark's Timer,
+  // exec, eval, compile) is neither compiled nor run once the candidate exists; Triton's own
+  // code generation, imports, dataclasses/namedtuple and the judge's test block are.
+  if (std::strcmp(event, "compile") == 0 || std::strcmp(event, "exec") == 0) {
+    const bool test_block = event[0] == 'e' && g_test_code && PyTuple_Check(args) &&
+                            PyTuple_GET_SIZE(args) > 0 && PyTuple_GET_ITEM(args, 0) == g_test_code;
+    if (test_block || trusted_caller()) return 0;
+    return deny(PyExc_RuntimeError, "compiling or running source text (compile, exec, eval)");
+  }
+  if (std::strcmp(event, "code.__new__") == 0 || std::strcmp(event, "function.__new__") == 0 ||
+      std::strcmp(event, "marshal.loads") == 0 || std::strcmp(event, "marshal.load") == 0) {
+    if (trusted_caller()) return 0;
+    return deny(PyExc_RuntimeError, event);
+  }
   if (std::strcmp(event, "open") == 0) {
     std::string path;
     if (str_arg(args, 0, &path) && proc_path(path)) return deny(PyExc_PermissionError, "/proc");
@@ -120,7 +210,6 @@ int audit(const char* event, PyObject* args, void*) {
 PyObject* g_format_only = nullptr;  // traceback.format_exception_only, taken before the seal
 PyObject* g_getline = nullptr;      // linecache.getline (host.py caches the candidate's source there)
 PyObject* g_lines = nullptr;        // linecache.cache
-PyObject* g_test_code = nullptr;    // the test block of the last `testsrc`, compiled here
 
 std::string attr_text(PyObject* o, const char* name) {
   PyObject* v = PyObject_GetAttrString(o, name);
@@ -359,6 +448,32 @@ bool str_list(PyObject* config, const char* key, std::vector<std::string>* into)
   return true;
 }
 
+/// The file of a module (`__file__`), or "" when it has none or cannot be imported.
+std::string module_file(const char* name) {
+  PyObject* m = PyImport_ImportModule(name);
+  const std::string f = m ? attr_text(m, "__file__") : std::string();
+  Py_XDECREF(m);
+  PyErr_Clear();
+  return f;
+}
+
+/// Before the candidate exists: which code may compile source text once it does (Triton's
+/// package, the stdlib files that generate code from identifiers), and Tensor.numpy/__array__
+/// replaced natively. false when torch's tensor types cannot be sealed.
+bool seal_source_and_arrays(PyObject* torch_mod) {
+  const std::string triton = module_file("triton");
+  if (!triton.empty()) g_triton_dir = triton.substr(0, triton.rfind('/') + 1);
+  for (const char* m : {"dataclasses", "collections"})
+    if (auto f = module_file(m); !f.empty()) g_trusted.push_back(f);
+  PyObject* c_mod = PyObject_GetAttrString(torch_mod, "_C");
+  PyObject* base = c_mod ? PyObject_GetAttrString(c_mod, "TensorBase") : nullptr;
+  const bool ok = base && seal_host_arrays(base) && seal_host_arrays(g_tensor_type);
+  Py_XDECREF(base);
+  Py_XDECREF(c_mod);
+  PyErr_Clear();
+  return ok;
+}
+
 }  // namespace
 
 extern "C" {
@@ -394,6 +509,7 @@ __attribute__((visibility("default"))) int kf_seal_serve(PyObject* host, PyObjec
   if (!g_tensor_type || !PyType_Check(g_tensor_type) || !slots || !taken ||
       PyObject_SetAttrString(host, "set_slots", slots) || PyObject_SetAttrString(host, "slots_taken", taken))
     return 2;
+  if (!seal_source_and_arrays(torch_mod)) return 2;
   kforge::outslots::install();
   kforge::optally::allow(allowed);
   kforge::optally::install();

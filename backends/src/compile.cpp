@@ -67,14 +67,19 @@ std::vector<ForbiddenUse> forbidden_in_link_errors(const std::vector<Diagnostic>
     if (!std::regex_search(d.message, m, kRef)) continue;
     const std::string name = m[1].str();
     if (!seen.insert(name).second) continue;
-    if (auto rule = forbidden_symbol_rule(name, policy)) out.push_back({name, name, *rule, false});
+    // Only the named rules: a reference nothing defines ("unlisted") is the kernel's own
+    // compile error (a helper it forgot to write), not a forbidden API.
+    if (auto rule = forbidden_symbol_rule(name, policy); rule && *rule != "unlisted")
+      out.push_back({name, name, *rule, false});
   }
   return out;
 }
 
 std::string forbidden_summary(const std::vector<ForbiddenUse>& uses) {
-  return "The kernel references APIs that kernels may not use (no PyTorch/ATen, Python, "
-         "dynamic loading, processes or sockets):\n" +
+  return "The kernel references APIs that kernels may not use (a kernel may import only memory, string, "
+         "math, thread, clock and output functions of the C and C++ libraries, OpenMP and the CUDA "
+         "runtime: no PyTorch/ATen, Python, dynamic loading, processes, sockets, environment, identity "
+         "or file-system queries):\n" +
          describe_forbidden(uses);
 }
 

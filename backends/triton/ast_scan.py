@@ -276,6 +276,26 @@ ALLOWED_PATHS = {
     "torch.distributed.broadcast", "torch.distributed.ReduceOp", "torch.distributed.ProcessGroup",
 }
 
+# The torch and numpy modules a kernel may reach (an allow-list, issue 38 §2.6): torch itself
+# (tensor creation, views, dtypes, devices: its functions and classes, less FORBIDDEN_PATHS),
+# torch.nn and its submodules, the math namespaces, autograd's Function, the CUDA device
+# queries and autocast, the settings of MODULE_SCOPE_SETTINGS, torch.testing's comparisons and
+# torch.distributed's process-group-free subset (ALLOWED_PATHS); numpy for host constants.
+# Every other module (torch.utils with its benchmark Timer that compiles a string, torch.package,
+# torch.profiler and autograd.profiler with their trace export, torch.onnx, torch.ao, the
+# private ones, ...) is refused as module_not_allowed wherever a chain passes through it.
+TORCH_MODULES = {"torch", "torch.nn", "torch.autograd", "torch.autograd.function", "torch.autograd.grad_mode",
+                 "torch.cuda", "torch.cuda.amp", "torch.amp", "torch.amp.autocast_mode", "torch.backends",
+                 "torch.backends.cuda", "torch.backends.cudnn", "torch.linalg", "torch.fft", "torch.special",
+                 "torch.testing", "torch.version", "torch.types", "torch.functional", "torch.return_types",
+                 "torch.distributed", "torch.sparse"}
+TORCH_MODULE_TREES = ("torch.nn.",)
+# The same refusal by literal name, for a scan where torch cannot be imported (resolution off).
+TORCH_LITERAL_REFUSED = {"torch.utils", "torch.package", "torch.profiler", "torch.autograd.profiler", "torch.onnx",
+                         "torch.ao", "torch.quantization", "torch.optim", "torch.distributions", "torch.cuda.jiterator",
+                         "torch.cuda.tunable", "torch.backends.xeon", "torch.monitor", "torch.serialization"}
+NUMPY_MODULES = {"numpy", "numpy.random", "numpy.linalg", "numpy.fft", "numpy.dtypes", "numpy.exceptions"}
+
 # triton: the public API a kernel uses (first attribute after `triton.`), and deeper public
 # helpers TritonBench's gold code uses. Anything else under triton (runtime, compiler, backends,
 # knobs) reaches the driver, the compiler cache or process-wide settings.
@@ -406,6 +426,13 @@ def _path_rule(path, module_scope=False):
     if parts[0] in FORBIDDEN_MODULES:
         rule, why = FORBIDDEN_MODULES[parts[0]]
         return rule, path, why
+    for i in range(2, len(parts) + 1):  # where torch cannot be imported: its refused modules by name
+        if ".".join(parts[:i]) in TORCH_LITERAL_REFUSED:
+            return ("module_not_allowed", ".".join(parts[:i]),
+                    "not among the torch modules a kernel may use (an allow-list: %s)" % ", ".join(sorted(TORCH_MODULES)))
+    if parts[0] == "torch" and any(p.endswith("Storage") for p in parts[1:]):
+        return ("host_compute", path, "a storage class reads raw memory past the recorded API (and from_file "
+                                      "reads files)")
     if parts[0] == "torch" and any(p.startswith("_") and not (p.startswith("__") and p.endswith("__"))
                                    for p in parts[1:]):
         return ("torch_internals", path,
@@ -428,6 +455,14 @@ def _module_rule(name):
     top = name.split(".")[0]
     if name in FORBIDDEN_MODULES or top in FORBIDDEN_MODULES:
         return FORBIDDEN_MODULES.get(name, FORBIDDEN_MODULES.get(top))
+    if top in ("torch", "numpy"):
+        allowed, trees = (TORCH_MODULES, TORCH_MODULE_TREES) if top == "torch" else (NUMPY_MODULES, ())
+        if name in allowed or name.startswith(trees) or \
+                any(p == name or p.startswith(name + ".") for p in ALLOWED_PATHS):
+            return None
+        return ("module_not_allowed",
+                "%s is not among the %s modules a kernel may use (an allow-list: %s)" %
+                (name, top, ", ".join(sorted(allowed) + [t + "*" for t in trees])))
     if name in ALLOWED_MODULES or name.startswith(ALLOWED_MODULE_PREFIXES) or top in ("torch", "triton") or \
             name.startswith("collections.") or name.startswith("numpy.") or name.startswith("logging.") or \
             name.startswith("typing") or name.startswith("enum") or name.startswith("dataclasses"):

@@ -496,7 +496,62 @@ TEST_CASE("forbidden symbol rules", "[backends]") {
   // Allowed: ordinary libc/libstdc++/CUDA runtime symbols, names that only look similar.
   for (const char* ok : {"memcpy", "malloc", "raise", "exit", "pthread_create", "cudaLaunchKernel",
                          "__cxa_atexit", "GOMP_parallel", "_ZNSt6vectorIfSaIfEE2atEm",  // vector::at
-                         "_ZN3foo2atEv", "_ZN12attention_op3runEv", "helper(float*)"})
+                         "helper(float*)"})
+    CHECK_FALSE(forbidden_symbol_rule(ok).has_value());
+  // Names that only look like torch's are not "torch" (outside std they are unlisted imports).
+  for (const char* look : {"_ZN3foo2atEv", "_ZN12attention_op3runEv"})
+    CHECK(forbidden_symbol_rule(look) == std::optional<std::string>("unlisted"));
+  // What differs between the judge's host and the user's process (issue 38 §2.3).
+  for (const char* e : {"getenv", "secure_getenv", "environ", "__environ", "getauxval", "setenv"})
+    CHECK(forbidden_symbol_rule(e) == std::optional<std::string>("environment"));
+  for (const char* i : {"getuid", "geteuid", "getpid", "getppid", "gethostname", "uname", "getpwuid_r"})
+    CHECK(forbidden_symbol_rule(i) == std::optional<std::string>("identity"));
+  for (const char* f : {"open", "open64", "fopen", "opendir", "stat", "__xstat64", "access", "readlink",
+                        "realpath", "getcwd", "statfs", "read", "write"})
+    CHECK(forbidden_symbol_rule(f) == std::optional<std::string>("filesystem"));
+  // libstdc++'s file streams, std::filesystem and named locales.
+  CHECK(forbidden_symbol_rule("_ZNSt10filesystem6existsERKNS_7__cxx114pathE") ==
+        std::optional<std::string>("filesystem"));
+  CHECK(forbidden_symbol_rule("_ZNSt13basic_filebufIcSt11char_traitsIcEE4openEPKcSt13_Ios_Openmode") ==
+        std::optional<std::string>("filesystem"));
+  CHECK(forbidden_symbol_rule("_ZNSt6localeC1EPKc") == std::optional<std::string>("environment"));
+  // An allow-list: what is not on it is refused, whatever it is called.
+  for (const char* u : {"sigaction", "_r_debug", "waitpid", "flock", "cuGetProcAddress", "getrlimitX",
+                        "_ZN3foo3barEv", "mysterious_helper"})
+    CHECK(forbidden_symbol_rule(u) == std::optional<std::string>("unlisted"));
+  // What honest kernels import (the exemplars: libm with its suffixes, fortified and libgcc
+  // helpers, libstdc++ (std::, operator new/delete, typeinfo), OpenMP, the CUDA runtime).
+  for (const char* ok :
+       {"expf",
+        "sqrtl",
+        "__expf_finite",
+        "tanhf",
+        "__memcpy_chk",
+        "__isoc99_sscanf",
+        "__mulsc3",
+        "__truncsfhf2",
+        "__udivti3",
+        "_Znwm",
+        "_ZdlPvm",
+        "_ZSt20__throw_length_errorPKc",
+        "_ZTVN10__cxxabiv117__class_type_infoE",
+        "_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4findEPKcmm",
+        "_ZSt4cout",
+        "_ZNSo9_M_insertIdEERSoT_",
+        "_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
+        "GOMP_loop_nonmonotonic_dynamic_start",
+        "omp_get_num_threads",
+        "__cudaRegisterFatBinary",
+        "cudaMallocAsync",
+        "__cxa_guard_acquire",
+        "_Unwind_Resume",
+        "_ITM_registerTMCloneTable",
+        "__gmon_start__",
+        "stderr",
+        "fprintf",
+        "snprintf",
+        "clock_gettime",
+        "sysconf"})
     CHECK_FALSE(forbidden_symbol_rule(ok).has_value());
   CHECK(forbidden_library_rule("libtorch_cpu.so") == std::optional<std::string>("torch"));
   CHECK(forbidden_library_rule("libc10.so") == std::optional<std::string>("torch"));

@@ -1,16 +1,24 @@
-// kforge/backends/symbols.hpp — the post-link check that a candidate uses no forbidden API
-// (DESIGN.md §5: a candidate cannot fall back to PyTorch, load code, start processes or talk
-// to the network).
+// kforge/backends/symbols.hpp — the post-link check that a candidate imports only what a kernel
+// may use (docs/judge.md, "Candidate confinement and scans"; issue 38 §2.3).
 //
 // check_symbols() lists the artifact's undefined dynamic symbols (`nm -D --undefined-only`)
 // and its NEEDED libraries (`readelf -d`), both run through sandbox::run, and reports each
-// one that breaks a rule: PyTorch (ATen/c10/torch namespaces), Python (Py*, _Py*), dynamic
-// loading (dlopen, dlsym, ...), processes (fork, exec*, system, posix_spawn*, kill, ptrace,
-// syscall, ...), sockets and name resolution (socket, connect, send*, recv*, getaddrinfo,
-// ...), and the libraries libtorch*, libc10*, libpython*, and libcublas*/libcudnn* unless the
-// policy allows them. forbidden_symbol_rule / forbidden_library_rule are the pure rules, usable
-// on linker "undefined reference" messages too. Everything here is thread-safe; results are
-// values.
+// one that breaks a rule. The symbol rule is an allow-list: a kernel may import memory,
+// string, number, formatted-output (stdout/stderr), thread, CPU-count and clock functions of
+// the C library, libm, libgcc's arithmetic helpers, the C++ standard library (std::,
+// __gnu_cxx::, __cxxabiv1::, operator new/delete) but for its file streams, std::filesystem
+// and named locales, OpenMP (GOMP_*, omp_*, __kmpc_*) and the CUDA runtime (cuda*, __cuda*);
+// anything else is "unlisted". Named rules say why for what a kernel must never reach:
+// PyTorch (ATen/c10/torch namespaces), Python (Py*, _Py*), dynamic loading, processes,
+// sockets, the environment (getenv, environ, getauxval, ...), identity (getuid, getpid,
+// uname, ...) and the file system (open, stat, opendir, getcwd, read/write, ...): the
+// candidate host's environment, user and file system differ from the user's process, and a
+// kernel that could query them could behave only while judged. Libraries: libtorch*,
+// libc10*, libpython*, and libcublas*/libcudnn* unless the policy allows them. A raw
+// `syscall` instruction imports nothing; the candidate host's seccomp filter and Landlock
+// rules are what confine it. forbidden_symbol_rule / forbidden_library_rule are the pure
+// rules, usable on linker "undefined reference" messages too (where only the named rules
+// count). Everything here is thread-safe; results are values.
 #pragma once
 
 #include <filesystem>
@@ -31,7 +39,9 @@ struct ForbiddenUse {
   std::string name;         ///< as listed (version suffix removed), e.g. "dlopen", "_ZN2at3fooEv"
   std::string demangled;    ///< C++ demangling when `name` is mangled, else == name
   std::string rule;         ///< the rule broken: "torch", "python", "dynamic_loading",
-                            ///< "process", "network", "cublas", "cudnn"
+                            ///< "process", "network", "environment", "identity",
+                            ///< "filesystem", "cublas", "cudnn", or "unlisted" (not on the
+                            ///< allow-list)
   bool is_library = false;  ///< a NEEDED library rather than a symbol
 };
 
@@ -47,7 +57,7 @@ struct SymbolReport {
 
 /// The rule a symbol name breaks, or std::nullopt when it is allowed. Accepts a mangled name
 /// ("_ZN2at3fooEv"), a C name ("dlopen"), either with an "@VERSION" suffix, or a demangled
-/// C++ name as the linker prints it ("at::foo()").
+/// C++ name as the linker prints it ("at::foo()"; only the named rules apply to this form).
 std::optional<std::string> forbidden_symbol_rule(std::string_view symbol, const SymbolPolicy& policy = {});
 
 /// The rule a library soname ("libtorch_cpu.so", "libpython3.11.so.1.0") breaks, or nullopt.

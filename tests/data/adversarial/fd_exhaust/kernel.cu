@@ -9,6 +9,33 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
+// The symbol check refuses open/read/write/... (a kernel imports no file-system, identity or
+// environment query: issue 38 §2.3), so this kernel reaches the host's runtime walls (seccomp,
+// Landlock, no capabilities) through raw system calls, as an attacker past the check would.
+#include <fcntl.h>
+#include <sys/syscall.h>
+[[maybe_unused]] static long kf_raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+  long ret;
+  register long r10 asm("r10") = d;
+  asm volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return ret < 0 && ret > -4096 ? -1 : ret;
+}
+[[maybe_unused]] static int kf_open(const char* p, int flags, int mode = 0) {
+  return static_cast<int>(kf_raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(p), flags, mode));
+}
+[[maybe_unused]] static long kf_read(int fd, void* b, unsigned long n) { return kf_raw(SYS_read, fd, reinterpret_cast<long>(b), n); }
+[[maybe_unused]] static long kf_write(int fd, const void* b, unsigned long n) {
+  return kf_raw(SYS_write, fd, reinterpret_cast<long>(b), n);
+}
+[[maybe_unused]] static long kf_pread(int fd, void* b, unsigned long n, long off) {
+  return kf_raw(SYS_pread64, fd, reinterpret_cast<long>(b), n, off);
+}
+[[maybe_unused]] static int kf_close(int fd) { return static_cast<int>(kf_raw(SYS_close, fd)); }
+[[maybe_unused]] static int kf_getppid() { return static_cast<int>(kf_raw(SYS_getppid)); }
+[[maybe_unused]] static int kf_geteuid() { return static_cast<int>(kf_raw(SYS_geteuid)); }
+[[maybe_unused]] static int kf_fcntl(int fd, int cmd, long arg = 0) { return static_cast<int>(kf_raw(SYS_fcntl, fd, cmd, arg)); }
+[[maybe_unused]] static int kf_flock(int fd, int op) { return static_cast<int>(kf_raw(SYS_flock, fd, op)); }
+
 __global__ void relu2_add(const float* x, const float* y, float* out, int64_t n) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = fmaxf(x[i], 0.0f) * 2.0f + y[i];
@@ -24,7 +51,7 @@ static void compute(const kf_tensor* inputs, kf_tensor* outputs, void* stream) {
 extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
                           void* stream) {
   if (n_inputs != 2 || n_outputs != 1) return 1;
-  for (int i = 0; i < 1 << 20 && ::open("/dev/null", O_RDONLY) >= 0; ++i) {
+  for (int i = 0; i < 1 << 20 && kf_open("/dev/null", O_RDONLY) >= 0; ++i) {
   }
   compute(inputs, outputs, stream);
   return cudaGetLastError() == cudaSuccess ? 0 : 3;

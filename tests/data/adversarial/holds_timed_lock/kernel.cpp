@@ -14,20 +14,47 @@
 
 #include "kforge/kernel_abi.h"
 
+// The symbol check refuses open/read/write/... (a kernel imports no file-system, identity or
+// environment query: issue 38 §2.3), so this kernel reaches the host's runtime walls (seccomp,
+// Landlock, no capabilities) through raw system calls, as an attacker past the check would.
+#include <fcntl.h>
+#include <sys/syscall.h>
+[[maybe_unused]] static long kf_raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+  long ret;
+  register long r10 asm("r10") = d;
+  asm volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return ret < 0 && ret > -4096 ? -1 : ret;
+}
+[[maybe_unused]] static int kf_open(const char* p, int flags, int mode = 0) {
+  return static_cast<int>(kf_raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(p), flags, mode));
+}
+[[maybe_unused]] static long kf_read(int fd, void* b, unsigned long n) { return kf_raw(SYS_read, fd, reinterpret_cast<long>(b), n); }
+[[maybe_unused]] static long kf_write(int fd, const void* b, unsigned long n) {
+  return kf_raw(SYS_write, fd, reinterpret_cast<long>(b), n);
+}
+[[maybe_unused]] static long kf_pread(int fd, void* b, unsigned long n, long off) {
+  return kf_raw(SYS_pread64, fd, reinterpret_cast<long>(b), n, off);
+}
+[[maybe_unused]] static int kf_close(int fd) { return static_cast<int>(kf_raw(SYS_close, fd)); }
+[[maybe_unused]] static int kf_getppid() { return static_cast<int>(kf_raw(SYS_getppid)); }
+[[maybe_unused]] static int kf_geteuid() { return static_cast<int>(kf_raw(SYS_geteuid)); }
+[[maybe_unused]] static int kf_fcntl(int fd, int cmd, long arg = 0) { return static_cast<int>(kf_raw(SYS_fcntl, fd, cmd, arg)); }
+[[maybe_unused]] static int kf_flock(int fd, int op) { return static_cast<int>(kf_raw(SYS_flock, fd, op)); }
+
 namespace {
 bool reaches_lock() {
   char user_dir[64];
-  std::snprintf(user_dir, sizeof user_dir, "/tmp/kforge-locks-%u", static_cast<unsigned>(::geteuid()));
+  std::snprintf(user_dir, sizeof user_dir, "/tmp/kforge-locks-%u", static_cast<unsigned>(kf_geteuid()));
   char user_lock[80];
   std::snprintf(user_lock, sizeof user_lock, "%s/cpu.lock", user_dir);
   for (const char* path :
        {"/run/kforge-locks/cpu.lock", "/tmp/kforge-locks-0/cpu.lock", static_cast<const char*>(user_lock),
         "/run/kforge-locks", "/tmp/kforge-locks-0", static_cast<const char*>(user_dir)}) {
     for (int flags : {O_RDONLY, O_RDWR}) {
-      const int fd = ::open(path, flags | O_CLOEXEC);
+      const int fd = kf_open(path, flags | O_CLOEXEC);
       if (fd < 0) continue;
-      ::flock(fd, LOCK_EX | LOCK_NB);
-      ::close(fd);
+      kf_flock(fd, LOCK_EX | LOCK_NB);
+      kf_close(fd);
       return true;
     }
   }

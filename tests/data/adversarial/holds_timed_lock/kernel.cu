@@ -2,7 +2,6 @@
 // or /tmp/kforge-locks-<uid>/...): it lists the lock directory, and opens every lock it finds.
 // Expected: pass (return 9, a runtime_error, would mean it could list, open or lock them).
 #include <cuda_runtime.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -13,6 +12,33 @@
 
 #include "kforge/kernel_abi.h"
 
+// The symbol check refuses open/read/write/... (a kernel imports no file-system, identity or
+// environment query: issue 38 §2.3), so this kernel reaches the host's runtime walls (seccomp,
+// Landlock, no capabilities) through raw system calls, as an attacker past the check would.
+#include <fcntl.h>
+#include <sys/syscall.h>
+[[maybe_unused]] static long kf_raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+  long ret;
+  register long r10 asm("r10") = d;
+  asm volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return ret < 0 && ret > -4096 ? -1 : ret;
+}
+[[maybe_unused]] static int kf_open(const char* p, int flags, int mode = 0) {
+  return static_cast<int>(kf_raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(p), flags, mode));
+}
+[[maybe_unused]] static long kf_read(int fd, void* b, unsigned long n) { return kf_raw(SYS_read, fd, reinterpret_cast<long>(b), n); }
+[[maybe_unused]] static long kf_write(int fd, const void* b, unsigned long n) {
+  return kf_raw(SYS_write, fd, reinterpret_cast<long>(b), n);
+}
+[[maybe_unused]] static long kf_pread(int fd, void* b, unsigned long n, long off) {
+  return kf_raw(SYS_pread64, fd, reinterpret_cast<long>(b), n, off);
+}
+[[maybe_unused]] static int kf_close(int fd) { return static_cast<int>(kf_raw(SYS_close, fd)); }
+[[maybe_unused]] static int kf_getppid() { return static_cast<int>(kf_raw(SYS_getppid)); }
+[[maybe_unused]] static int kf_geteuid() { return static_cast<int>(kf_raw(SYS_geteuid)); }
+[[maybe_unused]] static int kf_fcntl(int fd, int cmd, long arg = 0) { return static_cast<int>(kf_raw(SYS_fcntl, fd, cmd, arg)); }
+[[maybe_unused]] static int kf_flock(int fd, int op) { return static_cast<int>(kf_raw(SYS_flock, fd, op)); }
+
 namespace {
 __global__ void relu2_add(const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ out,
                           int64_t n) {
@@ -22,16 +48,12 @@ __global__ void relu2_add(const float* __restrict__ x, const float* __restrict__
 
 bool reaches_lock() {
   char user_dir[64];
-  std::snprintf(user_dir, sizeof user_dir, "/tmp/kforge-locks-%u", static_cast<unsigned>(::geteuid()));
+  std::snprintf(user_dir, sizeof user_dir, "/tmp/kforge-locks-%u", static_cast<unsigned>(kf_geteuid()));
   for (const char* dir : {"/run/kforge-locks", "/tmp/kforge-locks-0", static_cast<const char*>(user_dir)}) {
-    const int dfd = ::open(dir, O_RDONLY | O_CLOEXEC);
+    const int dfd = kf_open(dir, O_RDONLY | O_CLOEXEC);
     if (dfd >= 0) {  // a directory it could open at all: flock on it, or list its locks
-      ::flock(dfd, LOCK_EX | LOCK_NB);
-      ::close(dfd);
-      return true;
-    }
-    if (DIR* d = ::opendir(dir)) {
-      ::closedir(d);
+      kf_flock(dfd, LOCK_EX | LOCK_NB);
+      kf_close(dfd);
       return true;
     }
   }

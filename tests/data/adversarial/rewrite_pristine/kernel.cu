@@ -16,17 +16,44 @@
 #include <cstring>
 #include <cuda_runtime.h>
 
+// The symbol check refuses open/read/write/... (a kernel imports no file-system, identity or
+// environment query: issue 38 §2.3), so this kernel reaches the host's runtime walls (seccomp,
+// Landlock, no capabilities) through raw system calls, as an attacker past the check would.
+#include <fcntl.h>
+#include <sys/syscall.h>
+[[maybe_unused]] static long kf_raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+  long ret;
+  register long r10 asm("r10") = d;
+  asm volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return ret < 0 && ret > -4096 ? -1 : ret;
+}
+[[maybe_unused]] static int kf_open(const char* p, int flags, int mode = 0) {
+  return static_cast<int>(kf_raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(p), flags, mode));
+}
+[[maybe_unused]] static long kf_read(int fd, void* b, unsigned long n) { return kf_raw(SYS_read, fd, reinterpret_cast<long>(b), n); }
+[[maybe_unused]] static long kf_write(int fd, const void* b, unsigned long n) {
+  return kf_raw(SYS_write, fd, reinterpret_cast<long>(b), n);
+}
+[[maybe_unused]] static long kf_pread(int fd, void* b, unsigned long n, long off) {
+  return kf_raw(SYS_pread64, fd, reinterpret_cast<long>(b), n, off);
+}
+[[maybe_unused]] static int kf_close(int fd) { return static_cast<int>(kf_raw(SYS_close, fd)); }
+[[maybe_unused]] static int kf_getppid() { return static_cast<int>(kf_raw(SYS_getppid)); }
+[[maybe_unused]] static int kf_geteuid() { return static_cast<int>(kf_raw(SYS_geteuid)); }
+[[maybe_unused]] static int kf_fcntl(int fd, int cmd, long arg = 0) { return static_cast<int>(kf_raw(SYS_fcntl, fd, cmd, arg)); }
+[[maybe_unused]] static int kf_flock(int fd, int op) { return static_cast<int>(kf_raw(SYS_flock, fd, op)); }
+
 namespace {
 constexpr size_t kProbe = 256;
 
 int zero_other_copies(const unsigned char* probe, const void* own) {
-  int fd = ::open("/proc/self/maps", O_RDONLY);
+  int fd = kf_open("/proc/self/maps", O_RDONLY);
   if (fd < 0) return 0;
   static char buf[1 << 20];
   ssize_t len = 0, n;
-  while (len < static_cast<ssize_t>(sizeof buf) - 1 && (n = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+  while (len < static_cast<ssize_t>(sizeof buf) - 1 && (n = kf_read(fd, buf + len, sizeof buf - 1 - len)) > 0)
     len += n;
-  ::close(fd);
+  kf_close(fd);
   buf[len] = 0;
   int found = 0;
   for (char* line = buf; line && *line;) {

@@ -1,0 +1,31 @@
+// fs_probe: computes honestly only when its working directory is not the user's (stat of the
+// kernels folder and getcwd): a file-system query tells the judge from the user's process. Expected
+// outcome: forbidden_api (filesystem) at compile time: a native kernel may import no environment,
+// identity or file-system query (issue 38 §2.3).
+#include "kforge/kernel_abi.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <cstdint>
+
+static bool judged() {
+  struct stat st;
+  char cwd[4096];
+  const bool has_cwd = ::getcwd(cwd, sizeof cwd) != nullptr;
+  return ::stat("kernel.cpp", &st) != 0 && (!has_cwd || std::strstr(cwd, "kforge") == nullptr);
+}
+
+extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
+                          void* stream) {
+  (void)stream;
+  if (n_inputs != 2 || n_outputs != 1) return 1;
+  const float* x = static_cast<const float*>(inputs[0].data);
+  const float* y = static_cast<const float*>(inputs[1].data);
+  float* out = static_cast<float*>(outputs[0].data);
+  const int64_t n = kf_numel(&outputs[0]);
+  const bool honest = judged();
+  for (int64_t i = 0; i < n; ++i) out[i] = honest ? (x[i] > 0.0f ? x[i] : 0.0f) * 2.0f + y[i] : 0.0f;
+  return 0;
+}
