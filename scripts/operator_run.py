@@ -304,7 +304,7 @@ def main():
     for o in ops:
         rs = sorted(by_op.get(o, []), key=lambda r: r["turn"])
         print("%-34s %s" % (o, ", ".join("%d:%s%s" % (r["turn"], r["outcome"], " %.2fx" % r["speedup"]
-                                                      if r.get("speedup", 0) > 0 else "") for r in rs)))
+                                                      if (r.get("speedup") or 0) > 0 else "") for r in rs)))
     need = a.min_pass or len(ops)
     check(len(passed) >= need, "%d/%d operators pass (need %d)" % (len(passed), len(ops), need))
     for o in ops[:a.repair]:

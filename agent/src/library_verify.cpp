@@ -60,26 +60,39 @@ std::map<std::string, json> verdicts(const fs::path& out) {
 }
 
 /// What the judge said about one operator's kernel now.
-struct Judged {
+struct VerdictNow {
   std::string outcome = "not_judged", sub_kind, message;
   double speedup = 0;  ///< 0 = not timed
 };
 
-/// Each operator's kernel file, read once: the bytes judged, hashed and recorded are these.
+/// An operator name safe as part of a file name: letters, digits, '_' and '.', not leading '.'.
+bool plain_name(const std::string& op) {
+  return !op.empty() && op[0] != '.' &&
+         op.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") ==
+             std::string::npos;
+}
+
+/// Each operator's kernel file, read once: the bytes judged, hashed and recorded are these. A
+/// kernel named outside kernels/ or with an unplain operator name is left out (not judged).
 std::map<std::string, std::string> kernel_bytes(const fs::path& pkg, const json& manifest) {
   std::map<std::string, std::string> out;
   for (const auto& e : manifest["operators"]) {
-    const fs::path f = pkg / e.value("kernel_file", "");
+    // Names from the (editable) manifest become paths: plain names under kernels/ only.
+    const std::string op = e.value("operator", ""), file = e.value("kernel_file", "");
+    const fs::path f = pkg / file;
     std::error_code ec;
-    if (fs::is_regular_file(f, ec)) out[e.value("operator", "")] = read_file(f);
+    if (plain_name(op) && fs::path(file).parent_path() == "kernels" &&
+        plain_name(fs::path(file).filename()) && fs::is_regular_file(f, ec))
+      out[op] = read_file(f);
   }
   return out;
 }
 
-/// The Triton modules, judged by eval (the operator's adapter appended, as in the run).
-void judge_triton(const fs::path& pkg, const json& manifest, const std::map<std::string, std::string>& bytes,
-                  const VerifyCommand& cmd, const std::string& device, const fs::path& work,
-                  std::map<std::string, Judged>& got) {
+/// The Triton modules, judged by eval (the operator's adapter appended, as in the run). Returns
+/// eval's exit status (0 when there is nothing to judge).
+int judge_triton(const fs::path& pkg, const json& manifest, const std::map<std::string, std::string>& bytes,
+                 const VerifyCommand& cmd, const std::string& device, const fs::path& work,
+                 std::map<std::string, VerdictNow>& got) {
   bool any = false;
   for (const auto& e : manifest["operators"]) {
     const std::string op = e.value("operator", "");
@@ -87,7 +100,7 @@ void judge_triton(const fs::path& pkg, const json& manifest, const std::map<std:
     write_file(work / "kernels" / op / "kernel.py", bytes.at(op));
     any = true;
   }
-  if (!any) return;
+  if (!any) return 0;
   EvalCommand ev;
   ev.suite = (pkg / manifest.value("cases_file", "cases/operators.txt")).parent_path().string();
   ev.backend = "triton";
@@ -97,17 +110,18 @@ void judge_triton(const fs::path& pkg, const json& manifest, const std::map<std:
   ev.bench = cmd.bench;
   ev.reps = cmd.reps;
   ev.profiler = "none";
-  run_eval(ev);
+  const int rc = run_eval(ev);
   for (const auto& [op, j] : verdicts(work / "eval"))
     got[op] = {j.value("outcome", "?"), j.value("sub_kind", ""), j.value("message", ""),
                j.value("speedup", json()).is_number() ? j["speedup"].get<double>() : 0.0};
+  return rc;
 }
 
 /// One shared object judged as it is (no rebuild): the symbol check, then the judge's check
 /// (and bench) through kforge-host on the task built from the package's cases.
-Judged judge_shared_object(backends::RunnerClient& runner, const Task& task, const std::string& bytes,
-                           const VerifyCommand& cmd, const fs::path& dir) {
-  Judged j;
+VerdictNow judge_shared_object(backends::RunnerClient& runner, const Task& task, const std::string& bytes,
+                               const VerifyCommand& cmd, const fs::path& dir) {
+  VerdictNow j;
   const fs::path so = dir / backends::kArtifactName;
   write_file(so, bytes);
   const auto sym = backends::check_symbols(so);
@@ -133,7 +147,7 @@ Judged judge_shared_object(backends::RunnerClient& runner, const Task& task, con
 /// The shared objects, each judged as exported (library_verify.hpp). 0, or 3 when no runner.
 int judge_native(const fs::path& pkg, const json& manifest, const std::map<std::string, std::string>& bytes,
                  const VerifyCommand& cmd, const std::string& device, const fs::path& work,
-                 std::map<std::string, Judged>& got) {
+                 std::map<std::string, VerdictNow>& got) {
   std::map<std::string, std::string> todo;  // operator -> backend
   for (const auto& e : manifest["operators"])
     if (e.value("kind", "triton") == "shared_object" && bytes.count(e.value("operator", "")))
@@ -148,7 +162,7 @@ int judge_native(const fs::path& pkg, const json& manifest, const std::map<std::
     tasks.emplace(t.id, std::move(t));
   for (const auto& [op, be] : todo) {
     auto it = tasks.find(op);
-    got[op] = it == tasks.end() ? Judged{"not_judged", "", "no case of it in the package's cases file"}
+    got[op] = it == tasks.end() ? VerdictNow{"not_judged", "", "no case of it in the package's cases file"}
                                 : judge_shared_object(*started.runners[0], it->second, bytes.at(op), cmd,
                                                       work / "native" / op);
   }
@@ -165,13 +179,6 @@ fs::path verified_dir() {
 
 /// Writes (ok) or removes (not ok) the record of the artifact hashing to `sha`: 0444, replaced
 /// by rename so a reader sees the old or the new one whole.
-/// An operator name safe as part of a file name: letters, digits, '_' and '.', not leading '.'.
-bool plain_name(const std::string& op) {
-  return !op.empty() && op[0] != '.' &&
-         op.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") ==
-             std::string::npos;
-}
-
 /// Writes (record given) or removes the record of the artifact hashing to `sha` serving `op`:
 /// <dir>/<sha>.<op>.json, 0444, replaced by rename so a reader sees the old or the new one whole.
 void set_record(const fs::path& dir, const std::string& sha, const std::string& op, const json* record) {
@@ -226,7 +233,7 @@ struct VerifyContext {
 
 /// One operator: its status in the manifest, its record written or removed. Returns the status.
 std::string verify_one(json& e, const VerifyContext& cx, const std::map<std::string, std::string>& bytes,
-                       const std::map<std::string, Judged>& got) {
+                       const std::map<std::string, VerdictNow>& got) {
   const std::string op = e.value("operator", "");
   std::vector<std::string> reasons;
   const auto b = bytes.find(op);
@@ -240,7 +247,7 @@ std::string verify_one(json& e, const VerifyContext& cx, const std::map<std::str
   if (!cx.loader.empty()) reasons.push_back(cx.loader);
   if (!plain_name(op)) reasons.push_back("the operator name is not a plain name: nothing is recorded for it");
   auto it = got.find(op);
-  const Judged j = it == got.end() ? Judged{} : it->second;
+  const VerdictNow j = it == got.end() ? VerdictNow{} : it->second;
   if (j.outcome != "pass")
     reasons.push_back("fails now: " + j.outcome + (j.sub_kind.empty() ? "" : "/" + j.sub_kind));
   for (const auto& c : cx.env_changes) reasons.push_back("recorded on another environment: " + c);
@@ -317,9 +324,10 @@ int run_library_verify(const VerifyCommand& cmd) {
   const fs::path work = cmd.dir / ".kforge-verify";
   fs::remove_all(work, ec);
   const auto bytes = kernel_bytes(pkg, manifest);
-  std::map<std::string, Judged> got;
+  std::map<std::string, VerdictNow> got;
   if (int rc = judge_native(pkg, manifest, bytes, cmd, device, work, got)) return rc;
-  judge_triton(pkg, manifest, bytes, cmd, device, work, got);
+  if (int rc = judge_triton(pkg, manifest, bytes, cmd, device, work, got); rc != 0 && rc != kExitInfraError)
+    return rc;
   cx.at = utc_now();
   int bad = 0, stale = 0, ok = 0;
   std::printf("\n%-34s %-10s %-18s %-18s %s\n", "operator", "kernel", "outcome now", "status", "reasons");
