@@ -368,12 +368,13 @@ int main(int argc, char** argv) {
   library->require_subcommand(1);
 
   agent::ExportCommand xc;
-  auto* exp = app.add_subcommand("export",
-                                 "a run's attempts as one flat table, one row per attempt (docs/tables.md)");
-  exp->add_option("run_dir", xc.run, "run directory")->required();
-  exp->add_option("--format", xc.format, "csv, or parquet (pandas and pyarrow in the venv)")
+  auto* table_export = app.add_subcommand(
+      "export", "a run's attempts as one flat table, one row per attempt (docs/tables.md)");
+  table_export->add_option("run_dir", xc.run, "run directory")->required();
+  table_export->add_option("--format", xc.format, "csv, or parquet (pandas and pyarrow in the venv)")
       ->check(CLI::IsMember({"csv", "parquet"}));
-  exp->add_option("--out", xc.out, "the file to write (default: RUN/attempts.<format>; - for stdout, csv)");
+  table_export->add_option("--out", xc.out,
+                           "the file to write (default: RUN/attempts.<format>; - for stdout, csv)");
 
   std::string report_dir;
   auto* report = app.add_subcommand(
@@ -433,7 +434,7 @@ int main(int argc, char** argv) {
     if (lib_verify->parsed()) return agent::run_library_verify(vf);
     if (report->parsed()) return agent::run_report(report_dir);
     if (stats->parsed()) return cmd_stats(stats_dir);
-    if (exp->parsed()) return agent::run_export(xc);
+    if (table_export->parsed()) return agent::run_export(xc);
     if (compare->parsed()) return agent::run_compare(cmp_a, cmp_b, cmp_html);
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";

@@ -102,7 +102,7 @@ int judge_triton(const fs::path& pkg, const json& manifest, const std::map<std::
   }
   if (!any) return 0;
   EvalCommand ev;
-  ev.suite = (pkg / manifest.value("cases_file", "cases/operators.txt")).parent_path().string();
+  ev.suite = (pkg / manifest["cases_file"].get<std::string>()).parent_path().string();
   ev.backend = "triton";
   ev.kernels = work / "kernels";
   ev.out = work / "eval";
@@ -158,7 +158,7 @@ int judge_native(const fs::path& pkg, const json& manifest, const std::map<std::
   StartedRunners started = start_runners({}, device, *backend, "kforge library verify");
   if (started.rc) return started.rc;
   std::map<std::string, Task> tasks;
-  for (auto& t : load_suite((pkg / manifest.value("cases_file", "cases/operators.txt")).parent_path()).tasks)
+  for (auto& t : load_suite((pkg / manifest["cases_file"].get<std::string>()).parent_path()).tasks)
     tasks.emplace(t.id, std::move(t));
   for (const auto& [op, be] : todo) {
     auto it = tasks.find(op);
@@ -177,8 +177,6 @@ fs::path verified_dir() {
   return fs::path(home && *home ? home : "/nonexistent") / ".local" / "share" / "kforge" / "verified";
 }
 
-/// Writes (ok) or removes (not ok) the record of the artifact hashing to `sha`: 0444, replaced
-/// by rename so a reader sees the old or the new one whole.
 /// Writes (record given) or removes the record of the artifact hashing to `sha` serving `op`:
 /// <dir>/<sha>.<op>.json, 0444, replaced by rename so a reader sees the old or the new one whole.
 void set_record(const fs::path& dir, const std::string& sha, const std::string& op, const json* record) {
@@ -190,6 +188,7 @@ void set_record(const fs::path& dir, const std::string& sha, const std::string& 
     return;
   }
   const fs::path tmp = dir / ("." + sha + "." + op + ".tmp");
+  fs::remove(tmp, ec);  // a crashed run's, 0444
   write_file(tmp, dump_json(*record, 2) + "\n");
   fs::permissions(tmp, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   fs::rename(tmp, file);
@@ -297,8 +296,9 @@ int run_library_verify(const VerifyCommand& cmd) {
     std::cerr << "kforge library verify: " << cmd.dir.string() << ": no kforge_backend/manifest.json\n";
     return 2;
   }
-  const fs::path cases = pkg / manifest.value("cases_file", json("cases/operators.txt")).get<std::string>();
-  if (manifest.value("cases_file", json()).is_null() || !fs::is_regular_file(cases)) {
+  const json cases_file = manifest.value("cases_file", json());
+  const fs::path cases = pkg / (cases_file.is_string() ? cases_file.get<std::string>() : std::string());
+  if (!cases_file.is_string() || !fs::is_regular_file(cases)) {
     std::cerr << "kforge library verify: the package carries no cases file (exported from a run without its "
                  "suite): nothing to judge against\n";
     return 2;

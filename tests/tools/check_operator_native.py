@@ -98,7 +98,8 @@ assert mapped != confined, "the kernel is %smapped into this process" % ("" if m
 print("native package%s: relu and add match eager on unseen, strided and broadcast inputs; calls routed" %
       (" (confined: kforge-host ran them, nothing mapped here)" if confined else ""), calls)
 '''
-PENV = dict(os.environ, KFORGE_VERIFIED_DIR=RECORDS, KFORGE_HOME=SRC)
+HOST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(KFORGE))), "backends", "host", "kforge-host")
+PENV = dict(os.environ, KFORGE_VERIFIED_DIR=RECORDS, KFORGE_HOME=SRC, KFORGE_HOST=HOST)
 PENV.pop("KFORGE_BACKEND_UNVERIFIED", None)
 
 
