@@ -303,7 +303,9 @@ int run_library_verify(const VerifyCommand& cmd) {
                  "suite): nothing to judge against\n";
     return 2;
   }
-  VerifyContext cx{pkg, cmd.records.empty() ? verified_dir() : cmd.records};
+  VerifyContext cx;
+  cx.pkg = pkg;
+  cx.records = cmd.records.empty() ? verified_dir() : cmd.records;
   std::error_code ec;
   fs::create_directories(cx.records, ec);
   if (ec || !fs::is_directory(cx.records)) {
