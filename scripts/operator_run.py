@@ -14,8 +14,9 @@
      for the shown shapes) are marked not generalising and left out, then exported with
      --include-non-generalising into OUT/backend-all.
   6. (--e2e) scripts/backend_e2e.py on the export: a transformer block and a CNN, library vs eager.
-  7. (--verify) `kforge library verify`: ok as exported, a tampered kernel marked and skipped,
-     another recorded toolchain marking every kernel stale_environment.
+  7. (--verify) `kforge library verify`: ok as exported and then loaded (its records outside the
+     package, OUT/verified); a kernel swapped with the manifest edited to match is refused by the
+     loader and fails verify; another recorded toolchain marks every kernel stale_environment.
   5. The packages import; the watermark test: with OUT/backend-wm enabled, every operator called
      on its first case returns 7 everywhere (the call routed to the library), with it disabled
      PyTorch's own result comes back; with OUT/backend enabled every operator matches eager on
@@ -28,6 +29,7 @@ Run it with the torch/triton interpreter (the venv); on the CPU the kernels run 
 interpreter (TRITON_INTERPRET=1 for the package checks; `kforge run` sets it for the judge).
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -168,22 +170,37 @@ def verify_checks(a, env, run, pkg, ops):
 
     rc, m = verify(pkg)
     check(rc == 0 and set(statuses(m).values()) == {"ok"}, "library verify: every exported kernel ok (exit 0)")
+    penv = dict(env, TRITON_INTERPRET="1") if a.device == "cpu" else dict(env)
+    penv.pop("KFORGE_BACKEND_UNVERIFIED", None)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kforge_backend as kb; kb.enable(); "
+            "r = kb.registered(); assert len(r) >= %d, r; print('enabled', len(r))" % len(ops))
+    c = subprocess.run([sys.executable, "-c", code, pkg], env=penv, capture_output=True, text=True)
+    print(c.stdout + c.stderr[-2000:])
+    check(c.returncode == 0, "verified: enable() loads every kernel (their records are outside the package)")
+    # The attack (issue 38 §2.2): a kernel swapped for a wrong one, the manifest's hash edited to match.
     victim = ops[0]
     kfile = os.path.join(pkg, "kforge_backend", "kernels", victim + ".py")
     open(kfile, "w").write(broken(open(kfile).read(), entry_of(victim)))
+    mf = os.path.join(pkg, "kforge_backend", "manifest.json")
+    m = json.load(open(mf))
+    for e in m["operators"]:
+        if e["operator"] == victim:
+            e["kernel_sha256"] = e["source_sha256"] = hashlib.sha256(open(kfile, "rb").read()).hexdigest()
+    json.dump(m, open(mf, "w"), indent=2)
+    code_all = ("import sys; sys.path.insert(0, sys.argv[1]); import kforge_backend as kb; kb.enable()")
+    c = subprocess.run([sys.executable, "-c", code_all, pkg], env=penv, capture_output=True, text=True)
+    print(c.stdout + c.stderr[-2000:])
+    check(c.returncode != 0 and "UnverifiedKernel" in c.stderr and victim + ".py: no record" in c.stderr,
+          "a swapped Triton kernel (manifest edited to match) is refused by the loader")
     rc, m = verify(pkg)
     st = statuses(m)
-    entry = [e for e in m["operators"] if e["operator"] == victim][0]
-    check(rc == 1 and st[victim] == "failing" and entry["stale"]
-          and any("kernel file changed" in r for r in entry["verify"]["reasons"])
-          and all(v == "ok" for o, v in st.items() if o != victim),
-          "library verify: the tampered %s is marked (changed, failing now), the rest ok, exit 1" % victim)
-    penv = dict(os.environ, TRITON_INTERPRET="1") if a.device == "cpu" else dict(os.environ)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kforge_backend as kb; kb.enable(); "
+    check(rc == 1 and st[victim] == "failing" and all(v == "ok" for o, v in st.items() if o != victim),
+          "library verify judges the swapped %s itself: failing, the rest ok, exit 1" % victim)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kforge_backend as kb; kb.enable(skip_unverified=True); "
             "r = kb.registered(); assert sys.argv[2] not in r and len(r) > 0, r; print('enabled without', sys.argv[2])")
     c = subprocess.run([sys.executable, "-c", code, pkg, victim], env=penv, capture_output=True, text=True)
     print(c.stdout + c.stderr[-2000:])
-    check(c.returncode == 0, "enable() skips the kernel verify marked, registers the rest")
+    check(c.returncode == 0, "enable(skip_unverified=True) leaves the swapped kernel to PyTorch, registers the rest")
     other = os.path.join(a.out, "backend-moved")
     subprocess.run([a.kforge, "library", "export", run, "--as-backend", other], env=env, capture_output=True)
     mf = os.path.join(other, "kforge_backend", "manifest.json")
@@ -258,7 +275,8 @@ def main():
     check(len(ops) > 0, "%d operators of the suite have a scripted kernel" % len(ops))
     script = os.path.join(a.out, "script.json")
     write_script(a.kernels, a.hardcoded, ops, a.repair, script)
-    env = dict(os.environ, KFORGE_HOME=os.environ.get("KFORGE_HOME", ROOT))
+    env = dict(os.environ, KFORGE_HOME=os.environ.get("KFORGE_HOME", ROOT),
+               KFORGE_VERIFIED_DIR=os.path.join(a.out, "verified"))
     server, port = start_server(a.scripted_llm, script, os.path.join(a.out, "llm.log"))
     run = os.path.join(a.out, "run")
     cmd = [a.kforge, "run", "--suite", a.suite, "--backend", a.backend, "--device", a.device,
@@ -286,7 +304,7 @@ def main():
     for o in ops:
         rs = sorted(by_op.get(o, []), key=lambda r: r["turn"])
         print("%-34s %s" % (o, ", ".join("%d:%s%s" % (r["turn"], r["outcome"], " %.2fx" % r["speedup"]
-                                                      if r.get("speedup", 0) > 0 else "") for r in rs)))
+                                                      if (r.get("speedup") or 0) > 0 else "") for r in rs)))
     need = a.min_pass or len(ops)
     check(len(passed) >= need, "%d/%d operators pass (need %d)" % (len(passed), len(ops), need))
     for o in ops[:a.repair]:
@@ -311,7 +329,9 @@ def main():
               and all("skipped %s: does not generalise" % o in e.stderr for o in hard), what)
     generalisation_checks(a, env, run, pkg, passed, hard)
     sources = {o: reference_of(os.path.join(run, "attempts", o, "0", "1", "prompt.md")) for o in exported}
-    penv = dict(os.environ)
+    # The routing checks load the packages unverified (the watermark build writes 7: it can never
+    # pass `kforge library verify`); --verify checks the verified path.
+    penv = dict(os.environ, KFORGE_BACKEND_UNVERIFIED="1")
     if a.device == "cpu":
         penv["TRITON_INTERPRET"] = "1"
     c = subprocess.run([sys.executable, "-c", PACKAGE_CHECK, pkg, wm, json.dumps(sources), a.device],
@@ -321,7 +341,7 @@ def main():
     if a.e2e:
         cmd = [sys.executable, os.path.join(ROOT, "scripts", "backend_e2e.py"), pkg, "--watermark", wm,
                "--device", a.device, "--json", os.path.join(a.out, "e2e.json")] + (["--ci"] if a.device == "cpu" else [])
-        e = subprocess.run(cmd, capture_output=True, text=True)
+        e = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, KFORGE_BACKEND_UNVERIFIED="1"))
         print(e.stdout + e.stderr[-3000:])
         check(e.returncode == 0 and "backend e2e: all checks passed" in e.stdout,
               "backend_e2e.py: a transformer block and a CNN match eager with the library, calls route through it")

@@ -1,6 +1,7 @@
 // kforge — the command-line interface. Subcommands: suites, doctor, task, eval, import-kernelbench,
-// run, merge, report, stats, compare. Exit status 2 for bad arguments (CLI11's parse errors included) and an
-// unknown subcommand. Links no LibTorch, no Python, no CUDA: evaluation happens in kforge-runner.
+// run, merge, report, stats, compare, export, library. Exit status 2 for bad arguments (CLI11's parse errors
+// included) and an unknown subcommand. Links no LibTorch, no Python, no CUDA: evaluation happens in
+// kforge-runner.
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 
@@ -20,6 +21,7 @@
 #include "kforge/agent/library_verify.hpp"
 #include "kforge/agent/run_options.hpp"
 #include "kforge/agent/runners.hpp"
+#include "kforge/agent/table_export.hpp"
 #include "kforge/agent/task_command.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/backend_export.hpp"
@@ -353,13 +355,26 @@ int main(int argc, char** argv) {
   agent::VerifyCommand vf;
   auto* lib_verify = library->add_subcommand(
       "verify",
-      "judge every kernel of an exported backend package again here; mark stale ones in its manifest");
+      "judge every kernel of an exported backend package again here, as it is; record the ones the "
+      "package may load");
   lib_verify->add_option("dir", vf.dir, "the package directory (kforge library export --as-backend DIR)")
       ->required();
   lib_verify->add_option("--device", vf.device, "runner device: cpu or cuda:N (default: the manifest's)");
   lib_verify->add_flag("--bench", vf.bench, "time the kernels again (speedups recorded)");
   lib_verify->add_option("--reps", vf.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
+  lib_verify->add_option("--records", vf.records,
+                         "where the records of the passing kernels go, the ones the package loads "
+                         "(default: $KFORGE_VERIFIED_DIR, else $XDG_DATA_HOME/kforge/verified)");
   library->require_subcommand(1);
+
+  agent::ExportCommand xc;
+  auto* table_export = app.add_subcommand(
+      "export", "a run's attempts as one flat table, one row per attempt (docs/tables.md)");
+  table_export->add_option("run_dir", xc.run, "run directory")->required();
+  table_export->add_option("--format", xc.format, "csv, or parquet (pandas and pyarrow in the venv)")
+      ->check(CLI::IsMember({"csv", "parquet"}));
+  table_export->add_option("--out", xc.out,
+                           "the file to write (default: RUN/attempts.<format>; - for stdout, csv)");
 
   std::string report_dir;
   auto* report = app.add_subcommand(
@@ -422,6 +437,7 @@ int main(int argc, char** argv) {
     if (lib_verify->parsed()) return agent::run_library_verify(vf);
     if (report->parsed()) return agent::run_report(report_dir);
     if (stats->parsed()) return cmd_stats(stats_dir);
+    if (table_export->parsed()) return agent::run_export(xc);
     if (compare->parsed()) {
       if (cmp_html_opt->count() && !cmp_out.empty()) {
         std::cerr << "kforge compare: --html and --out both given: give one\n";

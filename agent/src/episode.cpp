@@ -322,6 +322,7 @@ void make_attempt_setup(RunSetup& rs) {
   a.opt.bench = cmd.bench;
   a.opt.bench_options.reps = cmd.reps;
   a.opt.bench_options.perf_inputs = cmd.perf_inputs;
+  a.opt.bench_options.compile_baseline = cmd.baseline == "compile";
   a.opt.bench_options.min_reps = std::min(cmd.reps, 10);
   a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
   for (const auto& t : rs.suite.tasks) {

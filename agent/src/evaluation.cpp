@@ -96,6 +96,9 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
   rec.message = truncate_middle(backends::failure_headline(ev.message), 400);
   rec.compile_ms = ev.compile_ms;
   rec.compile_cached = ev.compile.cached;
+  // The bytes the judge was handed, for `library export --as-backend` to copy only those.
+  if (std::error_code ec; ev.compile.ok() && fs::is_regular_file(ev.compile.artifact, ec))
+    rec.artifact_sha256 = sha256_hex(read_file(ev.compile.artifact));
   rec.check_ms = ev.check_ms;
   rec.bench_ms = ev.bench_ms;
   rec.seed = static_cast<std::uint64_t>(ev.seed);

@@ -130,6 +130,18 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
     const std::string kernel = options.watermark ? watermark_kernel(task, *options.watermark)
                                : shared_object   ? read_file(so)
                                                  : k.source;
+    // Only the bytes the judge was handed travel: the shared object must hash to the attempt
+    // record's artifact_sha256, a Triton module to its source_sha (the record, not this file).
+    if (!options.watermark) {
+      const std::string& want = shared_object ? r.artifact_sha256 : r.source_sha;
+      if (want.empty() || sha256_hex(kernel) != want) {
+        ex.skipped.push_back(task + ": " + (shared_object ? so.string() : "the kernel source") +
+                             (want.empty() ? " has no hash in its attempt record (a run from before issue 38)"
+                                           : " is not the artifact the judge passed (SHA-256 differs from "
+                                             "its attempt record)"));
+        continue;
+      }
+    }
     const std::string file = "kernels/" + task + (shared_object ? ".so" : ".py");
     write_file(pkg / file, kernel);
     const std::string source_file =
@@ -143,9 +155,11 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
                    {"kind", shared_object ? "shared_object" : "triton"},
                    {"source_file", source_file},
                    {"source_sha256", sha256_hex(shared_object ? k.source : kernel)},
-                   {"kernel_sha256", sha256_hex(kernel)},
+                   {"kernel_sha256", options.watermark ? sha256_hex(kernel)
+                                     : shared_object   ? r.artifact_sha256
+                                                       : r.source_sha},
                    {"source_sha", r.source_sha},
-                   {"speedup", r.has_speedup() ? r.speedup : 0.0},
+                   {"speedup", r.has_speedup() ? json(r.speedup) : json(nullptr)},
                    {"watermark", options.watermark ? json(*options.watermark) : json(nullptr)},
                    {"generalises", gen < 0 ? json(nullptr) : json(gen == 1)},
                    {"generalisation", g ? json({{"reason", g->reason},
@@ -171,6 +185,7 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
   if (!trace.empty()) write_file(pkg / "cases" / "operators.txt", trace);
   write_file(pkg / "manifest.json", dump_json(manifest, 2) + "\n");
   write_file(pkg / "__init__.py", read_file(tmpl));
+  write_file(pkg / "confined.py", read_file(tmpl.parent_path() / "confined.py"));  // enable(confined=True)
   write_file(out_dir / "pyproject.toml", kPyproject);
   return ex;
 }

@@ -49,6 +49,12 @@ json number_or_string(double v) {
   return v;
 }
 
+/// A measurement field (0 = not measured, attempt.hpp): null when not measured, so a table's
+/// mean skips it instead of counting a zero.
+json measured(double v) {
+  return v == 0 ? json(nullptr) : number_or_string(v);
+}
+
 const char* type_name(const json& v) {
   return v.type_name();
 }
@@ -105,6 +111,16 @@ struct Reader {
       }
     }
     bad(field, "a number (or \"nan\", \"inf\", \"-inf\")", *v);
+  }
+  /// A measurement field: null (not measured, written since issue 40) and 0 (older files) both
+  /// read as 0, the in-memory "not measured".
+  void measure(const char* field, double& out) const {
+    const json* v = find(field);
+    if (v && v->is_null()) {
+      out = 0;
+      return;
+    }
+    real(field, out);
   }
   template <class Int>
   void integer(const char* field, Int& out) const {
@@ -175,22 +191,23 @@ json to_json(const AttemptRecord& r) {
   j["max_abs_err"] = number_or_string(r.max_abs_err);
   j["max_rel_err"] = number_or_string(r.max_rel_err);
   j["mismatch_fraction"] = number_or_string(r.mismatch_fraction);
-  j["tolerance_ratio"] = number_or_string(r.tolerance_ratio);
+  j["tolerance_ratio"] = measured(r.tolerance_ratio);
   j["module_mode"] = r.module_mode;
   j["precision"] = r.precision;
   j["precision_disallowed"] = r.precision_disallowed;
-  j["t_candidate_ms"] = number_or_string(r.t_candidate_ms);
-  j["t_reference_ms"] = number_or_string(r.t_reference_ms);
-  j["t_candidate_p10_ms"] = number_or_string(r.t_candidate_p10_ms);
-  j["t_candidate_p90_ms"] = number_or_string(r.t_candidate_p90_ms);
-  j["cv"] = number_or_string(r.cv);
-  j["speedup"] = number_or_string(r.speedup);
-  j["speedup_ci_low"] = number_or_string(r.speedup_ci_low);
-  j["speedup_ci_high"] = number_or_string(r.speedup_ci_high);
+  j["t_candidate_ms"] = measured(r.t_candidate_ms);
+  j["t_reference_ms"] = measured(r.t_reference_ms);
+  j["t_candidate_p10_ms"] = measured(r.t_candidate_p10_ms);
+  j["t_candidate_p90_ms"] = measured(r.t_candidate_p90_ms);
+  j["cv"] = measured(r.cv);
+  j["speedup"] = measured(r.speedup);
+  j["speedup_ci_low"] = measured(r.speedup_ci_low);
+  j["speedup_ci_high"] = measured(r.speedup_ci_high);
   j["timing_anomaly"] = r.timing_anomaly;
-  j["achieved_gbps"] = number_or_string(r.achieved_gbps);
-  j["achieved_tflops"] = number_or_string(r.achieved_tflops);
+  j["achieved_gbps"] = measured(r.achieved_gbps);
+  j["achieved_tflops"] = measured(r.achieved_tflops);
   j["source_sha"] = r.source_sha;
+  j["artifact_sha256"] = r.artifact_sha256;
   j["prompt_sha"] = r.prompt_sha;
   j["exemplar"] = r.exemplar;
   j["temperature"] = number_or_string(r.temperature);
@@ -247,22 +264,23 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.real("max_abs_err", r.max_abs_err);
   rd.real("max_rel_err", r.max_rel_err);
   rd.real("mismatch_fraction", r.mismatch_fraction);
-  rd.real("tolerance_ratio", r.tolerance_ratio);
+  rd.measure("tolerance_ratio", r.tolerance_ratio);
   rd.str("module_mode", r.module_mode);
   rd.str("precision", r.precision);
   rd.boolean("precision_disallowed", r.precision_disallowed);
-  rd.real("t_candidate_ms", r.t_candidate_ms);
-  rd.real("t_reference_ms", r.t_reference_ms);
-  rd.real("t_candidate_p10_ms", r.t_candidate_p10_ms);
-  rd.real("t_candidate_p90_ms", r.t_candidate_p90_ms);
-  rd.real("cv", r.cv);
-  rd.real("speedup", r.speedup);
-  rd.real("speedup_ci_low", r.speedup_ci_low);
-  rd.real("speedup_ci_high", r.speedup_ci_high);
+  rd.measure("t_candidate_ms", r.t_candidate_ms);
+  rd.measure("t_reference_ms", r.t_reference_ms);
+  rd.measure("t_candidate_p10_ms", r.t_candidate_p10_ms);
+  rd.measure("t_candidate_p90_ms", r.t_candidate_p90_ms);
+  rd.measure("cv", r.cv);
+  rd.measure("speedup", r.speedup);
+  rd.measure("speedup_ci_low", r.speedup_ci_low);
+  rd.measure("speedup_ci_high", r.speedup_ci_high);
   rd.str("timing_anomaly", r.timing_anomaly);
-  rd.real("achieved_gbps", r.achieved_gbps);
-  rd.real("achieved_tflops", r.achieved_tflops);
+  rd.measure("achieved_gbps", r.achieved_gbps);
+  rd.measure("achieved_tflops", r.achieved_tflops);
   rd.str("source_sha", r.source_sha);
+  rd.str("artifact_sha256", r.artifact_sha256);
   rd.str("prompt_sha", r.prompt_sha);
   rd.str("exemplar", r.exemplar);
   rd.real("temperature", r.temperature);

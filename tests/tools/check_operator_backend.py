@@ -61,10 +61,18 @@ kb.enable(); kb.disable()
 torch.testing.assert_close(model(x, y), eager)  # disabled: eager again
 print("routed" if watermark else "matches eager")
 '''
-env = dict(os.environ, TRITON_INTERPRET="1")
-for d, w, what in ((pkg, "0", "the package's kernels match eager on a small model"),
-                   (wm, "1", "watermark: the model's calls route through the package, disable() undoes it")):
-    p = subprocess.run([sys.executable, "-c", USE, d, w], env=env, capture_output=True, text=True)
+records = os.path.join(OUT, "verified")
+env = dict(os.environ, TRITON_INTERPRET="1", KFORGE_VERIFIED_DIR=records)
+env.pop("KFORGE_BACKEND_UNVERIFIED", None)
+p = subprocess.run([sys.executable, "-c", USE, pkg, "0"], env=env, capture_output=True, text=True)
+check(p.returncode != 0 and "UnverifiedKernel" in p.stderr, "the package refuses kernels no `kforge library verify` recorded")
+v = kforge("library", "verify", pkg, "--device", "cpu")
+check(v.returncode == 0 and len(os.listdir(records)) == 5, "library verify: 5 kernels judged, 5 records outside the package")
+# The watermark build writes 7: it can never pass verify, so it is loaded unverified (documented opt-out).
+for d, w, what, e in ((pkg, "0", "the package's kernels match eager on a small model", env),
+                      (wm, "1", "watermark: the model's calls route through the package, disable() undoes it",
+                       dict(env, KFORGE_BACKEND_UNVERIFIED="1"))):
+    p = subprocess.run([sys.executable, "-c", USE, d, w], env=e, capture_output=True, text=True)
     print(p.stdout + p.stderr[-3000:])
     check(p.returncode == 0, what)
 print("operator backend: all checks passed")

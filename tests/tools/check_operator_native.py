@@ -6,6 +6,12 @@ objects, loaded by the package through ctypes), and the package used from PyTorc
 (strided and broadcast inputs, alpha) match eager with it enabled, and calls route through it. The
 mul kernel hard-codes the shown shape: it passes the task, does not generalise, and is left out.
 
+Verification (issue 38 §2.2): the package refuses to load a kernel `kforge library verify` has
+not recorded (outside the package, in KFORGE_VERIFIED_DIR); verify judges the exported shared
+objects as they are; a swapped .so with the manifest's hashes edited to match is refused by the
+loader and fails verify; an edited loader is refused by verify. The confined mode (§2.3) runs
+the kernels in kforge-host: they match eager and are never mapped into the user's process.
+
 usage: check_operator_native.py KFORGE SOURCE_DIR SCRATCH_DIR [cuda]   (run with the torch venv)
 With `cuda` (a GPU): the same with tests/data/operators/e2e/cuda's kernels on cuda:0.
 """
@@ -22,7 +28,9 @@ BACKEND = sys.argv[4] if len(sys.argv) > 4 else "cpu"
 DEVICE = "cuda:0" if BACKEND == "cuda" else "cpu"
 EXT = ".cu" if BACKEND == "cuda" else ".cpp"
 DATA = os.path.join(SRC, "tests", "data", "operators", "e2e")
-ENV = dict(os.environ, KFORGE_HOME=SRC)
+RECORDS = os.path.join(OUT, "verified")
+ENV = dict(os.environ, KFORGE_HOME=SRC, KFORGE_VERIFIED_DIR=RECORDS)
+ENV.pop("KFORGE_BACKEND_UNVERIFIED", None)
 
 kforge = runner(KFORGE, ENV, stdout_tail=4000, stderr_tail=3000)
 
@@ -73,31 +81,80 @@ import sys, torch
 sys.path.insert(0, sys.argv[1])
 import kforge_backend as kb
 torch.manual_seed(0)
-d = sys.argv[2]
+d, confined = sys.argv[2], sys.argv[3] == "1"
 x = torch.randn(33, 70, device=d)
 xt = torch.randn(70, 33, device=d).t()          # a strided view
 a, b = torch.randn(5, 19, 23, device=d), torch.randn(23, device=d)
 want = [torch.relu(x), torch.relu(xt), torch.add(a, b, alpha=0.5), a + b, torch.mul(a, b)]
-with kb.enabled(count=True):
+with kb.enabled(count=True, confined=confined):
     got = [torch.relu(x), torch.relu(xt), torch.add(a, b, alpha=0.5), a + b, torch.mul(a, b)]
     calls = kb.calls()
 for g, w in zip(got, want):
     torch.testing.assert_close(g, w)
 assert calls.get("aten.relu.default") == 2 and calls.get("aten.add.Tensor") == 2, calls
 assert "aten.mul.Tensor" not in calls, calls
-print("native package: relu and add match eager on unseen, strided and broadcast inputs; calls routed", calls)
+mapped = "memfd:aten.relu.default" in open("/proc/self/maps").read()
+assert mapped != confined, "the kernel is %smapped into this process" % ("" if mapped else "not ")
+print("native package%s: relu and add match eager on unseen, strided and broadcast inputs; calls routed" %
+      (" (confined: kforge-host ran them, nothing mapped here)" if confined else ""), calls)
 '''
-c = subprocess.run([sys.executable, "-c", USE, pkg, DEVICE], capture_output=True, text=True)
-print(c.stdout + c.stderr[-3000:])
-check(c.returncode == 0, "the package's shared objects run from PyTorch and match eager")
+HOST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(KFORGE))), "backends", "host", "kforge-host")
+PENV = dict(os.environ, KFORGE_VERIFIED_DIR=RECORDS, KFORGE_HOME=SRC, KFORGE_HOST=HOST)
+PENV.pop("KFORGE_BACKEND_UNVERIFIED", None)
+
+
+def use(confined="0"):
+    c = subprocess.run([sys.executable, "-c", USE, pkg, DEVICE, confined], env=PENV, capture_output=True, text=True)
+    print(c.stdout + c.stderr[-3000:])
+    return c
+
+
+c = use()
+check(c.returncode != 0 and "UnverifiedKernel" in c.stderr and "no record of `kforge library verify`" in c.stderr,
+      "before `kforge library verify` the package refuses to load its kernels (UnverifiedKernel)")
 v = kforge("library", "verify", pkg, "--device", DEVICE)
 m = json.load(open(os.path.join(pkg, "kforge_backend", "manifest.json")))
-check(v.returncode == 0 and all(e["verify"]["status"] == "ok" for e in m["operators"]),
-      "library verify: both shared objects judged again from their sources, ok")
-src = os.path.join(pkg, "kforge_backend", "kernels", "aten.relu.default" + EXT)
-open(src, "a").write("\n// edited after export\n")
+records = sorted(os.listdir(RECORDS))
+check(v.returncode == 0 and all(e["verify"]["status"] == "ok" for e in m["operators"])
+      and records == sorted("%s.%s.json" % (e["kernel_sha256"], e["operator"]) for e in m["operators"])
+      and all(os.stat(os.path.join(RECORDS, r)).st_mode & 0o777 == 0o444 for r in records)
+      and not os.path.exists(os.path.join(pkg, ".kforge-verify", "kernels")),
+      "library verify: both shared objects judged as exported (no rebuild), one 0444 record each outside the package")
+run_rec = {r["task"]: r for r in map(json.loads, open(os.path.join(run, "attempts.jsonl")))}
+check(all(e["kernel_sha256"] == run_rec[e["operator"]]["artifact_sha256"] for e in m["operators"]),
+      "the exported shared objects are the judged artifacts (SHA-256 of the run's attempt record)")
+check(use().returncode == 0, "verified: the package's shared objects run from PyTorch and match eager")
+if BACKEND == "cpu":
+    check(use("1").returncode == 0, "confined mode: the kernels run in kforge-host and match eager")
+
+# The attack: relu's shared object swapped for another (add's), the manifest's hashes edited to match.
+kdir = os.path.join(pkg, "kforge_backend", "kernels")
+mf = os.path.join(pkg, "kforge_backend", "manifest.json")
+shutil.copy(os.path.join(kdir, "aten.add.Tensor.so"), os.path.join(kdir, "aten.relu.default.so"))
+m = json.load(open(mf))
+for e in m["operators"]:
+    if e["operator"] == "aten.relu.default":
+        e["kernel_sha256"] = [x for x in m["operators"] if x["operator"] == "aten.add.Tensor"][0]["kernel_sha256"]
+json.dump(m, open(mf, "w"), indent=2)
+c = use()
+check(c.returncode != 0 and "UnverifiedKernel" in c.stderr and "aten.relu.default.so: no record" in c.stderr,
+      "a swapped shared object (manifest edited to match) is refused by the loader: no record for relu")
 v = kforge("library", "verify", pkg, "--device", DEVICE)
-m = {e["operator"]: e for e in json.load(open(os.path.join(pkg, "kforge_backend", "manifest.json")))["operators"]}
-check(v.returncode == 1 and m["aten.relu.default"]["verify"]["status"] == "changed"
-      and m["aten.add.Tensor"]["verify"]["status"] == "ok", "library verify: an edited source is marked changed")
+m = {e["operator"]: e for e in json.load(open(mf))["operators"]}
+check(v.returncode == 1 and m["aten.relu.default"]["verify"]["status"] == "failing"
+      and m["aten.add.Tensor"]["verify"]["status"] == "ok",
+      "library verify judges the swapped shared object itself: failing (%s), exit 1"
+      % m["aten.relu.default"]["verify"]["outcome"])
+c = use()
+check(c.returncode != 0 and "AssertionError: {'aten.add.Tensor': 2}" in c.stderr,
+      "after verify, the swapped relu is not loaded (PyTorch's own runs it): only add routes to the package")
+
+# An edited loader: verify refuses to record anything.
+init = os.path.join(pkg, "kforge_backend", "__init__.py")
+open(init, "a").write("\n# edited after export\n")
+v = kforge("library", "verify", pkg, "--device", DEVICE)
+m = {e["operator"]: e for e in json.load(open(mf))["operators"]}
+check(v.returncode == 1 and m["aten.add.Tensor"]["verify"]["status"] == "changed"
+      and not os.path.exists(os.path.join(RECORDS, "%s.aten.add.Tensor.json" % m["aten.add.Tensor"]["kernel_sha256"])),
+      "library verify: an edited loader (__init__.py) marks every kernel changed and removes its record")
 print("operator native: all checks passed")

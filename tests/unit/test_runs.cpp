@@ -14,6 +14,7 @@
 #include "catch.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/attempt.hpp"
+#include "kforge/runs/attempt_table.hpp"
 #include "kforge/runs/run_dir.hpp"
 
 using namespace kforge;
@@ -142,11 +143,68 @@ TEST_CASE("attempt record: missing fields default, unknown fields are ignored", 
   CHECK(r.speedup == 0);
   CHECK(r.message.empty());
   CHECK(r.llm_status.empty());
-  // null in a double reads as NaN; an integral float is accepted for an int field.
-  auto j2 = nlohmann::json::parse(R"({"task":"t","speedup":null,"sample":2.0})");
+  // null in a measurement reads as "not measured" (0), in another double as NaN; an integral
+  // float is accepted for an int field.
+  auto j2 = nlohmann::json::parse(R"({"task":"t","speedup":null,"max_rel_err":null,"sample":2.0})");
   AttemptRecord r2 = attempt_from_json(j2);
-  CHECK(std::isnan(r2.speedup));
+  CHECK(r2.speedup == 0);
+  CHECK(std::isnan(r2.max_rel_err));
   CHECK(r2.sample == 2);
+}
+
+TEST_CASE("attempt record: a measurement not made is written as null and read back as 0", "[runs]") {
+  AttemptRecord r;
+  r.task = "t";
+  r.outcome = Outcome::compile_error;
+  r.compile_ms = 12.5;
+  const auto j = to_json(r);
+  for (const char* k : {"speedup", "t_candidate_ms", "t_reference_ms", "cv", "speedup_ci_low",
+                        "achieved_gbps", "tolerance_ratio"}) {
+    INFO(k);
+    CHECK(j.at(k).is_null());
+  }
+  CHECK(j.at("compile_ms") == 12.5);
+  const AttemptRecord back = attempt_from_json(j);
+  CHECK(back.speedup == 0);
+  CHECK(back.t_candidate_ms == 0);
+  CHECK(back.compile_ms == 12.5);
+  // The old form (0.0 for "not measured") reads the same.
+  CHECK(attempt_from_json(nlohmann::json::parse(R"({"task":"t","speedup":0.0})")).speedup == 0);
+}
+
+TEST_CASE("attempts table: fixed columns, nulls for what was not measured, CSV quoting", "[runs]") {
+  AttemptRecord pass, fail;
+  pass.task = "a";
+  pass.outcome = Outcome::pass;
+  pass.trials = pass.trials_passed = 2;
+  pass.t_candidate_ms = 0.5;
+  pass.t_reference_ms = 1.0;
+  pass.speedup = 2.0;
+  fail.task = "b,\"x\"";
+  fail.sample = 1;
+  fail.outcome = Outcome::compile_error;
+  fail.message = "line1\nline2";
+  const auto& cols = attempt_columns();
+  auto col = [&](const std::string& name) {
+    for (std::size_t i = 0; i < cols.size(); ++i)
+      if (cols[i].name == name) return i;
+    FAIL("no column " << name);
+    return std::size_t{0};
+  };
+  const auto rp = attempt_row(pass), rf = attempt_row(fail);
+  REQUIRE(rp.size() == cols.size());
+  CHECK(*rp[col("speedup")] == "2");
+  CHECK(*rp[col("speedup_credited")] == "true");
+  CHECK(*rp[col("max_abs_err")] == "0");  // measured: trials ran
+  CHECK_FALSE(rf[col("speedup")].has_value());
+  CHECK_FALSE(rf[col("t_candidate_ms")].has_value());
+  CHECK_FALSE(rf[col("max_abs_err")].has_value());  // no trial
+  CHECK(*rf[col("outcome")] == "compile_error");
+  CHECK(*rf[col("sample")] == "1");
+  const std::string csv = attempts_csv({pass, fail});
+  CHECK(csv.rfind("task,category,difficulty,sample,turn,", 0) == 0);
+  CHECK(csv.find("\"b,\"\"x\"\"\"") != std::string::npos);
+  CHECK(csv.find("\"line1\nline2\"") != std::string::npos);
 }
 
 TEST_CASE("attempt record: a bad type or outcome names the line and the field", "[runs]") {

@@ -81,6 +81,7 @@ struct RunCommand {
   bool bench = true;
   int reps = 100;      ///< timed repetitions at most (DESIGN.md §4: >= 100)
   int perf_inputs = 0;  ///< TritonBench: performance inputs timed per task (BenchOptions; 0 = all)
+  std::string baseline = "eager";  ///< eager, or compile: torch.compile timed too (as eval's --baseline)
   std::string device;  ///< "" = cpu for cpu, cuda:0 for cuda
   /// Judge runners, one slot each (--devices): {"all"} = every GPU the judge sees (the host for
   /// cpu), or a list such as {"cuda:0", "cuda:2"} or {"cpu", "cpu"}; empty: `device` alone.

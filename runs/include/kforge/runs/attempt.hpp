@@ -11,7 +11,8 @@
 // strings "nan", "inf", "-inf" and read back; a JSON null reads as NaN.
 //
 // Conventions: sample is 0-based (0..N-1), turn is 1-based (1..T). A double of 0 in a
-// measurement field (speedup, t_candidate_ms, ...) means "not measured".
+// measurement field (speedup, t_candidate_ms, ...) means "not measured"; to_json writes such a
+// field as JSON null (a table's mean then skips it), and both null and 0 read back as 0.
 // Values only; all functions are pure and thread-safe.
 #pragma once
 
@@ -108,6 +109,10 @@ struct AttemptRecord {
 
   // --- provenance -------------------------------------------------------------------------
   std::string source_sha;  ///< sha256 hex of the candidate source
+  /// sha256 hex of the artifact the judge was handed (the shared object, or a Python backend's
+  /// module as built), "" when none was built; `library export --as-backend` copies only an
+  /// artifact whose bytes still hash to this (docs/library.md).
+  std::string artifact_sha256;
   std::string prompt_sha;  ///< sha256 hex of the rendered prompt
   std::string exemplar;    ///< exemplar strategy: none, add, category, bm25, library
   double temperature = 0;
