@@ -1463,11 +1463,15 @@ std::optional<json> compare_results(Session& s, const Leaves& ref, const std::st
   return std::nullopt;
 }
 
-/// One seed's run of the test block in the host, its outputs poisoned first; nullopt when it
-/// matched. The host's reply carries its recorder's op counts by line of the block
-/// (`tested <seq> ok <counts> <others>`, written by libkforge_pyseal.so): ops beyond the
-/// reference's own at any line, or outside the block, make a torch_fallback, whose results are
-/// compared all the same (`correct`: TritonBench counts correct PyTorch code, issue 22 §3).
+/// One seed's run of the test block in the host (`testblock <seq> <seed> [fresh]`: fresh, the
+/// block's floating literals drawn anew, as the reference's were), its outputs poisoned first;
+/// nullopt when it matched. The host's reply carries its recorder's op counts by line of the
+/// block and the entry points that returned from a call without a Triton launch
+/// (`tested <seq> ok <counts> <launchless> <others>`, the counts written by
+/// libkforge_pyseal.so): ops beyond the reference's own at any line, or outside the block, make
+/// a torch_fallback, and so does a call of an entry point in the reference's `launch` without a
+/// launch (no_triton_launch); its results are compared all the same (`correct`: TritonBench
+/// counts correct PyTorch code, issue 22 §3).
 std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves& ref, int64_t seed,
                               const Tolerances& tol, const Deadline& dl, const std::string& where,
                               Figures& fig) {

@@ -411,6 +411,9 @@ class Host:
         """A TritonBench task: its test block, test function and the names the candidate must
         define (JSON), before `load`; the block runs later, over the candidate's module."""
         self.test = json.loads(a[0])
+        import math  # noqa: F401 - what the block's launch count and fresh literals use, imported
+        import random  # noqa: F401 - before the candidate's module runs (testblock.py)
+        TESTBLOCK.Launches.classes()
         return "ok"
 
     def testblock(self, a):
@@ -430,7 +433,7 @@ class Host:
         torch = self.torch
         # The entry points each call of which must launch a Triton kernel (the judge's list):
         # the names of those that returned without one go back to the judge.
-        launches = TESTBLOCK.Launches(namespace, self.test.get("launch", []))
+        launches = TESTBLOCK.Launches(namespace, self.test.get("launch", []), strict=True)
         try:
             with torch.enable_grad(), launches:  # as TritonBench runs its test blocks (some call backward)
                 leaves = TESTBLOCK.run(namespace, self.test["test"], self.test.get("function", ""), seed,

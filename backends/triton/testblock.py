@@ -144,17 +144,32 @@ class Launches:
     TRITON_INTERPRET=1 InterpretedFunction.run; not warm-ups, only runs that returned), and the
     namespace's entry points `entries` wrapped so that each top-level call records whether it
     launched one. `launchless`: the entries with a call that returned without a launch;
-    `called`: the entries called. Names and classes are restored on exit. A count kept in this
-    process: on the candidate's side it is the host's word, a floor against candidates with no
-    kernel at all, never the proof of a verdict (the judge's comparison is)."""
+    `called`: the entries called. Only plain functions are wrapped (a class or a Triton kernel
+    keeps its identity: testblock's _plain_function); with `strict` (the candidate's side,
+    where every entry named must launch), any other callable too, and an entry that cannot be
+    wrapped (a class, a Triton object) is launchless when the whole block launched nothing.
+    Names and classes are restored on exit. A count kept in this process: on the candidate's
+    side it is the host's word, a floor against candidates with no kernel at all, never the
+    proof of a verdict (the judge's comparison is)."""
 
-    def __init__(self, namespace, entries):
-        self.namespace, self.entries = namespace, [e for e in entries if callable(namespace.get(e))]
+    def __init__(self, namespace, entries, strict=False):
+        self.namespace, self.strict = namespace, strict
+        self.entries = [e for e in entries if self._wrappable(namespace.get(e))]
+        self.unwrapped = [e for e in entries if e in namespace and e not in self.entries] if strict else []
         self.count, self.depth = 0, 0
         self.launchless, self.called = set(), set()
         self._saved_classes, self._saved_names = [], {}
 
-    def _classes(self):
+    def _wrappable(self, v):
+        if _plain_function(v):
+            return True
+        return self.strict and callable(v) and not isinstance(v, type) \
+            and not type(v).__module__.startswith("triton.")
+
+    @staticmethod
+    def classes():
+        """Triton's launching classes (imported here: the host calls this before the candidate's
+        module runs, so that no import is left for after the seal)."""
         found = []
         try:
             from triton.runtime.jit import JITFunction
@@ -169,7 +184,7 @@ class Launches:
         return found
 
     def __enter__(self):
-        for cls in self._classes():
+        for cls in self.classes():
             original = cls.__dict__.get("run")
             if original is None:
                 continue
@@ -185,6 +200,8 @@ class Launches:
             cls.run = original
         for name, fn in self._saved_names.items():
             self.namespace[name] = fn
+        if self.count == 0:
+            self.launchless.update(self.unwrapped)
         return False
 
     def _counted_run(self, original):
