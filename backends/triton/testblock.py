@@ -144,7 +144,8 @@ class Launches:
     TRITON_INTERPRET=1 InterpretedFunction.run; not warm-ups, only runs that returned), and the
     namespace's entry points `entries` wrapped so that each top-level call records whether it
     launched one. `launchless`: the entries with a call that returned without a launch;
-    `called`: the entries called. Only plain functions are wrapped (a class or a Triton kernel
+    `called`: the entries called (a call whose tensor arguments are all empty is neither:
+    _no_elements). Only plain functions are wrapped (a class or a Triton kernel
     keeps its identity: testblock's _plain_function); with `strict` (the candidate's side,
     where every entry named must launch), any other callable too, and an entry that cannot be
     wrapped (a class, a Triton object) is launchless when the whole block launched nothing.
@@ -225,12 +226,28 @@ class Launches:
                 out = fn(*args, **kwargs)
             finally:
                 launches.depth -= 1
-            if top:
+            if top and not _no_elements(args, kwargs):
                 launches.called.add(name)
                 if launches.count == before:
                     launches.launchless.add(name)
             return out
         return call
+
+
+def _no_elements(args, kwargs):
+    """Whether a call's tensor arguments (in lists and tuples too) are all empty, and there is
+    one: such a call has nothing to launch a kernel on (T/tanh's test passes torch.tensor([]))."""
+    import torch
+    tensors = []
+
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            tensors.append(v)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+    walk(list(args) + list(kwargs.values()))
+    return bool(tensors) and all(t.numel() == 0 for t in tensors)
 
 
 # --- entry points stubbed (issue 38 §2.4) -----------------------------------------------------
