@@ -1469,9 +1469,9 @@ std::optional<json> compare_results(Session& s, const Leaves& ref, const std::st
 /// block and the entry points that returned from a call without a Triton launch
 /// (`tested <seq> ok <counts> <launchless> <others>`, the counts written by
 /// libkforge_pyseal.so): ops beyond the reference's own at any line, or outside the block, make
-/// a torch_fallback, and so does a call of an entry point in the reference's `launch` without a
-/// launch (no_triton_launch); its results are compared all the same (`correct`: TritonBench
-/// counts correct PyTorch code, issue 22 §3).
+/// a torch_fallback, whose results are compared all the same (`correct`: TritonBench counts
+/// correct PyTorch code, issue 22 §3); so do right results from a call of an entry point in
+/// the reference's `launch` without a launch (no_triton_launch; wrong ones stay a mismatch).
 std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves& ref, int64_t seed,
                               const Tolerances& tol, const Deadline& dl, const std::string& where,
                               Figures& fig) {
@@ -1502,7 +1502,9 @@ std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves&
   const std::string excess = excess_ops(json::parse(counts, nullptr, false), ref.counts);
   const std::string idle = without_launch(json::parse(launchless, nullptr, false), ref.launch);
   auto failed = compare_results(s, ref, rest, tol, where, fig);
-  if (excess.empty() && idle.empty()) return failed;
+  // Results that are wrong anyway are the mismatch they are (a candidate that does nothing);
+  // right results without a Triton launch were computed some other way: a torch_fallback.
+  if (excess.empty() && (idle.empty() || failed)) return failed;
   json fallback =
       excess.empty()
           ? failure("torch_fallback", "no_triton_launch",
