@@ -82,8 +82,8 @@ ALLOWED_OPS = {
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "record_stream",
     "view_as_real", "view_as_complex",  # complex tensors as (real, imaginary) pairs and back: views
     # A scalar read to the host (Tensor.item(), float(t), a Python `if` on a tensor): no compute
-    # (issue 38 §3: R1's TritonBench-T logspace, G's nested_loops_processing gold). Tensor.tolist()
-    # reads every element without a dispatch at all, so this opens no channel that was closed.
+    # (issue 38 §3: R1's TritonBench-T logspace, G's nested_loops_processing gold). Reading
+    # element by element stays refused by the scan (ast_scan.py: .item() in a loop, .tolist).
     "_local_scalar_dense",
 }
 
