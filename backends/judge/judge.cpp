@@ -1287,7 +1287,10 @@ py::object testblock_module(const JudgeContext& ctx) {
 /// tensor: testblock.py gold_agreement, from the gold's own two runs, never the candidate's);
 /// why the gold cannot judge ("" when it can); for a Triton reference (TritonBench-G), the
 /// PyTorch ops its entry points ran; and the PyTorch ops its test block itself ran, counted by
-/// line (op_tally.hpp), the allowance the candidate's counts are held to.
+/// line (op_tally.hpp), the allowance the candidate's counts are held to; the entry points each
+/// call of which must launch a Triton kernel (testblock.py must_launch); why stubbed entry
+/// points give the gold's results ("" when they do not, or were not tried: stub_verdict); and
+/// whether the block's floating literals were drawn fresh (fresh_literals).
 struct Leaves {
   std::vector<HeldTensor> tensors;
   std::vector<HeldTensor> masks;
@@ -1295,10 +1298,13 @@ struct Leaves {
   std::string unjudgeable;
   std::vector<std::string> ops;
   json counts;
+  std::vector<std::string> launch;
+  std::string stubbed;
+  bool fresh = false;
 };
 
-Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std::string& device,
-                        bool twice) {
+Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std::string& device, bool twice,
+                        bool fresh, bool stubs) {
   // The judge's recorder, the candidate host's own code (op_tally.cpp), armed only for the test
   // block: removed after it, so that no later timing pays for a callback.
   optally::install();
@@ -1308,10 +1314,10 @@ Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std
   py::tuple tally = py::make_tuple(py::cpp_function([](py::object code) { optally::begin_test(code.ptr()); }),
                                    py::cpp_function([](bool on) { optally::pause_test(on); }),
                                    py::cpp_function([]() { return optally::end_test(); }));
-  py::tuple r = tb.attr("reference_leaves")(req.at("source").get<std::string>(),
-                                            req.at("test_source").get<std::string>(),
-                                            req.value("test_function", ""), seed, device,
-                                            req.value("entries", std::vector<std::string>{}), tally, twice);
+  py::tuple r = tb.attr("reference_leaves")(
+      req.at("source").get<std::string>(), req.at("test_source").get<std::string>(),
+      req.value("test_function", ""), seed, device, req.value("entries", std::vector<std::string>{}), tally,
+      twice, fresh, stubs);
   Leaves l;
   for (auto t : py::list(r[0])) l.tensors.push_back(hold(t));
   l.others = json::parse(r[1].cast<std::string>(), nullptr, false);
@@ -1319,6 +1325,9 @@ Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std
   l.unjudgeable = r[3].cast<std::string>();
   l.ops = r[4].cast<std::vector<std::string>>();
   l.counts = json::parse(r[5].cast<std::string>(), nullptr, false);
+  l.launch = r[6].cast<std::vector<std::string>>();
+  l.stubbed = r[7].cast<std::string>();
+  l.fresh = fresh;
   return l;
 }
 
@@ -1331,6 +1340,13 @@ Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std
 std::map<std::string, bool>& gold_agrees_wholly() {
   // Never destroyed, as the other state the runner keeps until it exits.
   static auto* known = new std::map<std::string, bool>;
+  return *known;
+}
+
+/// Per task (gold_key), why its test block cannot tell stubbed entry points from the gold (""
+/// when it can): found once per worker (testblock.py stub_verdict, issue 38 §2.4). Single-threaded.
+std::map<std::string, std::string>& stub_verdicts() {
+  static auto* known = new std::map<std::string, std::string>;
   return *known;
 }
 
@@ -1359,6 +1375,19 @@ std::string excess_ops(const json& got, const json& allowance) {
           line.size() > 1 && line[0] == 'L' ? "at line " + line.substr(1) : "outside the block";
       out += (out.empty() ? "" : ", ") + op + " x" + std::to_string(have - may) + " " + where;
     }
+  }
+  return out;
+}
+
+/// The entry points in `must` (the reference's Leaves::launch) that the host says returned from
+/// a call without launching a Triton kernel (`got`: its JSON list), joined: "" when none. An
+/// unreadable list counts as every entry point.
+std::string without_launch(const json& got, const std::vector<std::string>& must) {
+  std::string out;
+  for (const auto& name : must) {
+    bool idle = !got.is_array();
+    for (std::size_t i = 0; !idle && i < got.size(); ++i) idle = got[i].is_string() && got[i] == name;
+    if (idle) out += (out.empty() ? "" : ", ") + name + "()";
   }
   return out;
 }
@@ -1455,11 +1484,15 @@ std::optional<json> compare_results(Session& s, const Leaves& ref, const std::st
   return std::nullopt;
 }
 
-/// One seed's run of the test block in the host, its outputs poisoned first; nullopt when it
-/// matched. The host's reply carries its recorder's op counts by line of the block
-/// (`tested <seq> ok <counts> <others>`, written by libkforge_pyseal.so): ops beyond the
-/// reference's own at any line, or outside the block, make a torch_fallback, whose results are
-/// compared all the same (`correct`: TritonBench counts correct PyTorch code, issue 22 §3).
+/// One seed's run of the test block in the host (`testblock <seq> <seed> [fresh]`: fresh, the
+/// block's floating literals drawn anew, as the reference's were), its outputs poisoned first;
+/// nullopt when it matched. The host's reply carries its recorder's op counts by line of the
+/// block and the entry points that returned from a call without a Triton launch
+/// (`tested <seq> ok <counts> <launchless> <others>`, the counts written by
+/// libkforge_pyseal.so): ops beyond the reference's own at any line, or outside the block, make
+/// a torch_fallback, whose results are compared all the same (`correct`: TritonBench counts
+/// correct PyTorch code, issue 22 §3); so do right results from a call of an entry point in
+/// the reference's `launch` without a launch (no_triton_launch; wrong ones stay a mismatch).
 std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves& ref, int64_t seed,
                               const Tolerances& tol, const Deadline& dl, const std::string& where,
                               Figures& fig) {
@@ -1468,8 +1501,8 @@ std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves&
   s.host->resume();
   const std::string seq = std::to_string(++s.seq);
   HostFailure f;
-  auto r = s.host->request("testblock " + seq + " " + std::to_string(seed), dl.left(), &f,
-                           "tested " + seq + " ", true);
+  auto r = s.host->request("testblock " + seq + " " + std::to_string(seed) + (ref.fresh ? " fresh" : ""),
+                           dl.left(), &f, "tested " + seq + " ", true);
   s.host->freeze();  // already, at its reply (and when it failed)
   sync_device(ctx.device);
   if (!r) return failure(f);
@@ -1484,18 +1517,44 @@ std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves&
     std::getline(e >> std::ws, rest);
     return host_error(kind, host_text(rest), where);
   }
-  in >> counts;
+  std::string launchless;
+  in >> counts >> launchless;
   std::getline(in >> std::ws, rest);
   const std::string excess = excess_ops(json::parse(counts, nullptr, false), ref.counts);
+  const std::string idle = without_launch(json::parse(launchless, nullptr, false), ref.launch);
   auto failed = compare_results(s, ref, rest, tol, where, fig);
-  if (excess.empty()) return failed;
-  json fallback = failure("torch_fallback", "",
-                          "the candidate ran PyTorch compute instead of Triton kernels, beyond what the test "
-                          "block itself runs: " +
-                              host_text(excess));
+  // Results that are wrong anyway are the mismatch they are (a candidate that does nothing);
+  // right results without a Triton launch were computed some other way: a torch_fallback.
+  if (excess.empty() && (idle.empty() || failed)) return failed;
+  json fallback =
+      excess.empty()
+          ? failure("torch_fallback", "no_triton_launch",
+                    where + ": " + idle +
+                        " returned without launching a Triton kernel (each call of an entry point from the "
+                        "test block must launch one, as the task's own calls do)")
+          : failure("torch_fallback", "",
+                    "the candidate ran PyTorch compute instead of Triton kernels, beyond what the test "
+                    "block itself runs: " +
+                        host_text(excess));
   fallback["correct"] = !failed;
   if (failed) fallback["correct_message"] = failed->value("message", std::string());
   return fallback;
+}
+
+/// The gold's results under one seed; with `fresh`, on the block's floating literals drawn anew
+/// (testblock.py fresh_literals), unless the gold raises or cannot judge on them (a literal the
+/// gold needs as it is: a matrix it factorises, values it sorts by): then on the literals as
+/// written, as the first seed always is. Python errors of the gold on its own literals propagate.
+Leaves gold_seed(py::object& tb, const json& req, int64_t seed, const std::string& device, bool twice,
+                 bool fresh, bool stubs) {
+  if (fresh) {
+    try {
+      Leaves l = reference_leaves(tb, req, seed, device, twice, true, stubs);
+      if (l.unjudgeable.empty()) return l;
+    } catch (py::error_already_set&) {
+    }
+  }
+  return reference_leaves(tb, req, seed, device, twice, false, stubs);
 }
 
 /// The gold's results under the request's `trials` seeds into `refs`, run twice per seed unless
@@ -1508,14 +1567,22 @@ std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb, const 
   const std::string key = gold_key(req, device);
   auto known = gold_agrees_wholly().find(key);
   twice = known == gold_agrees_wholly().end() || !known->second;
+  const bool stubs = !stub_verdicts().count(key);
   try {
-    for (int i = 0; i < trials; ++i) refs.push_back(reference_leaves(tb, req, seed + i, device, twice));
+    for (int i = 0; i < trials; ++i)
+      refs.push_back(gold_seed(tb, req, seed + i, device, twice, i > 0, stubs && i == 0));
     sync_device(ctx.device);
   } catch (py::error_already_set& e) {
     // The task's own failure, not the candidate's: the client starts a fresh worker (the
     // reference may have left this interpreter or device unusable) and lists the task unusable.
     return json{{"ok", false}, {"error", "reference_failed"}, {"message", reference_traceback(e)}};
   }
+  if (stubs) {
+    if (stub_verdicts().size() > 1024) stub_verdicts().clear();
+    stub_verdicts()[key] = refs[0].stubbed;
+  }
+  if (const std::string& why = stub_verdicts()[key]; !why.empty())
+    return json{{"ok", false}, {"error", "reference_failed"}, {"message", "unjudgeable: " + why}};
   bool whole = true;
   for (int i = 0; i < trials; ++i) {
     if (!refs[i].unjudgeable.empty())  // the gold's own two runs disagree where it cannot judge
@@ -1552,9 +1619,12 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   Session s;
   s.ex = std::make_unique<Exchange>(ctx.device, std::vector<TensorSpec>{}, std::vector<bool>{},
                                     specs_of(refs[0].tensors), 1);
+  std::set<std::string> launch;  // the entry points the host watches for launches
+  for (const auto& r : refs) launch.insert(r.launch.begin(), r.launch.end());
   json src{{"test", req.at("test_source")},
            {"function", req.value("test_function", "")},
-           {"entries", req.value("entries", json::array())}};
+           {"entries", req.value("entries", json::array())},
+           {"launch", launch}};
   std::vector<std::string> before = testblock_allow_lines(req, refs);
   before.push_back("testsrc " + src.dump(-1, ' ', false, json::error_handler_t::replace));
   if (auto r = open_session(ctx, req, s, dl, laps, before)) return *r;
@@ -1567,7 +1637,8 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   Figures fig;
   std::optional<json> verdict;  // a torch_fallback: the outcome; the seeds go on for `correct`
   for (int i = 0; i < trials; ++i) {
-    const std::string where = "test block, seed " + std::to_string(seed + i);
+    const std::string where =
+        "test block, seed " + std::to_string(seed + i) + (refs[i].fresh ? " (fresh literal inputs)" : "");
     if (refs[i].tensors.size() != refs[0].tensors.size() ||
         !std::equal(refs[i].tensors.begin(), refs[i].tensors.end(), refs[0].tensors.begin(),
                     [](const HeldTensor& a, const HeldTensor& b) {

@@ -81,6 +81,10 @@ ALLOWED_OPS = {
     "chunk", "narrow", "view_as", "flatten", "unflatten", "movedim", "set_", "resize_",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "record_stream",
     "view_as_real", "view_as_complex",  # complex tensors as (real, imaginary) pairs and back: views
+    # A scalar read to the host (Tensor.item(), float(t), a Python `if` on a tensor): no compute
+    # (issue 38 §3: R1's TritonBench-T logspace, G's nested_loops_processing gold). Reading
+    # element by element stays refused by the scan (ast_scan.py: .item() in a loop, .tolist).
+    "_local_scalar_dense",
 }
 
 # Commands whose argument is one JSON document (the rest of the line, unsplit).
@@ -420,6 +424,9 @@ class Host:
         """A TritonBench task: its test block, test function and the names the candidate must
         define (JSON), before `load`; the block runs later, over the candidate's module."""
         self.test = json.loads(a[0])
+        import math  # noqa: F401 - what the block's launch count and fresh literals use, imported
+        import random  # noqa: F401 - before the candidate's module runs (testblock.py)
+        TESTBLOCK.Launches.classes()
         return "ok"
 
     def testblock(self, a):
@@ -431,16 +438,20 @@ class Host:
         The tensor results go to set 0's outputs as `store` puts them; the others come back as
         JSON. Whether PyTorch compute ran is not decided here: kf_seal_serve arms its recorder
         for the whole request and puts its counts, by line of the block, into the reply."""
-        seq, seed = a[0], int(a[1])
+        seq, seed, fresh = a[0], int(a[1]), len(a) > 2 and a[2] == "fresh"
         if self.module is None or self.test is None or self.test_code is None:
             return "tested %s err protocol nothing loaded" % seq
         namespace = self.module.__dict__
         loaded = {n: namespace[n] for n in self.test_code.co_names if n in namespace}
         torch = self.torch
+        # The entry points each call of which must launch a Triton kernel (the judge's list):
+        # the names of those that returned without one go back to the judge.
+        launches = TESTBLOCK.Launches(namespace, self.test.get("launch", []), strict=True)
         try:
-            with torch.enable_grad():  # as TritonBench runs its test blocks (some call backward)
+            with torch.enable_grad(), launches:  # as TritonBench runs its test blocks (some call backward)
                 leaves = TESTBLOCK.run(namespace, self.test["test"], self.test.get("function", ""), seed,
-                                       "cpu" if self.device < 0 else "cuda", torch, code=self.test_code)
+                                       "cpu" if self.device < 0 else "cuda", torch, code=self.test_code,
+                                       fresh=fresh)
             if self.device >= 0:
                 torch.cuda.synchronize()
         except BaseException:  # noqa: B902
@@ -459,7 +470,7 @@ class Host:
             return "tested %s err python %s" % (seq, one_line(self.format_exc()))
         if err:
             return "tested %s err %s %s" % (seq, err[0], one_line(err[1]))
-        return "tested %s ok %s" % (seq, others)
+        return "tested %s ok %s %s" % (seq, json.dumps(sorted(launches.launchless), separators=(",", ":")), others)
 
     def load(self, a):
         import importlib.util

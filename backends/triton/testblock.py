@@ -53,12 +53,21 @@ def flatten(value, torch, out=None):
     return out
 
 
-def run(namespace, test_source, test_function, seed, device, torch, code=None):
+def run(namespace, test_source, test_function, seed, device, torch, code=None, fresh=False):
     """Executes the test block in `namespace` (which holds the implementation) under
     torch.manual_seed(seed) and returns its results' leaves. `code`: the block already compiled
-    (the candidate's host runs the code object its native recorder counts by)."""
+    (the candidate's host runs the code object its native recorder counts by). `fresh`: the
+    block's floating literal tensors get fresh values drawn from `seed` (fresh_literals)."""
     torch.manual_seed(seed)
-    exec(code if code is not None else _compiled(for_device(test_source, device), "kforge-test-block"), namespace)
+    code = code if code is not None else _compiled(for_device(test_source, device), "kforge-test-block")
+    if fresh:
+        with fresh_literals(seed, torch):
+            return _run(namespace, code, test_function, torch)
+    return _run(namespace, code, test_function, torch)
+
+
+def _run(namespace, code, test_function, torch):
+    exec(code, namespace)
     for name in RESULT_NAMES:
         if name in namespace:
             return flatten(namespace[name], torch)
@@ -66,6 +75,247 @@ def run(namespace, test_source, test_function, seed, device, torch, code=None):
     if not callable(fn):
         raise RuntimeError("the test block leaves no test_results / result_gold and defines no %s()" % test_function)
     return flatten(fn(), torch)
+
+
+# --- fresh literal inputs (issue 38 §2.5) -----------------------------------------------------
+# Most TritonBench-T blocks build their inputs from literals (torch.tensor([[1.0, -2.0], ...])):
+# the same values under every seed, so a candidate keyed by the inputs' shapes could return
+# stored answers. Under `fresh`, each floating tensor the block's own code creates from a
+# literal gets values of its own: the same shape and dtype, drawn uniformly from the literal's
+# own range [min, max] (a constant c from [c/2, 3c/2]: signs, zeros and domains such as [0, 1]
+# or x > 0 are kept), from Python's random seeded by (seed, the literal's position), so that the
+# judge and the host draw the same values. Integer and bool literals (indices, lengths, masks)
+# are kept. A literal created inside the implementation (a gold's or a candidate's constant
+# table) is not the block's: kept.
+_BLOCK_FILES = ("<kforge-test-block",)
+
+
+def _created_by_block(torch):
+    """Whether the innermost frame outside torch and this module runs the test block's code."""
+    import os
+    import sys
+    skip = (os.path.dirname(os.path.abspath(torch.__file__)), os.path.abspath(__file__))
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(skip):
+        f = f.f_back
+    return f is not None and f.f_code.co_filename.startswith(_BLOCK_FILES)
+
+
+def _fresh_values(t, rng, torch):
+    """Values for floating literal tensor `t` (on the CPU, t's dtype and shape), or None to keep
+    it (non-finite values, complex)."""
+    import math
+    values = t.detach().to("cpu", torch.float64).reshape(-1).tolist()
+    if not values or not all(math.isfinite(v) for v in values):
+        return None
+    lo, hi = min(values), max(values)
+    if lo == hi:
+        lo, hi = sorted((0.5 * lo, 1.5 * lo))
+    fresh = [rng.uniform(lo, hi) for _ in values]
+    return torch.tensor(fresh, dtype=torch.float64).to(t.dtype).reshape(t.shape)
+
+
+def fresh_literals(seed, torch):
+    """The dispatch mode of `fresh` runs (above): rewrites, in place, each floating tensor that
+    aten.lift_fresh makes (torch.tensor, as_tensor, Tensor(...) of Python data) for the block."""
+    import random
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+    count = [0]
+
+    class Fresh(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket.__name__ in ("lift_fresh", "lift_fresh_copy") and isinstance(out, torch.Tensor) \
+                    and out.is_floating_point() and out.numel() and _created_by_block(torch):
+                count[0] += 1
+                values = _fresh_values(out, random.Random(seed * 1000003 + count[0]), torch)
+                if values is not None:
+                    with torch.no_grad():
+                        out.copy_(values)
+            return out
+
+    return Fresh()
+
+
+# --- Triton launches (issue 38 §2.4) ----------------------------------------------------------
+class Launches:
+    """While installed (`with`): Triton kernel launches counted (JITFunction.run, and under
+    TRITON_INTERPRET=1 InterpretedFunction.run; not warm-ups, only runs that returned), and the
+    namespace's entry points `entries` wrapped so that each top-level call records whether it
+    launched one. `launchless`: the entries with a call that returned without a launch;
+    `called`: the entries called (a call whose tensor arguments are all empty is neither:
+    _no_elements). Only plain functions are wrapped (a class or a Triton kernel
+    keeps its identity: testblock's _plain_function); with `strict` (the candidate's side,
+    where every entry named must launch), any other callable too, and an entry that cannot be
+    wrapped (a class, a Triton object) is launchless when the whole block launched nothing.
+    Names and classes are restored on exit. A count kept in this process: on the candidate's
+    side it is the host's word, a floor against candidates with no kernel at all, never the
+    proof of a verdict (the judge's comparison is)."""
+
+    def __init__(self, namespace, entries, strict=False):
+        self.namespace, self.strict = namespace, strict
+        self.entries = [e for e in entries if self._wrappable(namespace.get(e))]
+        self.unwrapped = [e for e in entries if e in namespace and e not in self.entries] if strict else []
+        self.count, self.depth = 0, 0
+        self.launchless, self.called = set(), set()
+        self._saved_classes, self._saved_names = [], {}
+
+    def _wrappable(self, v):
+        if _plain_function(v):
+            return True
+        return self.strict and callable(v) and not isinstance(v, type) \
+            and not type(v).__module__.startswith("triton.")
+
+    @staticmethod
+    def classes():
+        """Triton's launching classes (imported here: the host calls this before the candidate's
+        module runs, so that no import is left for after the seal)."""
+        found = []
+        try:
+            from triton.runtime.jit import JITFunction
+            found.append(JITFunction)
+        except ImportError:
+            pass
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            found.append(InterpretedFunction)
+        except ImportError:
+            pass
+        return found
+
+    def __enter__(self):
+        for cls in self.classes():
+            original = cls.__dict__.get("run")
+            if original is None:
+                continue
+            self._saved_classes.append((cls, original))
+            cls.run = self._counted_run(original)
+        for name in self.entries:
+            self._saved_names[name] = self.namespace[name]
+            self.namespace[name] = self._wrapped(name, self.namespace[name])
+        return self
+
+    def __exit__(self, *exc):
+        for cls, original in self._saved_classes:
+            cls.run = original
+        for name, fn in self._saved_names.items():
+            self.namespace[name] = fn
+        if self.count == 0:
+            self.launchless.update(self.unwrapped)
+        return False
+
+    def _counted_run(self, original):
+        launches = self
+
+        def run(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            if not kwargs.get("warmup", False):
+                launches.count += 1
+            return out
+        return run
+
+    def _wrapped(self, name, fn):
+        launches = self
+
+        def call(*args, **kwargs):
+            top = launches.depth == 0
+            before = launches.count
+            launches.depth += 1
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                launches.depth -= 1
+            if top and not _no_elements(args, kwargs):
+                launches.called.add(name)
+                if launches.count == before:
+                    launches.launchless.add(name)
+            return out
+        return call
+
+
+def _no_elements(args, kwargs):
+    """Whether a call's tensor arguments (in lists and tuples too) are all empty, and there is
+    one: such a call has nothing to launch a kernel on (T/tanh's test passes torch.tensor([]))."""
+    import torch
+    tensors = []
+
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            tensors.append(v)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+    walk(list(args) + list(kwargs.values()))
+    return bool(tensors) and all(t.numel() == 0 for t in tensors)
+
+
+# --- entry points stubbed (issue 38 §2.4) -----------------------------------------------------
+STUB_SENTINEL = "kforge-stubbed-entry-point"
+
+
+class _Stub:
+    """An entry point that does nothing: returns None (or raises STUB_SENTINEL), whatever is
+    called, subscripted or looked up on it (Cls.apply(...), kernel[grid](...))."""
+
+    def __init__(self, raising):
+        self._raising = raising
+
+    def __call__(self, *args, **kwargs):
+        if self._raising:
+            raise RuntimeError(STUB_SENTINEL)
+        return None
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, key):
+        return self
+
+
+def _stub_matches(gold, stubbed, torch):
+    """Whether a stubbed run's leaves give the gold's results: equal leaves, tensors agreeing
+    on every element; a string holding the stub's sentinel is text the candidate chooses (it
+    can raise with the gold's own error text): it matches every string of its form (f"failed:
+    {e}" matches the gold's "failed: ...", not its "passed")."""
+    if len(gold) != len(stubbed):
+        return False
+    for g, s in zip(gold, stubbed):
+        if isinstance(g, torch.Tensor) or isinstance(s, torch.Tensor):
+            if not (isinstance(g, torch.Tensor) and isinstance(s, torch.Tensor)) or g.shape != s.shape \
+                    or g.dtype != s.dtype or not bool(agreeing(g, s.to(g.device), torch).all()):
+                return False
+        elif isinstance(g, str) and isinstance(s, str) and STUB_SENTINEL in s:
+            head, _, tail = s.partition(STUB_SENTINEL)
+            if not (len(g) >= len(head) + len(tail) and g.startswith(head) and g.endswith(tail)):
+                return False
+        elif not _same_value(g, s):
+            return False
+    return True
+
+
+def stub_verdict(source, test_source, test_function, seed, device, entries, gold):
+    """Why the task's test block cannot tell a candidate from no work ("" when it can): its
+    results under `seed` with every entry point stubbed (_Stub: returning None; raising) equal
+    the gold's leaves `gold` from the same seed (_stub_matches). A stubbed block that raises, or
+    whose results differ, can tell."""
+    import torch
+    for raising, what in ((False, "return None"), (True, "raise")):
+        namespace = {"__name__": "kf_reference"}
+        exec(_compiled(for_device(source, device), "kforge-reference"), namespace)
+        for name in entries:
+            namespace[name] = _Stub(raising)
+        try:
+            with torch.enable_grad(), poisoned_allocations(0, torch):
+                leaves = run(namespace, test_source, test_function, seed, device, torch)
+        except Exception:  # noqa: BLE001 - the block notices: judgeable
+            continue
+        if _stub_matches(gold, leaves, torch):
+            return ("the test block's results are the gold's when its entry points %s (%s): it cannot tell "
+                    "a candidate that does nothing from one that works" % (what, ", ".join(entries)))
+    return ""
 
 
 def split(leaves, torch, device=None):
@@ -279,10 +529,11 @@ def gold_agreement(first, second, torch):
     return masks, ""
 
 
-def _reference_run(source, test_source, test_function, seed, device, entries, tally, poison):
+def _reference_run(source, test_source, test_function, seed, device, entries, tally, poison, fresh=False):
     """One run of the reference's test block in a fresh namespace, its uninitialised allocations
-    filled with poison `poison` (poisoned_allocations): (split()'s pair, the ops its entry points
-    ran, the block's own op counts)."""
+    filled with poison `poison` (poisoned_allocations), its floating literals fresh with `fresh`:
+    (its leaves, the ops its entry points ran, the block's own op counts, the entry points whose
+    every call from the block launched a Triton kernel (Launches))."""
     import torch
     namespace = {"__name__": "kf_reference"}
     exec(_compiled(for_device(source, device), "kforge-reference"), namespace)
@@ -296,26 +547,42 @@ def _reference_run(source, test_source, test_function, seed, device, entries, ta
                 namespace[name] = _paused(namespace[name], tally[1])
         tally[0](code)
     counts = "{}"
+    launches = Launches(namespace, entries)
     try:
         # Grad enabled, as TritonBench runs its test blocks (some call backward); the runner's
         # interpreter has it off for KernelBench models.
-        with torch.enable_grad(), poisoned_allocations(poison, torch):
-            leaves = run(namespace, test_source, test_function, seed, device, torch, code=code)
+        with torch.enable_grad(), poisoned_allocations(poison, torch), launches:
+            leaves = run(namespace, test_source, test_function, seed, device, torch, code=code, fresh=fresh)
     finally:
         if tally is not None:
             counts = tally[2]()
-    return leaves, sorted(ops), counts
+    return leaves, sorted(ops), counts, must_launch(namespace, entries, launches)
 
 
-def reference_leaves(source, test_source, test_function, seed, device, entries=(), tally=None, twice=True):
+def must_launch(namespace, entries, launches):
+    """The entry points whose every call from the block must launch a Triton kernel: all of them
+    for a PyTorch reference (TritonBench-T: the task is to write it in Triton); for a Triton
+    reference (TritonBench-G), those whose every call launched one in the gold's run
+    (`launches`, a Launches that was installed): a gold helper that launches nothing asks
+    nothing of the candidate's."""
+    if not defines_triton_kernels(namespace):
+        return sorted(entries)
+    return sorted(launches.called - launches.launchless)
+
+
+def reference_leaves(source, test_source, test_function, seed, device, entries=(), tally=None, twice=True,
+                     fresh=False, stubs=False):
     """The judge's side: the reference implementation and its test block, run under `seed` in a
     fresh namespace, its uninitialised memory poisoned; with `twice`, run again in another fresh
-    namespace with another poison (gold agreement, issue 22 §2). Returns split()'s pair for the
-    first run; a mask per tensor result (None, or the elements on which the two runs agree:
-    gold_agreement; all None without `twice`); "" or why the task is unjudgeable; for a Triton
-    reference (TritonBench-G), the names of the PyTorch ops its entry points ran (the task's own:
-    a candidate may run them too), else []; and the PyTorch ops the test block itself ran,
-    counted by line (JSON, "{}" without `tally`).
+    namespace with another poison (gold agreement, issue 22 §2); with `fresh`, its floating
+    literals drawn anew (fresh_literals); with `stubs`, run with its entry points stubbed too
+    (stub_verdict). Returns split()'s pair for the first run; a mask per tensor result (None,
+    or the elements on which the two runs agree: gold_agreement; all None without `twice`); ""
+    or why the task is unjudgeable; for a Triton reference (TritonBench-G), the names of the
+    PyTorch ops its entry points ran (the task's own: a candidate may run them too), else [];
+    the PyTorch ops the test block itself ran, counted by line (JSON, "{}" without `tally`);
+    the entry points each call of which must launch a Triton kernel (must_launch); and "" or
+    why stubbed entry points give the gold's results ("" without `stubs`).
     `tally`: (begin(code), pause(bool), end() -> JSON), the judge's native recorder
     (op_tally.hpp), the same one that counts the candidate's side, armed for the first run only;
     the reference's entry points are paused, so their compute is no allowance for the
@@ -325,11 +592,13 @@ def reference_leaves(source, test_source, test_function, seed, device, entries=(
     import torch
     if device == "cpu":  # a TritonBench-G reference is Triton: its kernels run in Triton's interpreter
         os.environ["TRITON_INTERPRET"] = "1"
-    first, ops, counts = _reference_run(source, test_source, test_function, seed, device, entries, tally, 0)
+    first, ops, counts, launch = _reference_run(
+        source, test_source, test_function, seed, device, entries, tally, 0, fresh)
     masks, unjudgeable = [None] * sum(isinstance(v, torch.Tensor) for v in first), ""
     if twice:
-        second, _, _ = _reference_run(source, test_source, test_function, seed, device, entries, None, 1)
+        second, _, _, _ = _reference_run(source, test_source, test_function, seed, device, entries, None, 1, fresh)
         masks, unjudgeable = gold_agreement(first, second, torch)
+    stubbed = stub_verdict(source, test_source, test_function, seed, device, entries, first) if stubs else ""
     tensors, others = split(first, torch, device)
     masks = [m if m is None else m.to(device) for m in masks]
-    return tensors, others, masks, unjudgeable, ops, counts
+    return tensors, others, masks, unjudgeable, ops, counts, launch, stubbed

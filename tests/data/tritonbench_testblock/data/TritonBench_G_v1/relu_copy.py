@@ -1,0 +1,35 @@
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def relu_copy(x):
+    # As many TritonBench-G golds, PyTorch and Triton mixed: the relu is PyTorch's (an op a
+    # candidate may then run too), the copy into the result a Triton kernel.
+    y = torch.relu(x)
+    out = torch.empty_like(y)
+    n = y.numel()
+    _copy_kernel[(triton.cdiv(n, 64),)](y, out, n, BLOCK=64)
+    return out
+
+
+##################################################################################################################################################
+
+import torch
+
+
+def test_relu_copy():
+    results = {}
+    results["test_case_1"] = relu_copy(torch.randn(100, device='cuda'))
+    results["test_case_2"] = relu_copy(torch.randn(8, 16, device='cuda'))
+    return results
+
+
+result_gold = test_relu_copy()
