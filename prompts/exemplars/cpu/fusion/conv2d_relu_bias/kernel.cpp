@@ -6,11 +6,11 @@
 // contiguous, vectorised run along an output row (the padded edges clip the run instead of
 // testing every element). The epilogue (ReLU, + bias) is applied as the plane is written out,
 // so y is written exactly once.
-#include "kforge/kernel_abi.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "kforge/kernel_abi.h"
 
 extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs,
                           void* /*stream*/) {

@@ -6,13 +6,13 @@
 // parameters may change between calls). Each OpenMP task owns one (MB x NB) tile of y,
 // accumulated in a local buffer over K in KB-deep slabs, started from the bias; the epilogue
 // (GELU) is applied as the tile is written out, so y is written exactly once.
-#include "kforge/kernel_abi.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "kforge/kernel_abi.h"
 
 namespace {
 constexpr int64_t MB = 64;   // rows of y per tile
@@ -34,7 +34,8 @@ extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outp
   const kf_tensor& w = inputs[1];
   const kf_tensor& b = inputs[2];
   kf_tensor& y = outputs[0];
-  if (x.dtype != KF_FLOAT32 || w.dtype != KF_FLOAT32 || b.dtype != KF_FLOAT32 || y.dtype != KF_FLOAT32) return 2;
+  if (x.dtype != KF_FLOAT32 || w.dtype != KF_FLOAT32 || b.dtype != KF_FLOAT32 || y.dtype != KF_FLOAT32)
+    return 2;
   if (x.ndim < 1 || w.ndim != 2) return 3;
   const int64_t K = x.sizes[x.ndim - 1], N = w.sizes[0];
   if (w.sizes[1] != K || kf_numel(&b) != N || K == 0) return 3;

@@ -6,11 +6,11 @@
 // input halo (zero outside the image: the padding) and the 8 channels' taps in shared memory,
 // so every input value is read from global memory about once per 8 outputs. The epilogue
 // (conv bias, ReLU, bias) is applied to the registers before the one store of y.
-#include "kforge/kernel_abi.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "kforge/kernel_abi.h"
 
 namespace {
 
@@ -53,7 +53,8 @@ __global__ void __launch_bounds__(TILE* TILE)
   for (int j = 0; j < OB; ++j) {
     const int o = o0 + j;
     if (o >= O) break;
-    Y[((static_cast<int64_t>(n) * O + o) * H + oh) * W + ow] = fmaxf(acc[j] + __ldg(CB + o), 0.f) + __ldg(BB + o);
+    Y[((static_cast<int64_t>(n) * O + o) * H + oh) * W + ow] =
+        fmaxf(acc[j] + __ldg(CB + o), 0.f) + __ldg(BB + o);
   }
 }
 
@@ -80,8 +81,9 @@ extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outp
   dim3 grid(static_cast<unsigned>((W + TILE - 1) / TILE), static_cast<unsigned>((H + TILE - 1) / TILE),
             static_cast<unsigned>(z));
   conv_relu_bias<<<grid, TILE * TILE, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const float*>(x.data), static_cast<const float*>(w.data), static_cast<const float*>(cb.data),
-      static_cast<const float*>(bb.data), static_cast<float*>(y.data), static_cast<int>(C), static_cast<int>(H),
-      static_cast<int>(W), static_cast<int>(O), static_cast<int>(KH), static_cast<int>(KW));
+      static_cast<const float*>(x.data), static_cast<const float*>(w.data),
+      static_cast<const float*>(cb.data), static_cast<const float*>(bb.data), static_cast<float*>(y.data),
+      static_cast<int>(C), static_cast<int>(H), static_cast<int>(W), static_cast<int>(O),
+      static_cast<int>(KH), static_cast<int>(KW));
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }

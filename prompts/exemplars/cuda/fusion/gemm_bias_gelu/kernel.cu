@@ -4,11 +4,11 @@
 // x and of W in shared memory, each transposed to [k][row] so the inner loop reads both as
 // float4; each thread owns a 4 x 4 sub-tile of the 64 x 64 output tile. The bias and GELU are
 // applied to the registers before the one store of y (never written twice, never read back).
-#include "kforge/kernel_abi.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "kforge/kernel_abi.h"
 
 namespace {
 
@@ -70,7 +70,8 @@ extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outp
   const kf_tensor& w = inputs[1];
   const kf_tensor& b = inputs[2];
   kf_tensor& y = outputs[0];
-  if (x.dtype != KF_FLOAT32 || w.dtype != KF_FLOAT32 || b.dtype != KF_FLOAT32 || y.dtype != KF_FLOAT32) return 2;
+  if (x.dtype != KF_FLOAT32 || w.dtype != KF_FLOAT32 || b.dtype != KF_FLOAT32 || y.dtype != KF_FLOAT32)
+    return 2;
   if (x.ndim < 1 || w.ndim != 2) return 3;
   const int64_t K = x.sizes[x.ndim - 1], N = w.sizes[0];
   if (w.sizes[1] != K || kf_numel(&b) != N || K == 0) return 3;
