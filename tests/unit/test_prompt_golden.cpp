@@ -2,7 +2,7 @@
 // repair after a mismatch, optimise after a pass; cpu, cuda and triton) against the golden files
 // under tests/data/golden/prompts/<backend>_<situation>.md, with fixed fake hardware facts, and
 // the prompt defects that must stay fixed. Regenerate the golden files after an intended
-// template change with:  KFORGE_UPDATE_GOLDEN=1 build/tests/kforge-tests "[golden]"   (then
+// template change with:  KFORGE_UPDATE_GOLDEN=1 build/tests/kforge_tests "[golden]"   (then
 // review the diff: it is the change every model will see).
 #include <cmath>
 #include <cstdlib>
@@ -166,7 +166,7 @@ TEST_CASE("golden prompts: every backend and turn kind, byte for byte", "[prompt
     for (const std::string situation : {"turn1", "repair", "mismatch", "optimise"}) {
       const std::string got = prompts::render_prompt(golden_input(backend, situation)).markdown();
       const fs::path file = dir / (backend + "_" + situation + ".md");
-      INFO(file.string() << " (regenerate: KFORGE_UPDATE_GOLDEN=1 build/tests/kforge-tests \"[golden]\")");
+      INFO(file.string() << " (regenerate: KFORGE_UPDATE_GOLDEN=1 build/tests/kforge_tests \"[golden]\")");
       if (update) {
         fs::create_directories(dir);
         write_file(file, got);

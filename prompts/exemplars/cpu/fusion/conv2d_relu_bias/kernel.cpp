@@ -1,6 +1,7 @@
 // fusion/conv2d_relu_bias, cpu backend: y = ReLU(conv3x3(x) + conv.bias) + bias, fp32, stride 1,
 // padding 1 (a convolution with an epilogue). Inputs: x [N, C, H, W], then the parameters in
-// named_parameters() order: conv.weight [O, C, KH, KW], conv.bias [O], bias [O, 1, 1].
+// named_parameters() order, the module's own before its submodules': bias [O, 1, 1],
+// conv.weight [O, C, KH, KW], conv.bias [O].
 // Direct convolution: each OpenMP task owns one output plane (n, o), accumulated in a local
 // buffer started from conv.bias; for every input channel and tap the inner loop is a
 // contiguous, vectorised run along an output row (the padded edges clip the run instead of
@@ -16,9 +17,9 @@ extern "C" int kf_forward(const kf_tensor* inputs, int n_inputs, kf_tensor* outp
                           void* /*stream*/) {
   if (n_inputs != 4 || n_outputs != 1) return 1;
   const kf_tensor& x = inputs[0];
-  const kf_tensor& w = inputs[1];
-  const kf_tensor& cb = inputs[2];
-  const kf_tensor& bb = inputs[3];
+  const kf_tensor& bb = inputs[1];
+  const kf_tensor& w = inputs[2];
+  const kf_tensor& cb = inputs[3];
   kf_tensor& y = outputs[0];
   for (const kf_tensor* t : {&x, &w, &cb, &bb})
     if (t->dtype != KF_FLOAT32) return 2;

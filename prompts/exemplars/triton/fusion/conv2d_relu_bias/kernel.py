@@ -1,6 +1,7 @@
 # kforge Triton exemplar (fusion, a convolution with an epilogue): y = ReLU(conv3x3(x) + conv.bias)
 # + bias, fp32, stride 1, padding 1. Inputs: x [N, C, H, W], then the parameters in
-# named_parameters() order: conv.weight [O, C, KH, KW], conv.bias [O], bias [O, 1, 1].
+# named_parameters() order, the module's own before its submodules': bias [O, 1, 1],
+# conv.weight [O, C, KH, KW], conv.bias [O].
 # Implicit GEMM: rows are output pixels (n, oh, ow), columns output channels, the reduction runs
 # over (c, kh, kw); each [BM, BK] tile of the input is gathered with the padding as a mask (never
 # materialised), multiplied with a [BK, BN] tile of the weight by tl.dot (IEEE fp32 products),
@@ -40,7 +41,7 @@ def conv_relu_bias_kernel(x_ptr, w_ptr, cb_ptr, b_ptr, y_ptr, NPIX, C, H, W, O,
     tl.store(out, acc, mask=(rm[:, None] < NPIX) & cmask[None, :])
 
 
-def kf_forward(x, weight, conv_bias, bias):
+def kf_forward(x, bias, weight, conv_bias):
     x = x.contiguous()
     weight = weight.contiguous()
     n, c, h, w = x.shape
