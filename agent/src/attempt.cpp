@@ -246,7 +246,9 @@ prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& 
     in.entries = t.entries;
     in.signature = t.signature;
     in.cases_table = operator_cases_table(t.cases);
-    in.checks = judged_checks(t, task.load.outputs, trials, allowed_precision(setup, t));
+    in.checks = judged_checks(
+        t, task.load.outputs, trials,
+        precision_contract(setup.backend_name, setup.backend->device_type(), setup.allow_precision, t));
     in.checks.insert(in.checks.begin(),
                      "every case is one call of `" + t.entries.front() + "`; its outputs are " +
                          "compared with the operator's, case by case (BackendBench's tolerance: " +
@@ -255,7 +257,9 @@ prompts::PromptInput prompt_input(const AttemptSetup& setup, const TaskJudging& 
   }
   for (const auto& x : task.load.inputs) in.tensors.push_back({"input", x.name, x.kind, x.dtype, x.shape});
   for (const auto& x : task.load.outputs) in.tensors.push_back({"output", x.name, x.kind, x.dtype, x.shape});
-  in.checks = judged_checks(t, task.load.outputs, trials, allowed_precision(setup, t));
+  in.checks = judged_checks(
+      t, task.load.outputs, trials,
+      precision_contract(setup.backend_name, setup.backend->device_type(), setup.allow_precision, t));
   in.tolerances = output_tolerances(t, in.tensors);
   return in;
 }

@@ -432,13 +432,14 @@ RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const Rec
                      rs.strategy,
                      cmd.history == "all" ? prompts::HistoryPolicy::all : prompts::HistoryPolicy::last,
                      cmd.token_budget,
-                     {}};
+                     {},
+                     cmd.max_tokens};
   for (const auto& [k, recs] : recorded)
     for (const auto& r : recs)
       if (r.passed()) {
         fs::path f = rs.run->path() / r.attempt_dir / rs.backend->source_file_name();
         if (fs::exists(f))
-          render.library.push_back({r.task, r.category, rs.refs_by_id[r.task], read_file(f)});
+          render.library.push_back({r.task, r.category, rs.refs_by_id[r.task], read_file(f), ""});
       }
   const int jobs = compile_jobs(cmd);
   std::vector<backends::RunnerClient*> runners;

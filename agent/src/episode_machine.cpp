@@ -61,6 +61,7 @@ prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string&
   p.candidate_kernels = r.profile.candidate_kernels;
   p.reference_kernels = r.profile.reference_kernels;
   if (r.passed()) p.resources = backends::describe_resources(r.profile.resources);
+  p.timing_anomaly = r.timing_anomaly;
   return p;
 }
 

@@ -285,8 +285,55 @@ void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const 
   rec.precision_disallowed = rec.outcome == Outcome::pass && !below.empty();
 }
 
+PrecisionContract precision_contract(const std::string& backend, const std::string& device_type,
+                                     const std::vector<std::string>& run_allowed, const Task& task) {
+  PrecisionContract c;
+  c.inspected = backends::inspects_precision(backend);
+  c.gpu = device_type != "cpu";
+  auto usable = [&](const std::vector<std::string>& kinds) {
+    std::vector<std::string> out;
+    for (const auto& k : kinds)
+      if ((c.gpu || k != "tf32") && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    return out;
+  };
+  c.run_allowed = usable(run_allowed);
+  for (const auto& k : usable(task.allow_precision))
+    if (std::find(c.run_allowed.begin(), c.run_allowed.end(), k) == c.run_allowed.end())
+      c.task_allowed.push_back(k);
+  return c;
+}
+
+namespace {
+
+/// The precision line of a prompt's checks: the same run-level sentence on every task of a run,
+/// the task's own allowance with its reason, detection claimed only where the backend inspects.
+std::string precision_check(const PrecisionContract& p) {
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& a : v) s += (s.empty() ? "" : ", ") + a;
+    return s.empty() ? std::string("none") : s;
+  };
+  std::string line =
+      "precision: compute at no less than the precision of the tensors' dtype (float32 tensors: "
+      "float32 math";
+  line += p.gpu ? ", no TF32/FP16/BF16 tensor-core instructions)" : ")";
+  line += p.inspected
+              ? "; lower-precision math is detected in the compiled binary and is not credited with a "
+                "speedup"
+              : "; this backend's binaries are not inspected for it: the tolerances above are the check";
+  line += "; lower precision allowed in this run: " + joined(p.run_allowed);
+  if (!p.task_allowed.empty())
+    line += "; allowed for this task too: " + joined(p.task_allowed) +
+            (p.task_allowed == std::vector<std::string>{"tf32"}
+                 ? " (PyTorch runs the reference's convolutions in TF32 on the GPU)"
+                 : " (the task's own allowance)");
+  return line;
+}
+
+}  // namespace
+
 std::vector<std::string> judged_checks(const Task& task, const std::vector<backends::TensorSpec>& outputs,
-                                       int trials, const std::vector<std::string>& allowed_precision) {
+                                       int trials, const PrecisionContract& precision) {
   std::vector<std::string> v;
   v.push_back(std::to_string(trials) +
               " trials, each on fresh random inputs from get_inputs() (a new seed per trial); outputs are "
@@ -312,13 +359,7 @@ std::vector<std::string> judged_checks(const Task& task, const std::vector<backe
                     dt.c_str(), t.atol, t.rtol);
     v.push_back(b);
   }
-  std::string allowed;
-  for (const auto& a : allowed_precision) allowed += (allowed.empty() ? "" : ", ") + a;
-  v.push_back(
-      "precision: compute at no less than the precision of the tensors' dtype (float32 tensors: float32 "
-      "math, no TF32/FP16/BF16 tensor-core instructions); lower-precision math is detected in the "
-      "compiled binary and is not credited with a speedup" +
-      (allowed.empty() ? std::string() : " unless allowed (allowed in this run: " + allowed + ")"));
+  v.push_back(precision_check(precision));
   return v;
 }
 

@@ -110,10 +110,11 @@ class RenderAdapter final : public RenderPort {
     in.history = st.history;
     in.policy = s_.policy;
     in.token_budget = s_.token_budget;
+    in.max_tokens = s_.max_tokens;
     return prompts::render_prompt(in);
   }
   void learned(const EpisodeState& st) override {
-    s_.library.push_back({st.task->task->id, st.task->task->category, st.task->ref.source, st.source});
+    s_.library.push_back({st.task->task->id, st.task->task->category, st.task->ref.source, st.source, ""});
   }
 
  private:

@@ -25,8 +25,8 @@ prompts::PromptInput first_turn_prompt_input(const Task& task, const backends::T
   in.category = task.category;
   in.reference = ref.source;
   in.module_mode = ref.module_mode;
-  allow_precision.insert(allow_precision.end(), task.allow_precision.begin(), task.allow_precision.end());
-  in.checks = judged_checks(task, load.outputs, trials, allow_precision);
+  in.checks = judged_checks(task, load.outputs, trials,
+                            precision_contract(backend.name(), backend.device_type(), allow_precision, task));
   for (const auto& t : load.inputs) in.tensors.push_back({"input", t.name, t.kind, t.dtype, t.shape});
   for (const auto& t : load.outputs) in.tensors.push_back({"output", t.name, t.kind, t.dtype, t.shape});
   in.tolerances = output_tolerances(task, in.tensors);

@@ -639,17 +639,35 @@ class ParameterPerturbation {
 };
 
 /// Replaces every floating, non-scalar input with a normal draw scaled to max(1, 3 rms): values of
-/// both signs and beyond [0, 1) (KernelBench's torch.rand), where approximations differ. False
-/// when no input is floating.
-bool widen_inputs(std::vector<HeldTensor>& inputs, int64_t seed) {
+/// both signs and beyond [0, 1) (KernelBench's torch.rand), where approximations differ. The
+/// largest scale used; 0 when no input is floating.
+double widen_inputs(std::vector<HeldTensor>& inputs, int64_t seed) {
   at::manual_seed(static_cast<uint64_t>(seed) ^ 0x5eedULL);
-  bool any = false;
+  double scale = 0;
   for (auto& h : inputs) {
     if (!at::isFloatingType(h.t.scalar_type()) || h.t.numel() <= 1) continue;
-    h.t.copy_(at::randn_like(h.t) * std::max(1.0, 3 * rms_of(h.t)));
-    any = true;
+    const double s = std::max(1.0, 3 * rms_of(h.t));
+    h.t.copy_(at::randn_like(h.t) * s);
+    scale = std::max(scale, s);
   }
-  return any;
+  return scale;
+}
+
+/// A check trial as a mismatch names it: its kind, seed and input scale (the reply's "trial").
+json trial_json(int index, int total, const char* kind, int64_t seed, double scale) {
+  return {{"index", index}, {"of", total}, {"kind", kind}, {"seed", seed}, {"input_scale", scale}};
+}
+
+/// "trial 7 of 7 (wider inputs): seed 1006, scaled-normal inputs (scale 3.2)".
+std::string trial_words(const json& t) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3g", t.at("input_scale").get<double>());
+  const std::string kind = t.at("kind");
+  return "trial " + std::to_string(t.at("index").get<int>()) + " of " +
+         std::to_string(t.at("of").get<int>()) + " (" + kind + "): seed " +
+         std::to_string(t.at("seed").get<int64_t>()) +
+         (kind == "wider inputs" ? ", scaled-normal inputs (scale " + std::string(b) + ")"
+                                 : ", inputs from get_inputs() (unscaled)");
 }
 
 /// nullopt when every output of every set holds the poison the judge just wrote.
@@ -771,11 +789,16 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   std::optional<json> verdict;  // a torch_fallback
   for (int i = 0; i < total; ++i) {
     const bool p_trial = perturb && i == trials, w_trial = wide && i == trials + perturb;
-    const std::string what = p_trial ? " (parameters perturbed)" : w_trial ? " (wider inputs)" : "";
     s.host->freeze();  // the reference runs while nothing of the candidate can
     if (i > 0) inputs = task.ref.make_inputs(seed + i);
     ParameterPerturbation perturbation(task, p_trial, seed + i);
-    if (w_trial && !widen_inputs(inputs, seed + i)) continue;
+    const double scale = w_trial ? widen_inputs(inputs, seed + i) : 1.0;
+    if (scale == 0) continue;
+    const json trial = trial_json(i + 1, total,
+                                  p_trial   ? "parameters perturbed"
+                                  : w_trial ? "wider inputs"
+                                            : "standard",
+                                  seed + i, scale);
     laps.lap("inputs_ms");
     auto expected = task.ref.run(inputs);
     sync_device(ctx.device);
@@ -811,9 +834,8 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
       if (auto touched = check_untouched(*s.ex, task, &inputs)) failed = touched;
     laps.lap("untouched_ms");
     if (!failed)
-      failed = compare_outputs(task, *s.ex, inputs, expected, tol, w_trial,
-                               "trial " + std::to_string(i + 1) + " of " + std::to_string(total) + what, fig,
-                               checks);
+      failed = compare_outputs(task, *s.ex, inputs, expected, tol, w_trial, trial_words(trial), fig, checks);
+    if (failed && failed->value("outcome", std::string()) == "output_mismatch") (*failed)["trial"] = trial;
     laps.lap("compare_ms");
     if (failed && verdict) {
       (*verdict)["correct"] = false;

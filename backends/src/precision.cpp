@@ -59,9 +59,13 @@ PrecisionReport parse_sass_precision(std::string_view sass) {
   return r;
 }
 
+bool inspects_precision(const std::string& backend) {
+  return backend == "cuda";
+}
+
 PrecisionReport detect_precision(const std::filesystem::path& artifact, const std::string& backend) {
   PrecisionReport r;
-  if (backend != "cuda") return r;  // cpu: no tensor-core instructions to find here
+  if (!inspects_precision(backend)) return r;  // cpu: no tensor-core instructions to find here
   auto tool = find_executable("cuobjdump");
   if (!tool) tool = find_executable("/usr/local/cuda/bin/cuobjdump");
   if (!tool) {

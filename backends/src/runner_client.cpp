@@ -563,6 +563,13 @@ CheckResult RunnerClient::run_check(json req, int trials, std::chrono::milliseco
   if (shared.held()) c.phases_ms["device_lock_wait_ms"] = shared.waited_ms();
   if (auto it = b.find("correct"); it != b.end() && it->is_boolean()) c.correct = it->get<bool>();
   c.correct_message = b.value("correct_message", std::string());
+  if (auto it = b.find("trial"); it != b.end() && it->is_object()) {
+    c.trial.index = it->value("index", 0);
+    c.trial.of = it->value("of", 0);
+    c.trial.kind = it->value("kind", std::string());
+    c.trial.seed = it->value("seed", int64_t{0});
+    c.trial.input_scale = number(*it, "input_scale");
+  }
   if (auto it = b.find("checks"); it != b.end() && it->is_array())
     for (const auto& line : *it)
       if (line.is_string()) c.checks.push_back(line.get<std::string>());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <regex>
 #include <stdexcept>
 
 #include "kforge/common/util.hpp"
@@ -195,19 +196,106 @@ std::string render_feedback(const PastAttempt& a, const PastAttempt* best) {
                     {"gbps", a.achieved_gbps > 0 ? num(a.achieved_gbps, "%.2f") : "n/a"}}));
 }
 
-std::string summary_line(const PastAttempt& a) {
+const PastAttempt* best_pass(const std::vector<PastAttempt>& history) {
+  const PastAttempt* best = nullptr;
+  for (const auto& h : history) {
+    if (h.outcome != Outcome::pass) continue;
+    if (!best) {
+      best = &h;
+    } else if (h.t_candidate_ms > 0 && best->t_candidate_ms > 0) {
+      if (h.t_candidate_ms < best->t_candidate_ms) best = &h;
+    } else if (h.speedup > best->speedup) {
+      best = &h;
+    }
+  }
+  return best;
+}
+
+namespace {
+std::string ms_str(double ms) {
+  return ms <= 0 ? "time not measured" : num(ms, ms < 10 ? "%.3f ms" : "%.1f ms");
+}
+}  // namespace
+
+std::string lesson(const PastAttempt& a, const PastAttempt* best_before) {
+  if (a.outcome != Outcome::pass) {
+    auto lines = split_lines(trim(a.detail));
+    return lines.empty() ? std::string(describe(a.outcome)) : truncate_middle(trim(lines[0]), 160);
+  }
+  std::string s;
+  if (!best_before) {
+    s = "first correct kernel";
+  } else if (a.t_candidate_ms > 0 && best_before->t_candidate_ms > 0) {
+    const double change =
+        100 * (best_before->t_candidate_ms - a.t_candidate_ms) / best_before->t_candidate_ms;
+    s = num(std::abs(change), "%.0f") + (change >= 0 ? "% faster than" : "% slower than") +
+        " the best before it (turn " + std::to_string(best_before->turn) + ", " +
+        ms_str(best_before->t_candidate_ms) + ")";
+  } else {
+    s = std::string(a.speedup > best_before->speedup ? "faster" : "not faster") +
+        " than the best before it (turn " + std::to_string(best_before->turn) + ", " +
+        num(best_before->speedup, "%.2fx") + ")";
+  }
+  if (!a.bottleneck.empty() && a.bottleneck != "unknown") s += "; " + a.bottleneck;
+  if (!a.timing_anomaly.empty()) s += "; timing unreliable (" + a.timing_anomaly + ")";
+  return s;
+}
+
+std::string trajectory_line(const PastAttempt& a, const PastAttempt* best_before) {
   std::string s = "turn " + std::to_string(a.turn) + ": " + std::string(to_string(a.outcome));
   if (!a.sub_kind.empty()) s += " (" + a.sub_kind + ")";
-  if (a.outcome == Outcome::pass) {
-    if (a.speedup > 0) s += ", " + num(a.speedup, "%.2fx");
-    if (a.achieved_gbps > 0) s += ", " + num(a.achieved_gbps, "%.0f") + " GB/s";
-    if (!a.bottleneck.empty() && a.bottleneck != "unknown") s += ", " + a.bottleneck;
-    if (!a.findings.empty()) s += ", " + a.findings[0].label;
-  } else {
-    auto lines = split_lines(trim(a.detail));
-    if (!lines.empty()) s += " - " + truncate_middle(trim(lines[0]), 160);
+  if (a.outcome == Outcome::pass)
+    s += ", " + ms_str(a.t_candidate_ms) + ", " +
+         (a.speedup > 0 ? num(a.speedup, "%.2fx") : "speedup not measured");
+  return s + " - " + lesson(a, best_before);
+}
+
+std::string render_trajectory(const std::vector<PastAttempt>& history, int budget_tokens) {
+  if (history.empty()) return "";
+  std::vector<std::string> lines;
+  std::vector<PastAttempt> before;
+  for (const auto& h : history) {
+    lines.push_back("- " + trajectory_line(h, best_pass(before)) + "\n");
+    before.push_back(h);
   }
-  return s;
+  std::string best_line = "Best kernel so far: none has passed yet.\n";
+  if (const PastAttempt* b = best_pass(history))
+    best_line = "Best kernel so far: turn " + std::to_string(b->turn) + ", " + ms_str(b->t_candidate_ms) +
+                ", " + (b->speedup > 0 ? num(b->speedup, "%.2fx") : "speedup not measured") + ".\n";
+  const std::size_t budget = static_cast<std::size_t>(std::max(budget_tokens, 64)) * 4;
+  std::size_t total = best_line.size(), keep_from = lines.size();
+  while (keep_from > 0 && total + lines[keep_from - 1].size() <= budget) total += lines[--keep_from].size();
+  if (keep_from == lines.size()) keep_from = lines.size() - 1;  // the newest line always
+  std::string out = "### Trajectory (one line per earlier turn, oldest first)\n\n";
+  if (keep_from > 0)
+    out += "- (" + std::to_string(keep_from) + " older turn(s) omitted to fit the trajectory's " +
+           std::to_string(std::max(budget_tokens, 64)) + "-token budget)\n";
+  for (std::size_t i = keep_from; i < lines.size(); ++i) out += lines[i];
+  return out + "\n" + best_line;
+}
+
+std::string module_mode_paragraph(const std::string& reference, const std::string& module_mode) {
+  static const std::regex batchnorm(R"(BatchNorm[123]?d|batch_norm)");
+  static const std::regex dropout(R"(Dropout|dropout)");
+  const bool bn = std::regex_search(reference, batchnorm);
+  const bool drop = std::regex_search(reference, dropout);
+  const bool training = reference.find("self.training") != std::string::npos;
+  if (!bn && !drop && !training) return "";
+  if (module_mode == "train") {
+    std::string s =
+        "The reference Model runs in **training mode**, as its suite's harness runs it (`.eval()` is never "
+        "called), under `torch.no_grad()`.";
+    if (bn)
+      s += " BatchNorm normalises with the statistics of the batch it is given (the biased variance), not "
+           "with its running statistics. Do not update the running statistics (`running_mean`, "
+           "`running_var`, `num_batches_tracked`): they are inputs of your kernel, read-only like every "
+           "input, and the judge compares them bit for bit with their values after every call.";
+    return s + " Your kernel must compute what the Model computes in that mode.\n\n";
+  }
+  std::string s = "The reference Model runs in **eval mode** (`model.eval()`), under `torch.no_grad()`.";
+  if (bn) s += " BatchNorm normalises with its running statistics (inputs of your kernel).";
+  if (drop) s += " Dropout is the identity.";
+  return s + " Your kernel must compute what the Model computes in that mode.\n\n";
 }
 
 DtypeTolerance default_tolerance(const std::string& dtype) {
@@ -298,6 +386,56 @@ std::string operator_task_section(const PromptInput& in, const std::string& hard
 
 }  // namespace
 
+namespace {
+
+/// One attempt in full: its code and its feedback (attempt.md).
+std::string attempt_block(const PromptInput& in, const PastAttempt& a, const PastAttempt* best) {
+  return fill(load_template("attempt.md"),
+              {{"turn", std::to_string(a.turn)},
+               {"lang", lang_of(in)},
+               {"source", a.source.empty() ? "// (no code block)" : trim(a.source)},
+               {"feedback", render_feedback(a, best)}});
+}
+
+/// The fastest pass among the first `n` attempts of `h` by speedup (the feedback's "best so far").
+const PastAttempt* fastest_of_first(const std::vector<PastAttempt>& h, std::size_t n) {
+  const PastAttempt* best = nullptr;
+  for (std::size_t i = 0; i < n; ++i)
+    if (h[i].outcome == Outcome::pass && h[i].speedup > 0 && (!best || h[i].speedup > best->speedup))
+      best = &h[i];
+  return best;
+}
+
+/// "## Previous attempts": the trajectory, then the attempts in full (policy last: the last;
+/// all: every one, newest first while the token budget lasts, shown oldest first), then the
+/// closing instruction for the situation.
+std::string history_section(const PromptInput& in) {
+  const auto& h = in.history;
+  const std::size_t budget = static_cast<std::size_t>(std::max(in.token_budget, 256)) * 4;
+  std::vector<std::string> blocks;  // newest first
+  std::size_t total = 0;
+  for (std::size_t i = h.size(); i-- > 0;) {
+    std::string b = attempt_block(in, h[i], fastest_of_first(h, i));
+    if (blocks.empty()) {
+      b = truncate_middle(b, budget);
+    } else if (total + b.size() > budget) {
+      break;
+    }
+    total += b.size();
+    blocks.push_back(std::move(b));
+    if (in.policy == HistoryPolicy::last) break;
+  }
+  std::string out = "\n## Previous attempts\n\n" + render_trajectory(h, in.trajectory_budget);
+  if (in.policy == HistoryPolicy::all && blocks.size() < h.size())
+    out += "\n(" + std::to_string(h.size() - blocks.size()) +
+           " older attempt(s) not shown in full: the token budget for attempts is spent)\n";
+  for (std::size_t i = blocks.size(); i-- > 0;) out += "\n" + blocks[i];
+  const bool passed = h.back().outcome == Outcome::pass;
+  return out + "\n" + load_template(passed ? "next_turn_optimise.md" : "next_turn_repair.md");
+}
+
+}  // namespace
+
 Prompt render_prompt(const PromptInput& in) {
   Prompt p;
   std::string device = device_line(in.hardware);
@@ -315,34 +453,28 @@ Prompt render_prompt(const PromptInput& in) {
   if (table.empty()) table = "| - | - | (unknown) | - | - | - |\n";
   std::string hardware = in.hardware.name.empty() && !in.device.empty() ? "- device: " + in.device + "\n"
                                                                         : describe(in.hardware);
-  const std::string mode_words =
-      in.module_mode == "train"
-          ? "**training mode**, as its suite's harness runs it: `.eval()` is never called, so BatchNorm "
-            "normalises with the statistics of the batch it is given (its running statistics are not "
-            "used), and it runs under `torch.no_grad()`"
-          : "**eval mode** (`model.eval()`): BatchNorm normalises with its running statistics, Dropout is "
-            "the identity, and it runs under `torch.no_grad()`";
   std::string checks;
   for (const auto& c : in.checks) checks += "- " + c + "\n";
   checks = checks.empty() ? "" : "How your kernel is judged:\n\n" + checks;
   std::string user =
       !in.aten_op.empty() ? operator_task_section(in, hardware, checks)
       : in.test_block     ? testblock_task_section(in, hardware, checks)
-                          : fill(load_template("task.md"), {{"task_id", in.task_id},
-                                                            {"category", in.category.empty() ? "-" : in.category},
-                                                            {"device", device},
-                                                            {"hardware", hardware},
-                                                            {"reference", trim(in.reference)},
-                                                            {"module_mode", in.module_mode},
-                                                            {"module_mode_words", mode_words},
-                                                            {"checks", checks},
-                                                            {"tensor_table", table},
-                                                            {"tolerances", render_tolerances(in)}});
+                          : fill(load_template("task.md"),
+                                 {{"task_id", in.task_id},
+                                  {"category", in.category.empty() ? "-" : in.category},
+                                  {"device", device},
+                                  {"hardware", hardware},
+                                  {"reference", trim(in.reference)},
+                                  {"module_mode_paragraph", module_mode_paragraph(in.reference, in.module_mode)},
+                                  {"checks", checks},
+                                  {"tensor_table", table},
+                                  {"tolerances", render_tolerances(in)}});
   for (const auto& e : in.exemplars)
     user += "\n" +
             fill(load_template("exemplar.md"),
                  {{"task_id", e.task_id},
                   {"category", e.category},
+                  {"chosen_for", e.reason.empty() ? "" : "; chosen for: " + e.reason},
                   {"reference", e.reference.empty() ? "# (reference source unavailable)" : trim(e.reference)},
                   {"lang", lang_of(in)},
                   {"kernel", trim(e.kernel)}});
@@ -356,40 +488,10 @@ Prompt render_prompt(const PromptInput& in) {
     user += "\n" + fill(load_backend_template(in, "output_format_tritonbench.md"),
                         {{"entries", names_words(in.entries)}});
   else
-    user += "\n" + fill(load_backend_template(in, "output_format.md"), {{"abi", abi}});
-  if (!in.history.empty()) {
-    // The fastest earlier pass, for the last attempt's "best so far" column.
-    const PastAttempt* best = nullptr;
-    for (std::size_t i = 0; i + 1 < in.history.size(); ++i) {
-      const auto& h = in.history[i];
-      if (h.outcome == Outcome::pass && h.speedup > 0 && (!best || h.speedup > best->speedup)) best = &h;
-    }
-    const auto& last = in.history.back();
-    const std::string block =
-        fill(load_template("attempt.md"),
-             {{"turn", std::to_string(last.turn)},
-              {"lang", lang_of(in)},
-              {"source", last.source.empty() ? "// (no code block)" : trim(last.source)},
-              {"feedback", render_feedback(last, best)}});
-    // Token budget: the last attempt in full first, then the newest summary lines that fit.
-    const std::size_t budget = static_cast<std::size_t>(std::max(in.token_budget, 256)) * 4;
-    std::string hist = "\n## Previous attempts\n";
-    if (in.policy == HistoryPolicy::all && in.history.size() > 1) {
-      std::vector<std::string> lines;
-      for (std::size_t i = 0; i + 1 < in.history.size(); ++i)
-        lines.push_back("- " + summary_line(in.history[i]) + "\n");
-      std::size_t total = block.size();
-      std::size_t keep_from = lines.size();
-      while (keep_from > 0 && total + lines[keep_from - 1].size() <= budget)
-        total += lines[--keep_from].size();
-      hist += "\nEarlier turns:\n\n";
-      if (keep_from > 0) hist += "- (" + std::to_string(keep_from) + " older turn(s) omitted)\n";
-      for (std::size_t i = keep_from; i < lines.size(); ++i) hist += lines[i];
-    }
-    hist += "\n" + truncate_middle(block, budget);
-    const bool passed = in.history.back().outcome == Outcome::pass;
-    user += hist + "\n" + load_template(passed ? "next_turn_optimise.md" : "next_turn_repair.md");
-  }
+    user += "\n" + fill(load_backend_template(in, "output_format.md"), {{"abi", abi}, {"simd", simd}});
+  if (in.max_tokens > 0)
+    user += "\n" + fill(load_template("reply_limit.md"), {{"max_tokens", std::to_string(in.max_tokens)}});
+  if (!in.history.empty()) user += history_section(in);
   p.user = user;
   return p;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <regex>
 #include <set>
 
 #include "kforge/common/util.hpp"
@@ -142,6 +143,47 @@ std::vector<double> Bm25::scores(std::string_view query) const {
   return s;
 }
 
+TaskOps task_ops(std::string_view reference) {
+  static const std::regex gemm(
+      R"(nn\.Linear\b|nn\.Bilinear\b|F\.linear\b|torch\.(matmul|mm|bmm|addmm|baddbmm|einsum)\b|\.matmul\(|[\w)\]]\s*@\s*[\w(])");
+  static const std::regex conv(R"(nn\.Conv(Transpose)?[123]d\b|F\.conv(_transpose)?[123]d\b)");
+  static const std::regex norm(
+      R"(BatchNorm[123]d|LayerNorm|GroupNorm|InstanceNorm[123]d|RMSNorm|F\.(layer|group|batch|instance|rms)_norm|F\.normalize)");
+  static const std::regex reduction(
+      R"(\.(sum|mean|amax|amin|max|min|logsumexp|softmax|log_softmax|prod|var|std|norm|cumsum|argmax|argmin)\(|torch\.(sum|mean|amax|amin|max|min|logsumexp|softmax|log_softmax|prod|var|std|cumsum|argmax|argmin)\(|nn\.(Softmax|LogSoftmax)\b|_pool[123]d|Pool[123]d)");
+  static const std::regex elementwise(
+      R"(relu|gelu|sigmoid|tanh|silu|swish|mish|hardtanh|hardswish|elu\b|softplus|clamp|torch\.(exp|log|abs|where|minimum|maximum)|\breturn\s+[^\n]*[-+*/]|\bx\s*=\s*x\s*[-+*/]|\bx\s*[-+*/]=)");
+  const std::string src(reference);
+  TaskOps o;
+  o.gemm = std::regex_search(src, gemm);
+  o.conv = std::regex_search(src, conv);
+  o.norm = std::regex_search(src, norm);
+  o.reduction = std::regex_search(src, reduction);
+  o.elementwise = std::regex_search(src, elementwise);
+  return o;
+}
+
+std::string TaskOps::main() const {
+  if (conv) return "convolution";
+  if (gemm) return "GEMM";
+  if (norm) return "normalisation";
+  if (reduction) return "reduction";
+  return "elementwise";
+}
+
+bool TaskOps::epilogue() const {
+  const int classes = int(gemm) + int(conv) + int(norm) + int(reduction);
+  return classes > 1 || (classes == 1 && elementwise);
+}
+
+std::string TaskOps::label() const {
+  return main() + (epilogue() ? " + epilogue" : "");
+}
+
+bool category_says_little(std::string_view category) {
+  return category == "fusion";
+}
+
 namespace {
 std::optional<fs::path> kernel_file(const fs::path& dir) {
   for (const char* n : {"kernel.cu", "kernel.cpp", "kernel.py"})
@@ -163,7 +205,7 @@ ExemplarStore::ExemplarStore(const fs::path& root,
     if (cname == "add") {
       if (auto k = kernel_file(cat)) {
         Exemplar ex{"add", "add", fs::exists(cat / "reference.py") ? read_file(cat / "reference.py") : "",
-                    read_file(*k)};
+                    read_file(*k), ""};
         add_ = ex;
       }
       continue;
@@ -186,19 +228,80 @@ ExemplarStore::ExemplarStore(const fs::path& root,
   }
 }
 
+namespace {
+
+/// How well an exemplar's operations fit a task's: the main class first, then the epilogue,
+/// then every class they share less every class the exemplar adds, then the same category.
+int ops_score(const TaskOps& task, const TaskOps& ex, bool same_category) {
+  int s = task.main() == ex.main() ? 8 : 0;
+  if (task.epilogue() == ex.epilogue()) s += 2;
+  for (auto [t, e] : {std::pair{task.gemm, ex.gemm},
+                      {task.conv, ex.conv},
+                      {task.norm, ex.norm},
+                      {task.reduction, ex.reduction}})
+    s += t && e ? 1 : e ? -1 : 0;
+  return s + int(same_category);
+}
+
+/// The exemplar of `pool` whose operations fit the task's best (ties: BM25 over the reference
+/// and kernel, then pool order), its reason naming what it was chosen for.
+std::optional<Exemplar> by_ops(const std::vector<const Exemplar*>& pool, const std::string& category,
+                               const std::string& reference, const std::string& origin) {
+  if (pool.empty()) return std::nullopt;
+  const TaskOps t = task_ops(reference);
+  std::vector<std::string> docs;
+  for (const auto* e : pool) docs.push_back(e->reference + "\n" + e->kernel);
+  const auto bm = Bm25(docs).scores(reference);
+  std::size_t best = 0;
+  int best_score = -1;
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    const int sc = ops_score(t, task_ops(pool[i]->reference), pool[i]->category == category);
+    if (sc > best_score || (sc == best_score && bm[i] > bm[best])) {
+      best = i;
+      best_score = sc;
+    }
+  }
+  Exemplar e = *pool[best];
+  const TaskOps eo = task_ops(e.reference);
+  e.reason = eo.main() == t.main() ? (eo.epilogue() == t.epilogue() ? t.label() : t.main())
+                                   : "the closest operations to the task's " + t.label();
+  e.reason += origin;
+  return e;
+}
+
+}  // namespace
+
 std::vector<Exemplar> ExemplarStore::select(Strategy s, const std::string& task_id,
                                             const std::string& category, const std::string& reference,
                                             const std::vector<Exemplar>& library) const {
+  auto fits = [&](const Exemplar& e) { return e.task_id != task_id; };
+  auto with = [](Exemplar e, std::string reason) {
+    e.reason = std::move(reason);
+    return std::vector<Exemplar>{std::move(e)};
+  };
   switch (s) {
     case Strategy::none:
       return {};
     case Strategy::add:
       if (add_) return {*add_};
       return {};
-    case Strategy::category:
+    case Strategy::category: {
+      if (!category_says_little(category))
+        for (const auto& e : items_)
+          if (e.category == category && fits(e)) return with(e, "same category (" + category + ")");
+      std::vector<const Exemplar*> pool;
       for (const auto& e : items_)
-        if (e.category == category && e.task_id != task_id) return {e};
+        if (fits(e)) pool.push_back(&e);
+      for (const auto& e : library)
+        if (fits(e)) pool.push_back(&e);
+      if (auto e = by_ops(pool, category, reference, "")) {
+        if (std::any_of(library.begin(), library.end(),
+                        [&](const auto& l) { return l.task_id == e->task_id; }))
+          e->reason += " (a kernel that passed in this run)";
+        return {*e};
+      }
       return {};
+    }
     case Strategy::bm25: {
       std::vector<std::string> docs;
       for (const auto& e : items_) docs.push_back(e.reference + "\n" + e.kernel);
@@ -210,14 +313,23 @@ std::vector<Exemplar> ExemplarStore::select(Strategy s, const std::string& task_
         if (best < 0 || sc[i] > sc[static_cast<std::size_t>(best)]) best = static_cast<int>(i);
       }
       if (best < 0) return {};
-      return {items_[static_cast<std::size_t>(best)]};
+      return with(items_[static_cast<std::size_t>(best)], "the closest reference and kernel by BM25");
     }
-    case Strategy::library:
+    case Strategy::library: {
+      if (category_says_little(category)) {
+        std::vector<const Exemplar*> pool;
+        for (const auto& e : library)
+          if (fits(e)) pool.push_back(&e);
+        if (auto e = by_ops(pool, category, reference, " (a kernel that passed in this run)")) return {*e};
+        return {};
+      }
       for (const auto& e : library)
-        if (e.category == category && e.task_id != task_id) return {e};
+        if (e.category == category && fits(e))
+          return with(e, "a kernel that passed in this run, same category");
       for (const auto& e : library)
-        if (e.task_id != task_id) return {e};
+        if (fits(e)) return with(e, "a kernel that passed in this run");
       return {};
+    }
   }
   return {};
 }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -279,14 +280,16 @@ TEST_CASE("the module mode is the suite's: KernelBench runs BatchNorm in trainin
   in.task_id = bn->id;
   in.reference = bn->source;
   in.module_mode = "train";
-  in.checks = agent::judged_checks(*bn, {{"out", "output", "float32", {4, 3, 8, 8}}}, 5, {});
+  in.checks = agent::judged_checks(*bn, {{"out", "output", "float32", {4, 3, 8, 8}}}, 5,
+                                   agent::precision_contract("cpu", "cpu", {}, *bn));
   auto p = prompts::render_prompt(in);
   CHECK(p.user.find("**training mode**") != std::string::npos);
   CHECK(p.user.find("statistics of the batch") != std::string::npos);
   CHECK(p.user.find("5 trials") != std::string::npos);
   CHECK(p.user.find("parameters perturbed") != std::string::npos);
   CHECK(p.user.find("atol = 0.0001") != std::string::npos);
-  CHECK(p.user.find("TF32") != std::string::npos);
+  CHECK(p.user.find("TF32") == std::string::npos);  // a cpu prompt: no TF32 there (issue 39)
+  CHECK(p.user.find("Do not update the running statistics") != std::string::npos);
 }
 
 TEST_CASE("a task whose output is random in its module mode is unjudgeable, and listed so",
@@ -622,12 +625,24 @@ TEST_CASE(
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::output_mismatch);
   CHECK(ev.message.find("(parameters perturbed)") != std::string::npos);
+  // The mismatch names its trial: kind, seed, input scale (issue 39 §5).
+  CHECK(std::regex_search(ev.message, std::regex(R"(trial \d+ of \d+ \(parameters perturbed\): seed \d+, )"
+                                                 R"(inputs from get_inputs\(\) \(unscaled\), output ')")));
+  REQUIRE(ev.check);
+  CHECK(ev.check->trial.kind == "parameters perturbed");
+  CHECK(ev.check->trial.index == ev.check->trial.of - 1);
   // torch.rand inputs in [0, 1): the tanh GELU is within tolerance there, not on wider inputs.
   auto gelu = agent::task_ref(*kb.find("level1/5_GELU"), "");
   ev = judge(runner, gelu, "gelu_tanh_approx");
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::output_mismatch);
   CHECK(ev.message.find("(wider inputs)") != std::string::npos);
+  CHECK(std::regex_search(ev.message,
+                          std::regex(R"(\(wider inputs\): seed \d+, scaled-normal inputs \(scale )")));
+  REQUIRE(ev.check);
+  CHECK(ev.check->trial.kind == "wider inputs");
+  CHECK(ev.check->trial.input_scale >= 1.0);
+  CHECK(ev.check->trial.seed > 0);
   ev = judge(runner, gelu, "gelu_exact");
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::pass);

@@ -120,6 +120,7 @@ struct RenderSetup {
   prompts::HistoryPolicy policy = prompts::HistoryPolicy::last;
   int token_budget = 6000;
   std::vector<retrieval::Exemplar> library;  ///< passing kernels recorded so far (resume)
+  int max_tokens = 0;                        ///< the reply's token limit, stated in the prompt
 };
 
 /// The real adapters.

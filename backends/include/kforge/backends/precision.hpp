@@ -37,6 +37,10 @@ struct PrecisionReport {
 /// Finds the tensor-core instructions of `sass` (cuobjdump -sass / nvdisasm text).
 PrecisionReport parse_sass_precision(std::string_view sass);
 
+/// True when detect_precision() inspects `backend`'s artifacts (cuda: its SASS); other backends'
+/// lower-precision math is not detected, so what a prompt says of it must not claim so.
+bool inspects_precision(const std::string& backend);
+
 /// Inspects `artifact` of `backend` ("cuda": cuobjdump -sass in the sandbox; other backends:
 /// an empty, uninspected report). A missing cuobjdump is reported in `error`, never thrown.
 PrecisionReport detect_precision(const std::filesystem::path& artifact, const std::string& backend = "cuda");

@@ -43,7 +43,9 @@
 //   {"cmd":"check","artifact","trials","seed","deadline_ms","tolerances":{dtype:[atol,rtol]}} ->
 //        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
 //         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms",
-//         "checks":[what ran],"phases","correct"?,"correct_message"?};
+//         "checks":[what ran],"phases","correct"?,"correct_message"?,"trial"?};
+//        "trial" (an output_mismatch): the failing trial, {"index","of","kind" ("standard",
+//        "parameters perturbed", "wider inputs"),"seed","input_scale"}, also named in "message".
 //        a torch_fallback's outputs are still compared, its outcome stays torch_fallback:
 //        "correct" says whether they matched on every trial (issue 22 §3; false with
 //        "correct_message" saying why, absent when they could not be compared).
@@ -221,6 +223,14 @@ struct CheckResult {
   /// reference on every trial; nullopt when not compared (other outcomes: the outcome says).
   std::optional<bool> correct;
   std::string correct_message;  ///< why they did not (reply "correct_message")
+  /// The failing trial of an output_mismatch (reply "trial"): index (1-based) of `of`, kind
+  /// ("standard", "parameters perturbed", "wider inputs"), seed, input scale; index 0: none.
+  struct Trial {
+    int index = 0, of = 0;
+    std::string kind;
+    int64_t seed = 0;
+    double input_scale = 0;
+  } trial;
 };
 
 struct TimingStats {

@@ -1,14 +1,16 @@
 #pragma once
-// Prompt rendering (DESIGN.md §7, §8). Templates are files with `{{name}}` placeholders: the
+// Prompt rendering (docs/prompts.md says what a prompt contains and when each paragraph
+// appears). Templates are files with `{{name}}` placeholders: the
 // backend-independent ones under prompts/templates/, a backend's own (system.md, its output
 // formats) in its folder, backends/<name>/prompts/ (Backend::prompts_dir(), given in
 // PromptInput::backend_prompts); render_prompt() assembles the system message (per backend) and the
 // user message: task section (reference, inputs/outputs table, device), exemplars, output
-// format (with the kernel ABI, so `--exemplar none` works), and the history of past attempts
-// with their feedback (policy `last` or `all`, truncated to a token budget at ~4 characters per
-// token), closed by the instruction for the situation: next_turn_repair.md after a failed
-// attempt, next_turn_optimise.md after a pass. Pure functions over values;
-// templates are read from disk on each call (thread-safe, no shared state).
+// format (with the kernel ABI, so `--exemplar none` works), the reply's token limit, the
+// trajectory (one line per earlier turn and the best kernel so far, within its own token budget)
+// and past attempts in full with their feedback (policy `last` or `all`, truncated to a token
+// budget at ~4 characters per token), closed by the instruction for the situation: next_turn_repair.md after
+// a failed attempt, next_turn_optimise.md after a pass. Pure functions over values; templates are read from
+// disk on each call (thread-safe, no shared state).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -28,9 +30,9 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;
 };
 
-/// One past attempt of the episode, as the next prompt shows it. History policy `last` shows
-/// the last attempt in full; `all` shows one summary line per earlier turn, then the last in
-/// full.
+/// One past attempt of the episode, as the next prompt shows it. Every earlier turn has its
+/// line in the trajectory; history policy `last` shows the last attempt's code and feedback in
+/// full, `all` every earlier attempt's (newest first within the token budget).
 struct PastAttempt {
   int turn = 1;
   std::string source;  ///< the candidate ("" when the reply had no usable code block)
@@ -52,6 +54,7 @@ struct PastAttempt {
   std::vector<KernelTime> candidate_kernels;       ///< per kernel of one profiled call (ncu)
   std::vector<KernelTime> reference_kernels;       ///< what PyTorch launches for the reference
   std::string resources;                           ///< compile-time resources, one line per kernel
+  std::string timing_anomaly;                      ///< the record's timing_anomaly ("" when none)
 };
 
 /// The correctness tolerance of one output dtype: |actual - expected| <= atol + rtol * |expected|.
@@ -87,7 +90,9 @@ struct PromptInput {
   std::vector<retrieval::Exemplar> exemplars;
   std::vector<PastAttempt> history;  ///< oldest first
   HistoryPolicy policy = HistoryPolicy::last;
-  int token_budget = 6000;  ///< for the history section, ~4 chars per token
+  int token_budget = 6000;      ///< for the attempts shown in full, ~4 chars per token
+  int trajectory_budget = 400;  ///< for the trajectory's lines, tokens; the oldest go first
+  int max_tokens = 0;           ///< the reply's token limit (the run's --max-tokens); 0: not stated
   /// A TritonBench task (judged on its test block): task_tritonbench.md and the backend's
   /// output_format_tritonbench.md replace task.md and the kf_forward format; the
   /// reference (T: the PyTorch implementation; G: none, the gold source is the answer), the
@@ -141,8 +146,26 @@ std::string render_tolerances(const PromptInput& in);
 /// this attempt's, with the change.
 std::string render_feedback(const PastAttempt& a, const PastAttempt* best = nullptr);
 
-/// One line for the `--history all` list: "turn 2: pass, 1.37x, 1450 GB/s, memory-bound".
-std::string summary_line(const PastAttempt& a);
+/// The trajectory's best kernel among `history`: the pass with the lowest candidate time (where
+/// measured; else the highest speedup). nullptr when none passed.
+const PastAttempt* best_pass(const std::vector<PastAttempt>& history);
+
+/// The one-line lesson of attempt `a`: for a failure the first line of its detail; for a pass
+/// its time against `best_before` (the best earlier pass, nullptr: none), and its timing anomaly.
+std::string lesson(const PastAttempt& a, const PastAttempt* best_before);
+
+/// One trajectory line: "turn 2: pass, 0.556 ms, 0.66x - 7% faster than turn 1 (0.600 ms)".
+std::string trajectory_line(const PastAttempt& a, const PastAttempt* best_before);
+
+/// The trajectory section: one line per attempt of `history` (oldest first) and the best kernel
+/// so far, within `budget_tokens` (~4 chars each): the oldest lines are dropped first, and the
+/// section says how many.
+std::string render_trajectory(const std::vector<PastAttempt>& history, int budget_tokens);
+
+/// The module-mode paragraph of the task section ("" when the reference has no module whose
+/// behaviour depends on the mode: BatchNorm, Dropout, `self.training`). In training mode with
+/// BatchNorm it says that the running statistics must not be updated (they are read-only inputs).
+std::string module_mode_paragraph(const std::string& reference, const std::string& module_mode);
 
 Prompt render_prompt(const PromptInput& in);
 

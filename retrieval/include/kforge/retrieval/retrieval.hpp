@@ -3,7 +3,10 @@
 // category, reference source (PyTorch) and kernel source. ExemplarStore owns a corpus of
 // exemplars loaded from prompts/exemplars/<backend>/<category>/<name>/kernel.{cpp,cu}; the
 // reference sources are passed in by the caller (retrieval does not depend on benchmarks).
-// select() implements the strategies none, add, category, bm25 and library. A store is
+// select() implements the strategies none, add, category, bm25 and library; where a task's
+// category says little (fusion, or a category without an exemplar) the category and library
+// strategies choose by the task's dominant operations (task_ops) over the exemplars and the
+// run's passes, and every chosen exemplar carries a short reason for the prompt. A store is
 // immutable after construction and safe to read from many threads; the library strategy
 // takes the run's passed kernels as an argument.
 #include <filesystem>
@@ -21,7 +24,23 @@ struct Exemplar {
   std::string category;
   std::string reference;  ///< PyTorch reference source ("" when unknown)
   std::string kernel;     ///< the correct kernel's source
+  std::string reason;     ///< why select() chose it, for the prompt ("GEMM + epilogue"); "" elsewhere
 };
+
+/// The operations that dominate a reference's cost, read from its source (PyTorch calls and
+/// modules): the main class (GEMM, convolution, normalisation, reduction; else elementwise) and
+/// whether other work follows it (an epilogue: activations, arithmetic, another class).
+struct TaskOps {
+  bool gemm = false, conv = false, norm = false, reduction = false, elementwise = false;
+  std::string main() const;   ///< "GEMM", "convolution", "normalisation", "reduction", "elementwise"
+  bool epilogue() const;      ///< work besides the main class
+  std::string label() const;  ///< main(), with " + epilogue" when epilogue()
+};
+TaskOps task_ops(std::string_view reference);
+
+/// True for a category that says little about a task's operations ("fusion": KernelBench level 2,
+/// MultiKernelBench's fuse).
+bool category_says_little(std::string_view category);
 
 enum class Strategy { none, add, category, bm25, library };
 std::optional<Strategy> strategy_from_string(std::string_view s);
@@ -55,8 +74,11 @@ class ExemplarStore {
   const std::vector<Exemplar>& exemplars() const { return items_; }
   const std::optional<Exemplar>& add_exemplar() const { return add_; }
 
-  /// The exemplars to show for a task (0 or 1 here). The task's own exemplar is never
-  /// returned (no answer leakage). `library` = kernels passed in this run; same category first.
+  /// The exemplars to show for a task (0 or 1 here), each with its reason. The task's own
+  /// exemplar is never returned (no answer leakage). `library` = kernels passed in this run.
+  /// category: an exemplar of the task's category, unless category_says_little() or none
+  /// exists: then the best match of task_ops() over the exemplars and `library`; library: a
+  /// pass of the same category (by operations where the category says little), else any.
   std::vector<Exemplar> select(Strategy s, const std::string& task_id, const std::string& category,
                                const std::string& reference, const std::vector<Exemplar>& library = {}) const;
 
