@@ -53,8 +53,10 @@ class OpenAiClient final : public HttpChatClient {
   std::string http_error_hint(int status) const override {
     const std::string& b = cfg_.base_url;
     if (status != 404 || (b.size() >= 3 && b.compare(b.size() - 3, 3, "/v1") == 0)) return {};
-    return " (no " + b + "/chat/completions? OpenAI-compatible servers such as vLLM and SGLang serve under "
-           "/v1: try --base-url " + b + "/v1)";
+    return " (no " + b +
+           "/chat/completions? OpenAI-compatible servers such as vLLM and SGLang serve under "
+           "/v1: try --base-url " +
+           b + "/v1)";
   }
 
   WireRequest build(const ChatRequest& req, const std::string& model) const override {

@@ -65,13 +65,15 @@ std::optional<std::int64_t> int_of(const json& j, const char* k, const std::stri
 /// One script entry; `matchers` is false for "default" (it names no task, turn or sample).
 Entry parse_entry(const json& j, const std::string& where, const fs::path& dir, bool matchers) {
   if (!j.is_object()) bad(where, "must be an object");
-  static const std::set<std::string> known = {"task",  "turn",          "sample",           "content", "content_file",
-                                              "times", "prompt_tokens", "completion_tokens", "comment"};
+  static const std::set<std::string> known = {"task",         "turn",  "sample",        "content",
+                                              "content_file", "times", "prompt_tokens", "completion_tokens",
+                                              "comment"};
   for (const auto& [k, v] : j.items()) {
     if (k == "fault" || k == "retry_after" || k == "delay_ms")
       bad(where + "." + k, "faults are served only by the test server kforge-scripted-llm");
     if (!known.count(k)) bad(where + "." + k, "unknown field");
-    if (!matchers && (k == "task" || k == "turn" || k == "sample")) bad(where + "." + k, "not allowed in default");
+    if (!matchers && (k == "task" || k == "turn" || k == "sample"))
+      bad(where + "." + k, "not allowed in default");
   }
   Entry e;
   if (auto it = j.find("task"); it != j.end()) {
@@ -112,7 +114,8 @@ class ScriptedClient final : public LlmClient {
     for (const auto& [k, v] : j.items())
       if (k != "default" && k != "replies" && k != "comment") bad(file_ + "." + k, "unknown field");
     const fs::path dir = fs::path(file_).parent_path();
-    if (auto it = j.find("default"); it != j.end()) fallback_ = parse_entry(*it, file_ + ".default", dir, false);
+    if (auto it = j.find("default"); it != j.end())
+      fallback_ = parse_entry(*it, file_ + ".default", dir, false);
     if (auto it = j.find("replies"); it != j.end()) {
       if (!it->is_array()) bad(file_ + ".replies", "must be an array");
       for (std::size_t i = 0; i < it->size(); ++i)

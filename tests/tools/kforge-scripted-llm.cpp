@@ -488,10 +488,9 @@ void session(Server& srv, tcp::socket sock) {
     if (ec) break;
     const Request& req = parser.get();
     const std::string target(req.target());
-    const bool chat =
-        req.method() == http::verb::post &&
-        (target == "/v1/chat/completions" || (target == "/chat/completions" && !g_v1_only) ||
-         target == "/v1/messages");
+    const bool chat = req.method() == http::verb::post &&
+                      (target == "/v1/chat/completions" || (target == "/chat/completions" && !g_v1_only) ||
+                       target == "/v1/messages");
     if (chat) {
       const long seq = ++srv.requests;
       const int now = ++srv.in_flight;

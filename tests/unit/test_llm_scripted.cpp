@@ -46,14 +46,16 @@ std::string error_of(const std::string& spec) {
 TEST_CASE("scripted provider: replies keyed by task, turn and sample, with uses and a default", "[llm]") {
   const fs::path dir = scratch("llm-scripted");
   std::ofstream(dir / "t2.md") << "turn two ```cpp\nint x;\n```";
-  const json script = {
-      {"default", {{"content", "no kernel"}}},
-      {"replies",
-       {{{"task", "a/gelu"}, {"turn", 1}, {"content", "first"}, {"times", 1}},
-        {{"task", "a/gelu"}, {"turn", 1}, {"content", "first again"}},
-        {{"task", "a/gelu"}, {"turn", 2}, {"content_file", "t2.md"}},
-        {{"task", "a/gelu"}, {"sample", 1}, {"content", "sample one"}, {"prompt_tokens", 100},
-         {"completion_tokens", 7}}}}};
+  const json script = {{"default", {{"content", "no kernel"}}},
+                       {"replies",
+                        {{{"task", "a/gelu"}, {"turn", 1}, {"content", "first"}, {"times", 1}},
+                         {{"task", "a/gelu"}, {"turn", 1}, {"content", "first again"}},
+                         {{"task", "a/gelu"}, {"turn", 2}, {"content_file", "t2.md"}},
+                         {{"task", "a/gelu"},
+                          {"sample", 1},
+                          {"content", "sample one"},
+                          {"prompt_tokens", 100},
+                          {"completion_tokens", 7}}}}};
   auto client = make_llm_client("scripted:" + write_script(dir, script).string(), LlmConfig{});
   CHECK(client->provider() == "scripted");
 
@@ -111,11 +113,11 @@ TEST_CASE("scripted provider and the scripted server serve examples/scripted-cpu
   cfg.base_url = srv.url() + "/v1";
   auto remote = make_llm_client("openai:m", cfg);
   for (const auto& [task, turn] : std::vector<std::pair<std::string, int>>{{"activation/gelu_tanh", 1},
-                                                                          {"activation/gelu_tanh", 2},
-                                                                          {"activation/gelu_tanh", 3},
-                                                                          {"loss/huber_mean", 1},
-                                                                          {"math/horner_polynomial", 2},
-                                                                          {"matmul/gemm", 1}}) {
+                                                                           {"activation/gelu_tanh", 2},
+                                                                           {"activation/gelu_tanh", 3},
+                                                                           {"loss/huber_mean", 1},
+                                                                           {"math/horner_polynomial", 2},
+                                                                           {"matmul/gemm", 1}}) {
     INFO(task << " turn " << turn);
     const ChatResult a = local->chat(ask(task, turn)), b = remote->chat(ask(task, turn));
     REQUIRE(a.ok());
