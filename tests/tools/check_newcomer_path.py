@@ -114,7 +114,8 @@ def own_endpoint(kforge, source, work, env, server_bin):
 
         bad = set_option(ws, "--base-url", base)
         bad = set_option(bad, "--out", os.path.join(work, "no-v1"))
-        cmd = [kforge] + bad[1:] + ["--tasks", "loss/huber_mean", "--samples", "1", "--max-llm-failures", "1"]
+        bad = set_option(bad, "--samples", "1")
+        cmd = [kforge] + bad[1:] + ["--tasks", "loss/huber_mean", "--max-llm-failures", "1"]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         print(p.stderr[-1500:])
         check(p.returncode == 75, "a base URL without /v1 ends the run with exit 75 (got %d)" % p.returncode)
