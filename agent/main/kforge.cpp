@@ -242,6 +242,7 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   CLI::App app{"kforge: LLM-written GPU kernels, compiled, tested, profiled and scored honestly"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows each option's default
   bool verbose = false, quiet = false;
   app.add_flag("-v,--verbose", verbose, "debug logging");
   app.add_flag("-q,--quiet", quiet, "warnings and errors only");

@@ -127,7 +127,8 @@ std::optional<std::chrono::milliseconds> HttpChatClient::after_response(Call& c,
     if (r.status != ChatStatus::ok) next = Next::retry_bad_reply;
   } else {
     r.status = resp.status == 429 ? ChatStatus::rate_limited : ChatStatus::http_error;
-    r.message = "HTTP " + std::to_string(resp.status) + ": " + error_message_from_body(resp.body);
+    r.message = "HTTP " + std::to_string(resp.status) + ": " + error_message_from_body(resp.body) +
+                http_error_hint(resp.status);
     const bool transient = resp.status == 429 || resp.status == 408 || resp.status >= 500;
     next = transient ? Next::retry_transient : Next::done;
   }
@@ -228,7 +229,7 @@ std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfi
     throw std::invalid_argument(
         "LLM spec '" + std::string(spec) +
         "': expected provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, "
-        "replay:RUN_DIR");
+        "replay:RUN_DIR, scripted:FILE");
   }
   const std::string provider(spec.substr(0, colon));
   std::string model(spec.substr(colon + 1));
@@ -276,8 +277,9 @@ std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfi
     }
     return llm_detail::make_replay_client(std::move(model));
   }
+  if (provider == "scripted") return llm_detail::make_scripted_client(std::move(model));
   throw std::invalid_argument("LLM spec '" + std::string(spec) + "': unknown provider '" + provider +
-                              "' (known: openai, anthropic, replay)");
+                              "' (known: openai, anthropic, replay, scripted)");
 }
 
 }  // namespace kforge

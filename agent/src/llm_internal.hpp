@@ -117,6 +117,8 @@ class HttpChatClient : public LlmClient {
  protected:
   virtual WireRequest build(const ChatRequest& req, const std::string& model) const = 0;
   virtual ParsedReply parse(const std::string& body) const = 0;
+  /// A hint appended to the message of an HTTP error status (empty: none), e.g. a missing /v1.
+  virtual std::string http_error_hint(int /*status*/) const { return {}; }
   /// The X-Kforge-* headers for req, when enabled.
   void add_task_headers(const ChatRequest& req, std::vector<std::string>& headers) const;
 
@@ -135,9 +137,11 @@ class HttpChatClient : public LlmClient {
   std::unique_ptr<CurlMulti> engine_;
 };
 
-/// Builds the providers (llm_providers.cpp, llm_replay.cpp). Arguments already validated.
+/// Builds the providers (llm_providers.cpp, llm_replay.cpp, llm_scripted.cpp). Arguments already validated.
 std::unique_ptr<LlmClient> make_openai_client(std::string model, LlmConfig cfg);
 std::unique_ptr<LlmClient> make_anthropic_client(std::string model, LlmConfig cfg);
 std::unique_ptr<LlmClient> make_replay_client(std::string run_dir);
+/// llm_scripted.cpp. Throws std::invalid_argument naming the file and field of a bad script.
+std::unique_ptr<LlmClient> make_scripted_client(std::string file);
 
 }  // namespace kforge::llm_detail

@@ -48,6 +48,17 @@ class OpenAiClient final : public HttpChatClient {
   std::string_view provider() const override { return "openai"; }
 
  protected:
+  /// kforge posts to <base>/chat/completions; vLLM, SGLang and most local servers serve under
+  /// /v1, so a 404 from a base URL not ending in /v1 most likely lacks it.
+  std::string http_error_hint(int status) const override {
+    const std::string& b = cfg_.base_url;
+    if (status != 404 || (b.size() >= 3 && b.compare(b.size() - 3, 3, "/v1") == 0)) return {};
+    return " (no " + b +
+           "/chat/completions? OpenAI-compatible servers such as vLLM and SGLang serve under "
+           "/v1: try --base-url " +
+           b + "/v1)";
+  }
+
   WireRequest build(const ChatRequest& req, const std::string& model) const override {
     json msgs = json::array();
     for (const auto& m : req.messages) msgs.push_back({{"role", m.role}, {"content", m.content}});

@@ -181,7 +181,7 @@ std::vector<RunOption> make_table() {
       suite_option(),
       field("--backend", "backend", &RC::backend, R::same, "cuda", backend_help(), backend_names()),
       field("--llm", "llm", &RC::llm, R::same, "openai:m",
-            "PROVIDER:MODEL (openai:..., anthropic:..., replay:RUN_DIR)"),
+            "PROVIDER:MODEL (openai:..., anthropic:..., replay:RUN_DIR, scripted:FILE: an offline model)"),
       field("--base-url", "base_url", &RC::base_url, R::free, "http://127.0.0.1:9",
             "OpenAI/Anthropic-compatible endpoint"),
       field("--api-key-env", "api_key_env", &RC::api_key_env, R::free, "KFORGE_KEY",

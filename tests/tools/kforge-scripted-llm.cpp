@@ -6,10 +6,12 @@
 // labelled: the reply's model is "kforge-scripted" and its text starts with the line
 // "[scripted reply]". Nothing here pretends to be a real model.
 //
-//   kforge-scripted-llm [--port N] [--script FILE] [--log FILE]
+//   kforge-scripted-llm [--port N] [--script FILE] [--log FILE] [--v1-only]
 //
 // --port 0 (the default) picks an ephemeral port. The first line on stdout is
 // "listening on 127.0.0.1:<port>" (flushed); nothing else is written to stdout.
+// --v1-only serves the chat APIs under /v1 only, as vLLM and SGLang do: POST /chat/completions
+// gets HTTP 404 "no route".
 // SIGTERM or SIGINT: stop accepting, cut open connections, flush the log, exit 0.
 //
 // Script (JSON):
@@ -473,6 +475,8 @@ void write_log(Server& srv, json& line) {
   srv.log.flush();
 }
 
+bool g_v1_only = false;  // set once in main, before any session starts
+
 void session(Server& srv, tcp::socket sock) {
   const int fd = sock.native_handle();
   beast::flat_buffer buf;
@@ -484,9 +488,9 @@ void session(Server& srv, tcp::socket sock) {
     if (ec) break;
     const Request& req = parser.get();
     const std::string target(req.target());
-    const bool chat =
-        req.method() == http::verb::post &&
-        (target == "/v1/chat/completions" || target == "/chat/completions" || target == "/v1/messages");
+    const bool chat = req.method() == http::verb::post &&
+                      (target == "/v1/chat/completions" || (target == "/chat/completions" && !g_v1_only) ||
+                       target == "/v1/messages");
     if (chat) {
       const long seq = ++srv.requests;
       const int now = ++srv.in_flight;
@@ -543,8 +547,10 @@ int main(int argc, char** argv) {
       script_file = value();
     } else if (a == "--log") {
       log_file = value();
+    } else if (a == "--v1-only") {
+      g_v1_only = true;
     } else if (a == "--help" || a == "-h") {
-      std::cout << "usage: kforge-scripted-llm [--port N] [--script FILE] [--log FILE]\n";
+      std::cout << "usage: kforge-scripted-llm [--port N] [--script FILE] [--log FILE] [--v1-only]\n";
       return 0;
     } else {
       die("unknown argument '" + a + "' (see --help)");

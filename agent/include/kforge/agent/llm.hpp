@@ -10,13 +10,17 @@
 //   openai    POST {base_url}/chat/completions, "Authorization: Bearer KEY". Default base URL
 //             https://api.openai.com/v1, key from LlmConfig::api_key or $OPENAI_API_KEY.
 //             Works with any OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama): give
-//             its base URL, e.g. http://127.0.0.1:8000/v1.
+//             its base URL, e.g. http://127.0.0.1:8000/v1 (an HTTP 404 from a base URL not
+//             ending in /v1 says "try --base-url <base>/v1").
 //   anthropic POST {base_url}/v1/messages, "x-api-key: KEY", "anthropic-version: 2023-06-01".
 //             Default base URL https://api.anthropic.com, key from $ANTHROPIC_API_KEY. System
 //             messages go to the top-level `system` field.
 //   replay    serves the responses recorded in an earlier run directory (DESIGN.md §9):
 //             <run_dir>/attempts/<task>/<sample>/<turn>/response.txt, with the token counts,
 //             cost and model of that attempt from <run_dir>/attempts.jsonl when present.
+//             No network.
+//   scripted  an offline model answering from a JSON script of replies keyed by task, turn and
+//             sample (llm_scripted.cpp; examples/scripted-cpu.json), labelled "[scripted reply]".
 //             No network.
 //
 // Traffic goes only to the configured base URL: redirects are not followed and only http/https
@@ -131,17 +135,18 @@ class LlmClient {
   /// must be quick. The caller bounds how many are in flight (LlmConfig::max_concurrency
   /// bounds chat() only). Requests still in flight when the client is destroyed are abandoned.
   virtual void chat_async(const ChatRequest& req, std::function<void(ChatResult)> done) { done(chat(req)); }
-  /// "openai", "anthropic" or "replay".
+  /// "openai", "anthropic", "replay" or "scripted".
   virtual std::string_view provider() const = 0;
   /// The default model (the part after the colon of the spec; the run directory for replay).
   virtual const std::string& model() const = 0;
 };
 
 /// Builds a client from "provider:model", e.g. "openai:gpt-4o", "anthropic:claude-sonnet-4-5",
-/// "openai:Qwen/Qwen2.5-Coder-32B-Instruct" (with a vLLM base_url), "replay:RUN_DIR". The model
+/// "openai:Qwen/Qwen2.5-Coder-32B-Instruct" (with a vLLM base_url), "replay:RUN_DIR",
+/// "scripted:FILE". The model
 /// may itself contain colons ("openai:llama3:8b"). Throws std::invalid_argument naming the
 /// problem for: no colon, empty model, unknown provider, a public endpoint without an API key,
-/// a replay directory that does not exist, a base URL that is not http(s), a non-positive
+/// a replay directory that does not exist, a script that cannot be read or parsed, a base URL that is not http(s), a non-positive
 /// max_concurrency or negative retry counts.
 std::unique_ptr<LlmClient> make_llm_client(std::string_view spec, const LlmConfig& cfg);
 
