@@ -392,6 +392,8 @@ std::optional<std::string> RunnerClient::load_once(const TaskRef& task, LoadResu
     lr.cached = r.body.value("cached", false);
     lr.flops = r.body.value("flops", 0.0);
     lr.bytes = r.body.value("bytes", 0.0);
+    lr.flops_source = r.body.value("flops_source", std::string());
+    lr.bytes_source = r.body.value("bytes_source", std::string());
     loaded_key_ = key;
   }
   // A failed load leaves the worker without a current task (it drops it before loading):
@@ -595,6 +597,7 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   }
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
+  if (!o.reference_before) req["reference_before"] = false;
   // Timed work: under the device's lock, waited for before the request's timeout starts.
   const TimedHold held = hold_timed("bench");
   req["timed_lock_held"] = held.held();
@@ -655,6 +658,8 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.launch_floor_ms = number(j, "launch_floor_ms");
   b.timing_anomaly = j.value("timing_anomaly", std::string());
   b.timing_anomaly_kind = j.value("timing_anomaly_kind", std::string());
+  b.timing_unstable = j.value("timing_unstable", std::string());
+  b.reference_before_ms = number(j, "reference_before_ms");
   b.flags = j.value("flags", std::vector<std::string>{});
   if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
   b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();

@@ -187,6 +187,12 @@ json to_json(const AttemptRecord& r) {
   j["speedup_ci_low"] = number_or_string(r.speedup_ci_low);
   j["speedup_ci_high"] = number_or_string(r.speedup_ci_high);
   j["timing_anomaly"] = r.timing_anomaly;
+  j["timing_unstable"] = r.timing_unstable;
+  j["timings"] = r.timings;
+  j["t_reference_before_ms"] = number_or_string(r.t_reference_before_ms);
+  j["t_reference_run_ms"] = number_or_string(r.t_reference_run_ms);
+  j["reference_run_timings"] = r.reference_run_timings;
+  j["flops_source"] = r.flops_source;
   j["achieved_gbps"] = number_or_string(r.achieved_gbps);
   j["achieved_tflops"] = number_or_string(r.achieved_tflops);
   j["source_sha"] = r.source_sha;
@@ -253,6 +259,12 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.real("speedup_ci_low", r.speedup_ci_low);
   rd.real("speedup_ci_high", r.speedup_ci_high);
   rd.str("timing_anomaly", r.timing_anomaly);
+  rd.str("timing_unstable", r.timing_unstable);
+  rd.integer("timings", r.timings);
+  rd.real("t_reference_before_ms", r.t_reference_before_ms);
+  rd.real("t_reference_run_ms", r.t_reference_run_ms);
+  rd.integer("reference_run_timings", r.reference_run_timings);
+  rd.str("flops_source", r.flops_source);
   rd.real("achieved_gbps", r.achieved_gbps);
   rd.real("achieved_tflops", r.achieved_tflops);
   rd.str("source_sha", r.source_sha);
