@@ -163,6 +163,8 @@ Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner
   else
     record_roofline(rec, setup.peaks, flops, bytes);
   rec.module_mode = task.ref.module_mode;
+  note_counts_source(rec, task.load);
+  if (setup.reference_times) setup.reference_times->note(rec);
   Judged j;
   j.detail = feedback_detail(rec, ev);
   j.message = ev.message;

@@ -310,6 +310,7 @@ void make_attempt_setup(RunSetup& rs) {
   a.backend_name = cmd.backend;
   a.profile = rs.profile.get();
   a.allow_precision = cmd.allow_precision;
+  a.reference_times = std::make_shared<ReferenceTimes>();
   if (rs.profile->profiler != "none") a.peaks = device_peaks(*rs.runners[0], rs.hardware.name);
   json m = rs.run->manifest();
   m["profile_policy"] = profile_policy(*rs.profile, cmd.profile_every_pass);

@@ -62,6 +62,9 @@ prompts::PastAttempt past_from_record(const AttemptRecord& r, const std::string&
   p.reference_kernels = r.profile.reference_kernels;
   if (r.passed()) p.resources = backends::describe_resources(r.profile.resources);
   p.timing_anomaly = r.timing_anomaly;
+  p.timing_unstable = r.timing_unstable;
+  p.t_reference_run_ms = r.t_reference_run_ms;
+  p.reference_run_timings = r.reference_run_timings;
   return p;
 }
 

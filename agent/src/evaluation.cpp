@@ -123,6 +123,9 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
     rec.speedup_ci_low = b.speedup_ci_low;
     rec.speedup_ci_high = b.speedup_ci_high;
     rec.timing_anomaly = b.timing_anomaly;
+    rec.timing_unstable = b.timing_unstable;
+    rec.timings = b.timings;
+    rec.t_reference_before_ms = b.reference_before_ms;
     if (b.candidate_ms > 0) {
       rec.achieved_gbps = bytes / (b.candidate_ms * 1e-3) / 1e9;
       rec.achieved_tflops = flops / (b.candidate_ms * 1e-3) / 1e12;
@@ -175,8 +178,21 @@ void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks
   set_roofline(rec, *peaks, roofline(rec.t_candidate_ms, bytes, flops, *peaks), "");
 }
 
+void note_counts_source(AttemptRecord& rec, const backends::LoadResult& load) {
+  rec.flops_source = load.flops > 0 ? (load.flops_source.empty() ? "declared" : load.flops_source) : "";
+  if (rec.profile.bottleneck.empty()) return;
+  std::string est;
+  if (rec.flops_source == "estimated") est = "FLOPs estimated by PyTorch's FLOP counter over the reference";
+  if (load.bytes <= 0)
+    est += (est.empty() ? "" : "; ") + std::string("bytes estimated as inputs + outputs, a lower bound");
+  if (!est.empty()) rec.profile.bottleneck_reason += " [estimated: " + est + "]";
+}
+
 std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const std::string& device_name) {
-  if (auto p = load_peaks(default_peaks_file(), device_name)) return p;
+  // A cached entry measured by an older method (before kforge-peaks/2: one thread's at::mm on
+  // the CPU, below what kernels reach) is measured again (backends/judge/runner.hpp).
+  if (auto p = load_peaks(default_peaks_file(), device_name); p && starts_with(p->method, "kforge-peaks/2"))
+    return p;
   auto m = runner.measure_peaks();
   if (!m) return std::nullopt;
   DevicePeaks p{device_name, m->dram_bytes_per_s, m->flops_per_s, utc_now(), m->method};
@@ -616,6 +632,7 @@ int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   a.backend_name = cmd.backend;
   a.profile = es.profile.get();
   a.allow_precision = cmd.allow_precision;
+  a.reference_times = std::make_shared<ReferenceTimes>();
   const std::string device = es.runners[0]->config().device;
   if (es.profile->profiler != "none")
     a.peaks = device_peaks(*es.runners[0],

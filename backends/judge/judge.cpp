@@ -22,6 +22,7 @@
 #include "../host/op_tally.hpp"
 #include "candidate_host.hpp"
 #include "exchange.hpp"
+#include "timing_rule.hpp"
 #include "zygote.hpp"
 
 #ifdef KFORGE_RUNNER_CUDA
@@ -1213,7 +1214,8 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   json j{{"ok", true}, {"timing", "judge_clock"}};
   Laps laps;
   std::vector<double> cand;
-  double launch_floor = 0;  // the candidate's session's (ms), 0 where none was measured
+  double launch_floor = 0;          // the candidate's session's (ms), 0 where none was measured
+  std::optional<Stats> ref_before;  // the reference timed before the candidate
   if (req.contains("artifact")) {
     const std::string artifact = req.at("artifact").get<std::string>();
     // The check's host, unless its calibration ran beside another runner's timed work.
@@ -1233,6 +1235,14 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     int verified = 0;
     s.host->freeze();
     laps.lap("params_ms");
+    // The reference before the candidate (the host frozen, the device lock held as for every
+    // timed step): compared with the one after it, never credited (reference_ms is the one timed
+    // after the host is gone).
+    if (req.value("reference_before", true)) {
+      const auto kind = candidate_host_kind(req);
+      ref_before = stats_of(time_reference(ctx, task, K, plan, false, lead_in_ns(kind), chunk_sets(kind, K)));
+      laps.lap("reference_before_ms");
+    }
     HostSide side;
     auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps, &side);
     j["round_trip_ms"] = s.round_trip_ms;
@@ -1271,6 +1281,15 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   if (req.value("baseline", std::string("eager")) == "compile")
     j["reference_compile"] =
         stats_json(stats_of(time_reference(ctx, task, K, plan, true, lead_ns, chunk)), K);
+  if (ref_before) {
+    j["reference_before"] = stats_json(*ref_before, K);
+    j["reference_before_ms"] = ref_before->median;
+  }
+  if (req.contains("artifact")) {
+    const std::string why =
+        unstable_reason(ref_before ? ref_before->median : 0, rs.median, rs.cv, stats_of(cand).cv);
+    if (!why.empty()) j["timing_unstable"] = why;
+  }
   apply_speed_of_light(ctx, task, K, j);
   apply_launch_floor(launch_floor, j);
   if (!cand.empty() && j["candidate_ms"].get<double>() > 0) {

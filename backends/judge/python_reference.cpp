@@ -121,6 +121,18 @@ class Support:
             return 0.0
         return float(eval(expr, dict(self.ns)))
 
+    def count_flops(self, inputs):
+        """FLOPs of one reference call by PyTorch's FLOP counter (torch.utils.flop_counter: matrix
+        products, convolutions, attention; elementwise work counts 0): an estimate, for tasks
+        whose suite declares no formula. 0.0 when the counter cannot run the module."""
+        try:
+            from torch.utils.flop_counter import FlopCounterMode
+            with FlopCounterMode(display=False) as m:
+                self.run(inputs)
+            return float(m.get_total_flops())
+        except Exception:
+            return 0.0
+
     def _as_tensor(self, x, i):
         if isinstance(x, torch.Tensor):
             return x.to(self.dev).contiguous()
@@ -241,6 +253,12 @@ double Reference::triton_do_bench(const std::vector<HeldTensor>& inputs) {
 
 double Reference::formula(const std::string& expr) {
   return support_.attr("formula")(expr).cast<double>();
+}
+
+double Reference::count_flops(const std::vector<HeldTensor>& inputs) {
+  py::list args;
+  for (const auto& h : inputs) args.append(h.owner);
+  return support_.attr("count_flops")(args).cast<double>();
 }
 
 std::vector<HeldTensor> Reference::parameters() {

@@ -61,6 +61,9 @@ class Reference {
   double triton_do_bench(const std::vector<HeldTensor>& inputs);
   /// A suite's FLOP/byte formula evaluated over the module's constants; 0 for "".
   double formula(const std::string& expr);
+  /// One call's FLOPs on `inputs` by PyTorch's FLOP counter (FlopCounterMode: matmuls,
+  /// convolutions, attention; elementwise work counts 0); 0 when it cannot count.
+  double count_flops(const std::vector<HeldTensor>& inputs);
   /// Parameters then buffers, detached and contiguous.
   std::vector<HeldTensor> parameters();
   /// Runs the model on the inputs (no grad); one tensor per output.
@@ -214,16 +217,36 @@ Stats stats_of(std::vector<double> ms);
 /// Waits for everything queued on a CUDA device (cudaDeviceSynchronize); nothing on the CPU.
 void sync_device(const at::Device& device);
 
+/// A measured peak and how it was measured (sizes, threads, repetitions), for the record.
+struct Measured {
+  double per_s = 0;
+  std::string method;
+};
+/// Versions the peaks' method: a client's cache of peaks measured by an older method (a
+/// single-threaded at::mm on the CPU) is measured again (agent/src/evaluation.cpp device_peaks
+/// holds the same prefix).
+constexpr const char* kPeaksMethodVersion = "kforge-peaks/2";
+
 /// The device's peak memory bandwidth as the judge can reach it (bytes/s): the best of five
 /// timed fills (bytes written / s) and copies (bytes read + written / s) of a buffer far larger
 /// than the last-level cache (cuda: 1 GiB, or an eighth of free memory; cpu: 256 MiB), after one
-/// untimed round. About 20 ms on an H100. The bound of DESIGN §4's impossible-speedup rule.
-double measure_peak_bandwidth(const at::Device& device);
-/// FP32 FLOP/s of an n x n matmul (n = 4096 on cuda, 1024 on cpu) with TF32 off for the
-/// measurement: 2 n^3 / the best of five timed calls after one untimed.
-double measure_fp32_flops(const at::Device& device);
-/// How the two measurements above are made on this device, for the record.
-std::string peak_measurements(const at::Device& device);
+/// untimed round; on the CPU also a copy by one pinned thread per usable CPU
+/// (measure_cpu_bandwidth_peak), the best of all. About 20 ms on an H100. The bound of the
+/// impossible-speedup rule.
+Measured measure_peak_bandwidth(const at::Device& device);
+/// FP32 FLOP/s: on cuda, an n x n matmul (n = 4096) with TF32 off, 2 n^3 / the best of five
+/// timed calls after one untimed; on the CPU the best of a 1024^2 at::mm and every usable CPU
+/// running independent vector FMA chains (measure_cpu_fma_peak).
+Measured measure_fp32_flops(const at::Device& device);
+
+/// The CPU's FP32 FMA rate (FLOP/s): one thread pinned to each CPU of the affinity mask (at most
+/// OMP_NUM_THREADS), each running 12 independent chains of the widest FMA the CPU has (AVX-512:
+/// 16 lanes, AVX2: 8; else 8 chains of 4-wide multiply-adds); the best of 3 after one warm-up.
+/// About 0.4 s. (peak_cpu.cpp)
+Measured measure_cpu_fma_peak();
+/// The CPU's memory bandwidth (bytes/s) as every usable CPU reaches it: each pinned thread
+/// copies its part of a `bytes` buffer into another ((read + write) / s), best of 3 after one.
+Measured measure_cpu_bandwidth_peak(int64_t bytes);
 
 /// Writes the tensor file of kforge-host's profile mode (backends/host/host.hpp: a text header,
 /// then the raw bytes): `args` in the C ABI's order, then the output specs. Throws

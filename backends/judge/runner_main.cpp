@@ -130,7 +130,7 @@ class Worker {
   mutable kforge::backends::FlockTimedLock timed_lock_;  ///< the devices' locks for timed work
   bool lock_held_by_client_ = false;                     ///< the current request runs under the client's hold
   bool lock_shared_by_client_ = false;                   ///< ...under its shared hold
-  std::map<std::string, double> peak_bytes_per_s_;       ///< device -> measured peak bandwidth (bytes/s)
+  std::map<std::string, Measured> peak_bytes_per_s_;     ///< device -> measured peak bandwidth (bytes/s)
   Loaded* cur_ = nullptr;                                ///< the task check/bench use; null: none
   uint64_t use_clock_ = 0;
   at::Device device_{at::kCPU};
@@ -260,6 +260,19 @@ class Worker {
                 {"input_bytes", in_bytes}};
     t->reply["flops"] = t->task.ref.formula(req.value("flops", std::string()));
     t->reply["bytes"] = t->task.ref.formula(req.value("bytes", std::string()));
+    // Where the suite declares no FLOP formula (KernelBench, TritonBench), PyTorch's counter over
+    // the probe call: an estimate, marked so. Bytes without a formula: the client's sum of the
+    // inputs' and outputs' bytes (a lower bound; agent task_bytes).
+    t->reply["flops_source"] = t->reply["flops"].get<double>() > 0 ? "declared" : "";
+    if (t->reply["flops"].get<double>() <= 0) {
+      const double counted = t->task.ref.count_flops(inputs);
+      if (counted > 0) {
+        t->reply["flops"] = counted;
+        t->reply["flops_source"] = "estimated";
+      }
+      sync();
+    }
+    t->reply["bytes_source"] = t->reply["bytes"].get<double>() > 0 ? "declared" : "estimated";
     t->load_request = req;
     t->load_request.erase("id");
     t->last_use = ++use_clock_;
@@ -305,8 +318,8 @@ class Worker {
 
   /// Times the candidate (in a fresh host, killed afterwards) and then the reference.
   /// The device's measured peak bandwidth, measured once per device (bytes/s).
-  double peak_bandwidth(const at::Device& d) {
-    auto [it, fresh] = peak_bytes_per_s_.try_emplace(d.str(), 0.0);
+  const Measured& peak_bandwidth(const at::Device& d) {
+    auto [it, fresh] = peak_bytes_per_s_.try_emplace(d.str());
     if (fresh) {
       it->second = measure_peak_bandwidth(d);
       release_cached_memory();
@@ -317,20 +330,21 @@ class Worker {
   json bench(const json& req) {
     JudgeContext ctx = judge_context();
     // The speed-of-light bound's bandwidth (the host, if any, is frozen while it is measured).
-    ctx.peak_bytes_per_s =
-        req.contains("peak_bytes_per_s") ? req["peak_bytes_per_s"].get<double>() : peak_bandwidth(device_);
+    ctx.peak_bytes_per_s = req.contains("peak_bytes_per_s") ? req["peak_bytes_per_s"].get<double>()
+                                                            : peak_bandwidth(device_).per_s;
     return bench_candidate(ctx, cur().task, req, std::move(session_));
   }
 
   json peaks(const json& req) {
     const at::Device d(req.value("device", device_.str()));
-    const double flops = measure_fp32_flops(d);
+    const Measured flops = measure_fp32_flops(d);
     release_cached_memory();
+    const Measured& dram = peak_bandwidth(d);
     return {{"ok", true},
             {"device", d.str()},
-            {"dram_bytes_per_s", peak_bandwidth(d)},
-            {"flops_per_s", flops},
-            {"method", peak_measurements(d)}};
+            {"dram_bytes_per_s", dram.per_s},
+            {"flops_per_s", flops.per_s},
+            {"method", dram.method + "; " + flops.method}};
   }
 
   /// The candidate host started warm before the first check; no `load` precedes it, so the

@@ -42,7 +42,7 @@ int64_t matmul_dim(const at::Device& device) {
 }
 }  // namespace
 
-double measure_peak_bandwidth(const at::Device& device) {
+Measured measure_peak_bandwidth(const at::Device& device) {
   int64_t n = kHostBandwidthBytes;
 #ifdef KFORGE_RUNNER_CUDA
   if (device.is_cuda()) {
@@ -51,31 +51,47 @@ double measure_peak_bandwidth(const at::Device& device) {
     n = std::min<int64_t>(kDeviceBandwidthBytes, static_cast<int64_t>(free_b / 8));
   }
 #endif
-  auto a = at::empty({n}, at::TensorOptions().dtype(at::kByte).device(device));
-  auto b = at::empty_like(a);
-  const auto bytes = static_cast<double>(n);
-  const double fill = best_rate(device, bytes, [&](int i) { a.fill_(i + 1); });
-  const double copy = best_rate(device, 2 * bytes, [&](int) { b.copy_(a); });  // read + write
-  return std::max(fill, copy);
+  Measured m;
+  {
+    auto a = at::empty({n}, at::TensorOptions().dtype(at::kByte).device(device));
+    auto b = at::empty_like(a);
+    const auto bytes = static_cast<double>(n);
+    const double fill = best_rate(device, bytes, [&](int i) { a.fill_(i + 1); });
+    const double copy = best_rate(device, 2 * bytes, [&](int) { b.copy_(a); });  // read + write
+    m.per_s = std::max(fill, copy);
+  }
+  m.method = std::string(kPeaksMethodVersion) + ": DRAM: best of 5 fills and copies of " +
+             std::to_string(n >> 20) + " MiB" +
+             (device.is_cuda() ? " (less where free memory is short)" : "");
+  if (!device.is_cuda()) {
+    const Measured threaded = measure_cpu_bandwidth_peak(n);
+    m.per_s = std::max(m.per_s, threaded.per_s);
+    m.method += ", and " + threaded.method;
+  }
+  return m;
 }
 
-double measure_fp32_flops(const at::Device& device) {
+Measured measure_fp32_flops(const at::Device& device) {
   const int64_t n = matmul_dim(device);
-  auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
-  auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
-  const bool tf32 = at::globalContext().allowTF32CuBLAS();
-  at::globalContext().setAllowTF32CuBLAS(false);
-  const auto dim = static_cast<double>(n);
-  const double best = best_rate(device, 2 * dim * dim * dim, [&](int) { at::mm(a, b); });
-  at::globalContext().setAllowTF32CuBLAS(tf32);
-  return best;
-}
-
-std::string peak_measurements(const at::Device& device) {
-  const int64_t mib = (device.is_cuda() ? kDeviceBandwidthBytes : kHostBandwidthBytes) >> 20;
-  return "DRAM: best of 5 fills and copies of " + std::to_string(mib) + " MiB" +
-         (device.is_cuda() ? " (less where free memory is short)" : "") + "; FP32: best of 5 at::mm of " +
-         std::to_string(matmul_dim(device)) + "^2, TF32 off; measured by kforge-runner";
+  Measured m;
+  {
+    auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+    auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
+    const bool tf32 = at::globalContext().allowTF32CuBLAS();
+    at::globalContext().setAllowTF32CuBLAS(false);
+    const auto dim = static_cast<double>(n);
+    m.per_s = best_rate(device, 2 * dim * dim * dim, [&](int) { at::mm(a, b); });
+    at::globalContext().setAllowTF32CuBLAS(tf32);
+  }
+  m.method = "FP32: best of 5 at::mm of " + std::to_string(n) + "^2, TF32 off";
+  if (!device.is_cuda()) {
+    const Measured fma = measure_cpu_fma_peak();
+    m.method += " (" + std::to_string(m.per_s / 1e12).substr(0, 5) + " TFLOP/s), and " + fma.method + " (" +
+                std::to_string(fma.per_s / 1e12).substr(0, 5) + " TFLOP/s); the larger";
+    m.per_s = std::max(m.per_s, fma.per_s);
+  }
+  m.method += "; measured by kforge-runner";
+  return m;
 }
 
 Stats stats_of(std::vector<double> ms) {

@@ -388,6 +388,8 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
   lr.cached = r.body.value("cached", false);
   lr.flops = r.body.value("flops", 0.0);
   lr.bytes = r.body.value("bytes", 0.0);
+  lr.flops_source = r.body.value("flops_source", std::string());
+  lr.bytes_source = r.body.value("bytes_source", std::string());
   loaded_key_ = key;
   loaded_ = lr;
   return lr;
@@ -611,6 +613,7 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   }
   if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
   if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
+  if (!o.reference_before) req["reference_before"] = false;
   // Timed work: under the device's lock, waited for before the request's timeout starts.
   const TimedHold held = hold_timed("bench");
   req["timed_lock_held"] = held.held();
@@ -670,6 +673,8 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
   b.launch_floor_ms = number(j, "launch_floor_ms");
   b.timing_anomaly = j.value("timing_anomaly", std::string());
   b.timing_anomaly_kind = j.value("timing_anomaly_kind", std::string());
+  b.timing_unstable = j.value("timing_unstable", std::string());
+  b.reference_before_ms = number(j, "reference_before_ms");
   b.flags = j.value("flags", std::vector<std::string>{});
   if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
   b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();

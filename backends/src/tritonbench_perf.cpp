@@ -456,6 +456,8 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     for (const auto& [k, v] : b.phases_ms) total.phases_ms[k] += v;  // the timed lock's wait included
     if (!b.timing_anomaly.empty() && total.timing_anomaly.empty())
       total.timing_anomaly = "performance input " + std::to_string(p) + ": " + b.timing_anomaly;
+    if (!b.timing_unstable.empty() && total.timing_unstable.empty())
+      total.timing_unstable = "performance input " + std::to_string(p) + ": " + b.timing_unstable;
     total.sets = std::max(total.sets, b.sets);
   }
   if (total.perf_inputs.size() < loads.size())

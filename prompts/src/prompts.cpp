@@ -127,6 +127,15 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   } else {
     d += "- Speedup over PyTorch eager: " + sp + "\n";
   }
+  // The run's estimate of the reference, where earlier benches of the task measured it; and
+  // whether these times can be compared with earlier turns' at all (docs/judge.md).
+  if (a.reference_run_timings >= 2 && a.t_reference_run_ms > 0 && a.t_candidate_ms > 0)
+    d += "- PyTorch eager over this run: " + us(a.t_reference_run_ms) + " us (median of " +
+         std::to_string(a.reference_run_timings) + " stable timings): speedup " +
+         num(a.t_reference_run_ms / a.t_candidate_ms, "%.2fx") + " against it\n";
+  if (!a.timing_unstable.empty())
+    d += "- timing unreliable: " + truncate_middle(a.timing_unstable, 240) +
+         "; do not read this speedup as a gain or a regression\n";
   // Rates against the measured peaks, and the bottleneck.
   if (a.achieved_gbps > 0 || a.achieved_tflops > 0) {
     std::string r = "- achieved: ";

@@ -204,6 +204,12 @@ json to_json(const AttemptRecord& r) {
   j["speedup_ci_low"] = measured(r.speedup_ci_low);
   j["speedup_ci_high"] = measured(r.speedup_ci_high);
   j["timing_anomaly"] = r.timing_anomaly;
+  j["timing_unstable"] = r.timing_unstable;
+  j["timings"] = r.timings;
+  j["t_reference_before_ms"] = measured(r.t_reference_before_ms);
+  j["t_reference_run_ms"] = measured(r.t_reference_run_ms);
+  j["reference_run_timings"] = r.reference_run_timings;
+  j["flops_source"] = r.flops_source;
   j["achieved_gbps"] = measured(r.achieved_gbps);
   j["achieved_tflops"] = measured(r.achieved_tflops);
   j["source_sha"] = r.source_sha;
@@ -277,6 +283,12 @@ AttemptRecord attempt_from_json(const json& j, std::size_t line) {
   rd.measure("speedup_ci_low", r.speedup_ci_low);
   rd.measure("speedup_ci_high", r.speedup_ci_high);
   rd.str("timing_anomaly", r.timing_anomaly);
+  rd.str("timing_unstable", r.timing_unstable);
+  rd.integer("timings", r.timings);
+  rd.measure("t_reference_before_ms", r.t_reference_before_ms);
+  rd.measure("t_reference_run_ms", r.t_reference_run_ms);
+  rd.integer("reference_run_timings", r.reference_run_timings);
+  rd.str("flops_source", r.flops_source);
   rd.measure("achieved_gbps", r.achieved_gbps);
   rd.measure("achieved_tflops", r.achieved_tflops);
   rd.str("source_sha", r.source_sha);

@@ -12,12 +12,14 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/reference_times.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -39,6 +41,9 @@ struct AttemptSetup {
   ProfileStep* profile = nullptr;  ///< shared by the run; used only under a runner's lease
   std::optional<DevicePeaks> peaks;
   std::vector<std::string> allow_precision;  ///< the run's --allow-precision
+  /// The run's stable reference times per task (the prompt's estimate of the reference); null =
+  /// none kept. The object is thread-safe; the pointer is set once with the setup.
+  std::shared_ptr<ReferenceTimes> reference_times;
 };
 
 /// One task as the judge sees it: its reference and what loading it told (shapes, formulas).

@@ -40,6 +40,11 @@ void record_resources(AttemptRecord& rec, const backends::Evaluation& ev);
 /// time: the fields stay unknown.
 void record_roofline(AttemptRecord& rec, const std::optional<DevicePeaks>& peaks, double flops, double bytes);
 
+/// Where the counts behind rec's roofline come from (issue 39 §1): rec.flops_source from the
+/// load ("declared" formula, "estimated" by PyTorch's FLOP counter, "" none), and, when a
+/// bottleneck was classed on estimated counts, its reason says so ("[estimated: ...]").
+void note_counts_source(AttemptRecord& rec, const backends::LoadResult& load);
+
 /// TritonBench's GPU efficiency (its EVAL/eval_G/2_efficiency.py: the best over the performance
 /// inputs of max(GB/s / peak, TFLOPS / peak), there with an A100's constants) against the
 /// measured peaks: the roofline reading (as record_roofline) of the input whose larger fraction

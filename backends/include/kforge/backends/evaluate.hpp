@@ -59,6 +59,13 @@ struct Evaluation {
 Evaluation compile_candidate(const Backend& backend, const std::string& source,
                              const std::filesystem::path& workdir, const EvalOptions& options);
 
+/// One bench of a passing candidate (RunnerClient::bench); when it comes back timing_unstable
+/// and options.retime_unstable, timed once more and the second result returned (timings = 2,
+/// bench_ms the sum; timing_unstable kept, prefixed "twice: ", when the second is unstable too).
+/// A second bench that fails returns the first.
+BenchResult bench_retimed(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
+                          const BenchOptions& options, std::optional<HostKind> host);
+
 /// The second stage: checks the compiled candidate of `ev` against `task` in `runner` and, when
 /// it passes and options.bench, times candidate and reference side by side. Requires
 /// ev.compile.ok(); throws std::logic_error otherwise.

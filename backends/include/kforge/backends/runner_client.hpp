@@ -29,7 +29,8 @@
 //        writes dir/profile_tensors.bin and dir/profile_reference.json for the current task and
 //        names the two processes to run under Nsight Compute (profile_targets; profile.hpp)
 //   {"cmd":"load","task","file","source","device","model_seed","flops","bytes","module_mode"} ->
-//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","load_ms","cached"}; spec =
+//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","flops_source","bytes_source",
+//        "load_ms","cached"} (flops without a formula: PyTorch's FLOP counter, "estimated"); spec =
 //        {name, kind (input|parameter|buffer|output), shape, dtype}. The worker keeps the most
 //        recently used tasks loaded (KFORGE_RUNNER_TASKS, default 8, at most KFORGE_RUNNER_TASK_MB
 //        MiB of parameters, default 8192): loading one of them again only selects it
@@ -58,7 +59,8 @@
 //    "deadline_ms","peak_bytes_per_s"?} -> {"candidate":stats,"reference":stats,
 //         "reference_compile"?:stats, "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],
 //         "sets","timing":"judge_clock","verified_batches","speed_of_light_ms","peak_bytes_per_s",
-//         "launch_floor_ms","timing_anomaly"?,"timing_anomaly_kind"?,"phases","flags":[],"bench_ms"}; stats =
+//         "launch_floor_ms","timing_anomaly"?,"timing_anomaly_kind"?,"phases","flags":[],"bench_ms",
+//         "reference_before"?:stats,"reference_before_ms"?,"timing_unstable"?}; stats =
 //         {median_ms,p10_ms, p90_ms,mean_ms,min_ms,cv,reps,batches,samples_ms} over batches (one sample per
 //         batch of `sets` calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
 //         (output_mismatch/bench_only: wrong on a verified timed repetition).
@@ -186,6 +188,10 @@ struct LoadResult {
   std::vector<TensorSpec> inputs, outputs;
   int64_t input_bytes = 0;
   double flops = 0, bytes = 0;  ///< per call, from the task's formulas (0: none given)
+  /// Where `flops` comes from: "declared" (the task's formula), "estimated" (PyTorch's FLOP
+  /// counter over one reference call, in the runner at load), "" (none counted); `bytes`:
+  /// "declared", or "estimated" when no formula was given (the caller's inputs + outputs bytes).
+  std::string flops_source, bytes_source;
   double load_ms = 0;
   bool cached = false;  ///< the worker still held the task: selected, not rebuilt
 };
@@ -251,6 +257,12 @@ struct BenchOptions {
   /// TritonBench tasks (tritonbench_perf.hpp): how many of the performance script's inputs to
   /// time, spread evenly over them, the first and the last included; 0 = all, as TritonBench.
   int perf_inputs = 0;
+  /// Time the reference before the candidate as well as after it (request "reference_before"):
+  /// the two are compared for timing_unstable (docs/judge.md, "Timing and peaks").
+  bool reference_before = true;
+  /// A bench that comes back timing_unstable is timed once more (check_and_bench), and the second
+  /// result kept.
+  bool retime_unstable = true;
 };
 
 /// The timing of one TritonBench performance input (tritonbench_perf.hpp; ms per call, medians
@@ -312,6 +324,12 @@ struct BenchResult {
   /// Which bound it broke: "speed_of_light" (its outputs' bytes at the measured peak) or
   /// "launch_floor" (below half of one kernel launch: launch_floor_ms); "" = none.
   std::string timing_anomaly_kind;
+  /// Why the figures are too noisy to steer by ("" = they are not): the reference timed before
+  /// and after the candidate disagree by more than 20%, or the candidate's or the reference's
+  /// batch CV is above 0.2 (judge.cpp unstable_reason; docs/judge.md "Timing and peaks").
+  std::string timing_unstable;
+  double reference_before_ms = 0;  ///< the reference's median timed before the candidate (0: not)
+  int timings = 1;                 ///< benches this result took: 2 when re-timed (check_and_bench)
   std::vector<std::string> flags;
   /// The bench's wall time: the judge's, plus the wait for the device's timed lock (phases_ms
   /// "device_lock_wait_ms"; never part of a measured time).

@@ -55,6 +55,13 @@ struct PastAttempt {
   std::vector<KernelTime> reference_kernels;       ///< what PyTorch launches for the reference
   std::string resources;                           ///< compile-time resources, one line per kernel
   std::string timing_anomaly;                      ///< the record's timing_anomaly ("" when none)
+  /// Why the times are too noisy to steer by, after a re-timing ("" = stable): the prompt then
+  /// says the speedup is unreliable instead of reading it as a gain or a regression.
+  std::string timing_unstable;
+  /// The run's estimate of the reference (ms: the median of the task's stable reference timings
+  /// in the run) and how many timings it rests on; rendered when it rests on 2 or more.
+  double t_reference_run_ms = 0;
+  int reference_run_timings = 0;
 };
 
 /// The correctness tolerance of one output dtype: |actual - expected| <= atol + rtol * |expected|.

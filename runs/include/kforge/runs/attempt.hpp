@@ -104,8 +104,21 @@ struct AttemptRecord {
   /// Why the time is physically impossible (faster than writing the outputs at the device's
   /// measured peak bandwidth); "" = none. Such a speedup is recorded but never credited.
   std::string timing_anomaly;
-  double achieved_gbps = 0;    ///< bytes moved per second / 1e9 (task's byte formula)
-  double achieved_tflops = 0;  ///< FLOP per second / 1e12 (task's FLOP formula)
+  /// Why the times are too noisy to steer by, after one re-timing ("" = stable): the reference
+  /// timed before and after the candidate disagree, or a batch CV is high (docs/judge.md,
+  /// "Timing and peaks"). Recorded, still credited: noise is not evidence against the kernel.
+  std::string timing_unstable;
+  int timings = 0;                   ///< benches behind these times: 1, or 2 when re-timed; 0 = none
+  double t_reference_before_ms = 0;  ///< the reference's median timed before the candidate (0: not)
+  /// The run's estimate of the reference's time for this task (ms): the median of the stable
+  /// reference timings of the task so far in this run, this one included; 0 = none stable yet.
+  double t_reference_run_ms = 0;
+  int reference_run_timings = 0;  ///< how many stable timings t_reference_run_ms is the median of
+  double achieved_gbps = 0;       ///< bytes moved per second / 1e9 (task's byte formula)
+  double achieved_tflops = 0;     ///< FLOP per second / 1e12 (task's FLOP formula)
+  /// Where the FLOP count behind achieved_tflops comes from: "declared" (the task's formula),
+  /// "estimated" (PyTorch's FLOP counter over the reference), "" = none counted.
+  std::string flops_source;
 
   // --- provenance -------------------------------------------------------------------------
   std::string source_sha;  ///< sha256 hex of the candidate source
