@@ -1,4 +1,4 @@
-// The cpu backend (DESIGN.md §5): C++ candidates built by g++ into a shared object that
+// The cpu backend (docs/backends.md): C++ candidates built by g++ into a shared object that
 // kforge-host (backends/host) dlopens; OpenMP allowed. Registered by its line in
 // backends/CMakeLists.txt's KFORGE_BACKENDS (make_cpu_backend).
 #include <fstream>

@@ -1,4 +1,4 @@
-// The cuda backend (DESIGN.md §5): CUDA C++ candidates built by nvcc into a shared object
+// The cuda backend (docs/backends.md): CUDA C++ candidates built by nvcc into a shared object
 // (shared CUDA runtime, cuBLAS/cuDNN on request) that kforge-host (backends/host) dlopens.
 // Registered by its line in backends/CMakeLists.txt's KFORGE_BACKENDS (make_cuda_backend).
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// kforge-host: the candidate host (DESIGN.md §6). One process per candidate, started by the
+// kforge-host: the candidate host (docs/judge.md). One process per candidate, started by the
 // judge (kforge-runner) for one check or one bench and never reused. It links no Python, no
 // LibTorch and no vendor library: there is nothing of the judge's to call into. It maps the
 // tensors the judge shares with it, confines itself (kforge/sandbox/confine.hpp), loads the

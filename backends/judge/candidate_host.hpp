@@ -1,5 +1,5 @@
 // backends/judge/candidate_host.hpp — the judge's handle on one kforge-host process
-// (internal to kforge-runner; DESIGN.md §6).
+// (internal to kforge-runner; docs/judge.md).
 //
 // CandidateHost starts backends/host/kforge-host for one artifact with nothing but its
 // channel (a socketpair), a capped log (a memfd on stdout/stderr) and the Exchange's host

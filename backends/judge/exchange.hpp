@@ -1,5 +1,5 @@
 // backends/judge/exchange.hpp — the tensors the judge shares with one candidate host
-// (internal to kforge-runner; DESIGN.md §6).
+// (internal to kforge-runner; docs/judge.md).
 //
 // An Exchange owns memory that both sides map: device memory exported with CUDA IPC
 // (cudaMalloc'd here, outside PyTorch's caching allocator, so that the handle covers exactly

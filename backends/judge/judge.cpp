@@ -1118,7 +1118,7 @@ double speed_of_light_ms(const JudgeContext& ctx, const LoadedTask& task, int K)
 }
 
 /// Fills the bound's fields of a bench reply; a candidate time below the bound (with the
-/// margin) is a timing_anomaly: recorded, never credited (DESIGN §4).
+/// margin) is a timing_anomaly: recorded, never credited (docs/judge.md).
 void apply_speed_of_light(const JudgeContext& ctx, const LoadedTask& task, int K, json& j) {
   const double sol = speed_of_light_ms(ctx, task, K);
   j["speed_of_light_ms"] = sol;
@@ -1143,7 +1143,7 @@ constexpr double kLaunchFloorFraction = 0.5;
 /// recorded, never credited. Every call writes its outputs on the device, with at least one
 /// kernel or copy; a lower reading means work outside the timed interval (calls deferred and
 /// run as one, work run before the clock started) or a window shorter than the calibrated
-/// round trip of a run of no sets, whatever its cause (DESIGN §4).
+/// round trip of a run of no sets, whatever its cause (docs/judge.md).
 void apply_launch_floor(double floor_ms, json& j) {
   j["launch_floor_ms"] = floor_ms;
   const double cand = j.value("candidate_ms", 0.0);

@@ -1,5 +1,5 @@
 // backends/judge/judge.hpp — the judge's side of a check and a bench (internal to
-// kforge-runner; DESIGN.md §4, §6).
+// kforge-runner; docs/judge.md).
 //
 // Candidate code never runs in this process. For each check and each bench the judge starts
 // a fresh kforge-host (CandidateHost), shares inputs and outputs with it (Exchange), and

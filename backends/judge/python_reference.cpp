@@ -46,7 +46,7 @@ class Support:
         with self._ctx():
             init = ns['get_init_inputs']()
             model = ns['Model'](*init)
-        # The suite's module mode (DESIGN §3): 'train' is nn.Module's default, as KernelBench's
+        # The suite's module mode (docs/suites.md): 'train' is nn.Module's default, as KernelBench's
         # and MultiKernelBench's harnesses run the Model (BatchNorm batch statistics, Dropout
         # live); 'eval' calls .eval(). The request's field wins; else the line the client
         # appends to the source; else eval.

@@ -1,4 +1,4 @@
-// kforge-runner: the judge's warm worker (DESIGN.md §4, §6). One process per device; reads
+// kforge-runner: the judge's warm worker (docs/judge.md). One process per device; reads
 // one JSON request per line on stdin, writes one JSON reply per line (protocol:
 // backends/include/kforge/backends/runner_client.hpp; every reply echoes the request's id).
 // It holds the reference, the inputs, the tolerances and the clock; candidate code never
@@ -186,7 +186,7 @@ class Worker {
     } catch (py::error_already_set&) {
       j["triton"] = nullptr;
     }
-    // The reference's own precision (DESIGN §4): whether PyTorch lets fp32 matmuls and cuDNN
+    // The reference's own precision (docs/judge.md): whether PyTorch lets fp32 matmuls and cuDNN
     // convolutions use TF32 here. Recorded per run (the manifest holds this reply).
     auto backends = torch.attr("backends");
     j["reference_tf32"] = {{"matmul", backends.attr("cuda").attr("matmul").attr("allow_tf32").cast<bool>()},

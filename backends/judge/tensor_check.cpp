@@ -1,5 +1,5 @@
 // Output poisoning, canary guards and the reference comparison of kforge-runner
-// (DESIGN.md §4: poisoned outputs, per-dtype tolerances, a mismatch report).
+// (docs/judge.md: poisoned outputs, per-dtype tolerances, a mismatch report).
 #include <ATen/Parallel.h>
 
 #include <cctype>

@@ -1,4 +1,4 @@
-"""kforge's Triton candidate host (DESIGN.md §5, §6): the candidate side of the trust boundary
+"""kforge's Triton candidate host (docs/backends.md): the candidate side of the trust boundary
 for Python candidates.
 
 Usage (started by kforge-runner, never by hand):

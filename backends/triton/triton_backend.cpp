@@ -1,4 +1,4 @@
-// The triton backend (DESIGN.md §5): Python candidates with @triton.jit kernels. Everything that
+// The triton backend (docs/backends.md): Python candidates with @triton.jit kernels. Everything that
 // differs from the C-ABI backends lives in this folder: this file, the scan (triton_scan.cpp,
 // ast_scan.py) and the Python candidate host the judge starts for it (HostKind::python:
 // host.py): the artifact is the module itself, its "build" is the static scan

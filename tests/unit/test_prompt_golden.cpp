@@ -282,7 +282,7 @@ TEST_CASE("the ABI in the output format matches kforge/kernel_abi.h", "[prompts]
     CHECK_THAT(header, Catch::Contains(field));
 }
 
-TEST_CASE("tolerances: task overrides and DESIGN defaults per output dtype", "[prompts]") {
+TEST_CASE("tolerances: task overrides and default tolerances per output dtype", "[prompts]") {
   prompts::PromptInput in;
   in.tensors = {{"input", "x", "input", "float16", {4}},
                 {"output", "a", "output", "float16", {4}},

@@ -1,5 +1,5 @@
 #pragma once
-// The agent loop (DESIGN.md §1, §2): `kforge run` drives, for every (task, sample), an
+// The agent loop (docs/ARCHITECTURE.md): `kforge run` drives, for every (task, sample), an
 // episode of turns 1..T: render prompt -> LLM chat -> extract -> build -> judge (check, bench,
 // profile) -> record -> feedback. Each episode is a pure state machine (episode_machine.hpp);
 // one Scheduler on one Boost.Asio io_context owns every episode's state and drives it through
@@ -72,14 +72,14 @@ struct RunCommand {
   int compile_jobs = 0;  ///< 0: hardware concurrency
   int llm_timeout_ms = 300000;
   int llm_retries = 5;
-  int trials = 5;  ///< correctness trials (DESIGN.md §4 default)
+  int trials = 5;  ///< correctness trials (docs/judge.md default)
   /// Lower-precision math the run credits (tf32, fp16, bf16); other kinds detected in a passing
   /// artifact on a task of higher dtype are recorded and not credited with a speedup.
   std::vector<std::string> allow_precision;
   /// (triton) ATen ops a candidate may run besides allocation, views and copies (--allow-ops).
   std::vector<std::string> allow_ops;
   bool bench = true;
-  int reps = 100;      ///< timed repetitions at most (DESIGN.md §4: >= 100)
+  int reps = 100;      ///< timed repetitions at most (docs/judge.md: >= 100)
   int perf_inputs = 0;  ///< TritonBench: performance inputs timed per task (BenchOptions; 0 = all)
   std::string baseline = "eager";  ///< eager, or compile: torch.compile timed too (as eval's --baseline)
   std::string device;  ///< "" = cpu for cpu, cuda:0 for cuda

@@ -104,7 +104,7 @@ double task_bytes(const backends::LoadResult& lr);
 /// scored, and its text is never fed back to the model.
 void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes);
 
-/// The precision contract, detection part (DESIGN §4): inspects the compiled artifact of `ev`
+/// The precision contract, detection part (docs/judge.md): inspects the compiled artifact of `ev`
 /// (cuda: tensor-core instructions in its SASS, backends::detect_precision) and records the
 /// kinds found in rec.precision; a pass whose kinds fall below the task's floating dtypes (from
 /// the load's tensor specs) and are not in `allowed` gets rec.precision_disallowed (recorded as
@@ -125,7 +125,7 @@ struct PrecisionContract {
 PrecisionContract precision_contract(const std::string& backend, const std::string& device_type,
                                      const std::vector<std::string>& run_allowed, const Task& task);
 
-/// What the prompt states about how a kernel of `task` is judged (DESIGN §4): the trials, the
+/// What the prompt states about how a kernel of `task` is judged (docs/judge.md): the trials, the
 /// tolerance of each output dtype (with the magnitude scaling and the constant-output rule of
 /// tensor_check.cpp), and the precision contract: the run's allowance stated on every task
 /// ("none" included), the task's own with its reason, detection only where it happens.

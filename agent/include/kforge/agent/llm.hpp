@@ -15,7 +15,7 @@
 //   anthropic POST {base_url}/v1/messages, "x-api-key: KEY", "anthropic-version: 2023-06-01".
 //             Default base URL https://api.anthropic.com, key from $ANTHROPIC_API_KEY. System
 //             messages go to the top-level `system` field.
-//   replay    serves the responses recorded in an earlier run directory (DESIGN.md §9):
+//   replay    serves the responses recorded in an earlier run directory (docs/runs.md):
 //             <run_dir>/attempts/<task>/<sample>/<turn>/response.txt, with the token counts,
 //             cost and model of that attempt from <run_dir>/attempts.jsonl when present.
 //             No network.

@@ -1,4 +1,4 @@
-// kforge/backends/backend.hpp — what a backend is (DESIGN.md §5) and the registry that holds
+// kforge/backends/backend.hpp — what a backend is (docs/backends.md) and the registry that holds
 // them.
 //
 // A Backend describes one target platform: its name ("cpu", "cuda"), the file name its

@@ -1,5 +1,5 @@
 // kforge/backends/compile.hpp — building one candidate into a loadable artifact
-// (DESIGN.md §2 "compile(candidate) -> Artifact | Diagnostics", §5, §6, §7).
+// (docs/ARCHITECTURE.md "compile(candidate) -> Artifact | Diagnostics", §5, §6, §7).
 //
 // compile() writes the candidate's source into a work directory, looks the build up in the
 // content-addressed compile cache, otherwise runs the backend's compiler through

@@ -1,4 +1,4 @@
-// kforge/backends/diagnostics.hpp — compiler and linker messages as data (DESIGN.md §7).
+// kforge/backends/diagnostics.hpp — compiler and linker messages as data (docs/judge.md).
 //
 // parse_diagnostics turns the output of g++ (`file:line:col: error: msg`), nvcc's front end
 // (`file(line): error: msg`), ptxas (`ptxas error   : msg`), nvlink and ld/collect2
@@ -48,7 +48,7 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
 /// The first diagnostic with severity error, or nullptr.
 const Diagnostic* first_error(const std::vector<Diagnostic>& diags);
 
-/// The compile_error sub-kind of one error message (see DESIGN.md §7): syntax, undeclared,
+/// The compile_error sub-kind of one error message (see docs/judge.md): syntax, undeclared,
 /// type_mismatch, no_member, missing_include, link, or other.
 CompileErrorKind classify(const Diagnostic& d);
 

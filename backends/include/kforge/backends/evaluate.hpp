@@ -1,5 +1,5 @@
 // kforge/backends/evaluate.hpp — one candidate through compile -> check -> bench
-// (DESIGN.md §2), ending in exactly one Outcome (§7).
+// (docs/ARCHITECTURE.md), ending in exactly one Outcome (§7).
 //
 // evaluate() is the shared pipeline of `kforge eval` and the agent's turns: it compiles the
 // source with the backend (sandboxed, cached), checks it on fresh inputs in a warm runner,

@@ -1,4 +1,4 @@
-// kforge/backends/precision.hpp — the precision contract's detection part (DESIGN.md §4, §7).
+// kforge/backends/precision.hpp — the precision contract's detection part (docs/judge.md).
 //
 // A candidate's math may be no less precise than the reference's: the task's dtype (TF32 only
 // where PyTorch itself uses it for the reference). detect_precision() inspects a compiled

@@ -1,4 +1,4 @@
-// kforge/backends/python_errors.hpp — Python exceptions as kforge outcomes (DESIGN.md §7).
+// kforge/backends/python_errors.hpp — Python exceptions as kforge outcomes (docs/judge.md).
 //
 // A Triton candidate fails with a Python exception: at import (SyntaxError), while Triton
 // lowers a @triton.jit function (triton.compiler.errors.CompilationError, which wraps the

@@ -1,5 +1,5 @@
 // kforge/backends/runner_client.hpp — the agent side of the warm kforge-runner worker
-// (DESIGN.md §4), and its JSON-lines protocol.
+// (docs/judge.md), and its JSON-lines protocol.
 //
 // A RunnerClient owns one kforge-runner child process (sandbox::LineChild), the judge, bound
 // to one device ("cpu" or "cuda:N"). It loads a task once and then checks and benchmarks many

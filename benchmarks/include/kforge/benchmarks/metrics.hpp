@@ -1,4 +1,4 @@
-// kforge/benchmarks/metrics.hpp — scoring a run's attempts (DESIGN.md §10).
+// kforge/benchmarks/metrics.hpp — scoring a run's attempts (docs/reports.md).
 //
 // summarize() turns the AttemptRecords of a run into a Summary: pass@k and compile@k (the
 // unbiased estimator of Chen et al. 2021, as KernelBench uses), the repair curve (pass@k at

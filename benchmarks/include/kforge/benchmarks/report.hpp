@@ -1,6 +1,6 @@
 // kforge/benchmarks/report.hpp — a scored run as files and text: summary.json, report.md,
-// report.html (report_html.hpp), `kforge compare` and the exported kernel library (DESIGN.md
-// §1, §9, §10).
+// report.html (report_html.hpp), `kforge compare` and the exported kernel library
+// (docs/reports.md, docs/runs.md).
 //
 // render_* are pure functions of a Summary (Markdown out). write_report and export_library read
 // a run directory (its attempts.jsonl and attempt files, without taking the run's lock, so they

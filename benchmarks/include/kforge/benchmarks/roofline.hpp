@@ -1,6 +1,6 @@
 #pragma once
-// kforge/benchmarks/roofline.hpp — speed of light for a passing attempt (issue 11 §1, DESIGN
-// §10 "GPU efficiency"): achieved bytes/s and FLOP/s over the device's *measured* peaks, and a
+// kforge/benchmarks/roofline.hpp — speed of light for a passing attempt (issue 11 §1,
+// docs/reports.md): achieved bytes/s and FLOP/s over the device's *measured* peaks, and a
 // bottleneck class. Pure functions, plus the per-device cache file of measured peaks.
 //
 // Bottleneck classes and their thresholds (RooflineThresholds):
@@ -18,7 +18,7 @@
 //                  cheaper instructions, tensor cores where the task allows them.
 //   unknown        no time, no peaks, or neither bytes nor FLOPs known.
 // A fraction above `exceeds_fraction` (1.05) is flagged: the formula or the timing is suspect
-// (DESIGN §6: speedups beyond the measured roofline are not credited).
+// (docs/judge.md: speedups beyond the measured roofline are not credited).
 #include <filesystem>
 #include <map>
 #include <optional>

@@ -1,4 +1,4 @@
-// kforge/benchmarks/task.hpp — the task model and the suite loaders (DESIGN.md §3).
+// kforge/benchmarks/task.hpp — the task model and the suite loaders (docs/suites.md).
 //
 // A Task is one KernelBench-format Python file (class Model, get_inputs(),
 // get_init_inputs(), module-level size constants) plus the metadata a suite gives it.
@@ -113,7 +113,7 @@ struct Task {
   /// torch.no_grad, as their own harnesses do, so their tasks are "train"; a kforge suite declares
   /// it per task ("module_mode" in suite.json, or a suite-wide "module_mode"), default "eval".
   std::string module_mode = "eval";
-  /// Lower-precision math the reference itself uses, so a candidate may too (DESIGN §4): "tf32"
+  /// Lower-precision math the reference itself uses, so a candidate may too (docs/judge.md): "tf32"
   /// where PyTorch runs the reference through cuDNN convolutions (torch.backends.cudnn.allow_tf32
   /// is True by default; fp32 matmuls do not allow TF32). kforge suites declare it
   /// ("allow_precision": ["tf32"]); KernelBench and MultiKernelBench tasks whose source calls

@@ -1,16 +1,16 @@
-// kforge/common/outcome.hpp — the closed set of attempt outcomes (DESIGN.md §7).
+// kforge/common/outcome.hpp — the closed set of attempt outcomes (docs/judge.md).
 //
 // Every attempt ends in exactly one Outcome; some outcomes carry a sub-kind naming
 // the cause (a compile_error's category, an output_mismatch's kind, a runtime_error's
 // CUDA error or signal). These are plain values: expected failures are never thrown.
 // All functions are pure and thread-safe.
 //
-// llm_error is kforge's addition to DESIGN.md §7: the model endpoint failed (after the
+// llm_error is kforge's addition to docs/judge.md: the model endpoint failed (after the
 // client's retries), so there is no model output to judge. It is recorded, so nothing is
 // lost, but it is not a model attempt: metrics do not score it and `kforge run --resume`
 // asks that turn again.
 //
-// infra_error (DESIGN.md §7) is kforge's own failure: the toolchain is missing, the judge
+// infra_error (docs/judge.md) is kforge's own failure: the toolchain is missing, the judge
 // worker failed, or the task's reference cannot load or run. Like llm_error it is recorded,
 // never scored, and asked again on `--resume`.
 #pragma once
@@ -37,10 +37,10 @@ enum class Outcome {
   pass,             ///< correct on every trial; carries a speedup when benchmarked
 };
 
-/// Sub-kinds of compile_error (DESIGN.md §7).
+/// Sub-kinds of compile_error (docs/judge.md).
 enum class CompileErrorKind { syntax, undeclared, type_mismatch, no_member, missing_include, link, other };
 
-/// Sub-kinds of output_mismatch (DESIGN.md §4, §7).
+/// Sub-kinds of output_mismatch (docs/judge.md).
 enum class MismatchKind {
   shape,
   dtype,

@@ -92,7 +92,7 @@ struct PromptInput {
   std::vector<std::string> checks;
   std::vector<TensorInfo> tensors;
   /// One entry per distinct output dtype (the task's tolerance for it); empty: the defaults
-  /// of DESIGN §4 are stated for each output dtype of `tensors`.
+  /// of docs/judge.md are stated for each output dtype of `tensors`.
   std::vector<DtypeTolerance> tolerances;
   std::vector<retrieval::Exemplar> exemplars;
   std::vector<PastAttempt> history;  ///< oldest first
@@ -141,7 +141,7 @@ std::string load_template(const std::string& name);
 /// backend_templates_dir(in.backend)); throws like load_template.
 std::string load_backend_template(const PromptInput& in, const std::string& name);
 
-/// The tolerance DESIGN §4 gives a dtype when the task declares none: float32 1e-4,
+/// The tolerance docs/judge.md gives a dtype when the task declares none: float32 1e-4,
 /// float16/bfloat16 1e-2, float64 1e-8 (atol and rtol); integers and bool exact.
 DtypeTolerance default_tolerance(const std::string& dtype);
 

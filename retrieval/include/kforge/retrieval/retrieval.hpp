@@ -1,5 +1,5 @@
 #pragma once
-// Exemplar retrieval (DESIGN.md §8). An Exemplar is a task plus a correct kernel: task id,
+// Exemplar retrieval (docs/prompts.md). An Exemplar is a task plus a correct kernel: task id,
 // category, reference source (PyTorch) and kernel source. ExemplarStore owns a corpus of
 // exemplars loaded from prompts/exemplars/<backend>/<category>/<name>/kernel.{cpp,cu}; the
 // reference sources are passed in by the caller (retrieval does not depend on benchmarks).

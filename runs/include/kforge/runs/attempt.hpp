@@ -1,4 +1,4 @@
-// kforge/runs/attempt.hpp — one attempt's record: a row of a run's attempts.jsonl (DESIGN.md §9).
+// kforge/runs/attempt.hpp — one attempt's record: a row of a run's attempts.jsonl (docs/runs.md).
 //
 // An AttemptRecord is plain data describing one turn of one episode (task, sample): who made it
 // (backend, model, exemplar strategy, temperature, seed), how it ended (Outcome + sub-kind +
@@ -84,7 +84,7 @@ struct AttemptRecord {
   double tolerance_ratio = 0;
   std::string module_mode;  ///< how the reference ran: "train" or "eval" ("" = not recorded)
 
-  // --- precision (DESIGN §4, §7) ---------------------------------------------------------
+  // --- precision (docs/judge.md) ---------------------------------------------------------
   /// Lower-precision math found in the artifact, comma-separated kinds ("tf32", "fp16", "bf16",
   /// "int8", "fp8"), sorted; "" = none found or not inspected.
   std::string precision;

@@ -1,4 +1,4 @@
-// kforge/runs/run_dir.hpp — a run directory on disk (DESIGN.md §9).
+// kforge/runs/run_dir.hpp — a run directory on disk (docs/runs.md).
 //
 // Layout of <run>/:
 //   manifest.json    config, versions, GPU, toolchain, seeds, schema_version (given by the caller)

@@ -1,5 +1,5 @@
 // kforge/sandbox/compile_cache.hpp — content-addressed cache of compiled candidates
-// (DESIGN.md §6: "a repeated candidate costs nothing").
+// (docs/judge.md: "a repeated candidate costs nothing").
 //
 // The key is a SHA-256 over everything that decides the artifact: the source files (names
 // and contents, order-independent), the compiler argv (order matters), the compiler's

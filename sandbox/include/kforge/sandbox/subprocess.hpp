@@ -1,5 +1,5 @@
 // kforge/sandbox/subprocess.hpp — running compilers and runners as confined child processes
-// (DESIGN.md §6).
+// (docs/judge.md).
 //
 // Every child: argv only (never a shell), its own process group, stdin from /dev/null
 // (unless the caller asks for a pipe), a wall-clock timeout (SIGTERM to the group, a grace

@@ -1,4 +1,4 @@
-// kforge/backends/triton_scan.hpp — the static scan of a Triton candidate (DESIGN.md §5, §6).
+// kforge/backends/triton_scan.hpp — the static scan of a Triton candidate (docs/backends.md).
 //
 // Before a Triton candidate is imported anywhere, backends/triton/ast_scan.py reads it with
 // Python's own parser (python3 -I, standard library only, in the sandbox) and reports every

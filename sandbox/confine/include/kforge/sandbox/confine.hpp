@@ -1,5 +1,5 @@
 // kforge/sandbox/confine.hpp — confinement of the calling process: the candidate host's
-// side of the trust boundary (DESIGN.md §6).
+// side of the trust boundary (docs/judge.md).
 //
 // confine_self() is called once by a process that is about to run untrusted code, after it
 // has opened everything it legitimately needs (its channel, the shared tensors, the GPU
