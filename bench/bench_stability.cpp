@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
   rc.device = backend.on_gpu() ? "cuda:0" : "cpu";
   backends::RunnerClient runner(rc);
   const backends::TaskRef ref = agent::task_ref(*task, o.profile);
-  if (auto lr = runner.load(ref); !lr.ok)
-    return std::fprintf(stderr, "load failed: %s\n", lr.error.c_str()), 1;
+  if (auto lr = runner.load(ref); !lr)
+    return std::fprintf(stderr, "load failed: %s\n", lr.failure().message.c_str()), 1;
   const fs::path work = fs::temp_directory_path() / ("kforge-bench-stability-" + std::to_string(getpid()));
   fs::create_directories(work);
   backends::EvalOptions opt;

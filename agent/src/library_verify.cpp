@@ -129,8 +129,8 @@ VerdictNow judge_shared_object(backends::RunnerClient& runner, const Task& task,
   if (!sym.forbidden.empty())
     return {"forbidden_api", sym.forbidden.front().rule, sym.forbidden.front().demangled};
   const backends::TaskRef ref = task_ref_for(task, "default", {});
-  const backends::LoadResult load = load_task(runner, ref);
-  if (!load.ok) return {"infra_error", "load", load.error};
+  const auto load = load_task(runner, ref);
+  if (!load) return {"infra_error", "load", load.failure().message};
   std::random_device rd;
   const int64_t seed = std::uniform_int_distribution<int64_t>(1, 1'000'000'000)(rd);
   const auto c = runner.check(ref, so, 5, seed, backends::HostKind::native);

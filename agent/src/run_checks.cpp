@@ -56,6 +56,9 @@ std::vector<std::string> unmatched_kernel_folders(const fs::path& kernels, const
     if (it->path().filename() != source_file || !it->is_regular_file(ec)) continue;
     fs::path rel = it->path().parent_path().lexically_relative(kernels);
     if (rel.empty() || rel == ".") continue;  // a kernel at the top: no task folder at all
+    // A folder with its own reference.py is a standalone exemplar (prompts/exemplars/<b>/add,
+    // the `add` retrieval strategy's), not a kernel meant for a task of the suite.
+    if (fs::exists(it->path().parent_path() / "reference.py", ec)) continue;
     // The task's own folder, or one below it (a sample's; find_kernel_samples names a folder
     // that is not a sample).
     bool in_task = false;

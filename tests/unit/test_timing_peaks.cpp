@@ -145,18 +145,18 @@ TEST_CASE("the judge counts a task's FLOPs when the suite gives no formula", "[r
   backends::RunnerClient runner(cpu_runner());
   backends::TaskRef declared = gemm_ref(64);
   auto lr = runner.load(declared);
-  REQUIRE(lr.ok);
-  CHECK(lr.flops_source == "declared");
-  CHECK(lr.flops == Approx(2.0 * 64 * 64 * 64));
+  REQUIRE(lr.ok());
+  CHECK(lr->flops_source == "declared");
+  CHECK(lr->flops == Approx(2.0 * 64 * 64 * 64));
   backends::TaskRef bare = gemm_ref(48);  // another source: the client reloads only a changed task
   bare.flops_expr.clear();
   bare.bytes_expr.clear();
   lr = runner.load(bare);
-  REQUIRE(lr.ok);
-  CHECK(lr.flops_source == "estimated");  // PyTorch's FLOP counter: 2 M N K for a matmul
-  CHECK(lr.flops == Approx(2.0 * 48 * 48 * 48));
-  CHECK(lr.bytes_source == "estimated");
-  CHECK(agent::task_bytes(lr) == Approx(3.0 * 48 * 48 * 4));
+  REQUIRE(lr.ok());
+  CHECK(lr->flops_source == "estimated");  // PyTorch's FLOP counter: 2 M N K for a matmul
+  CHECK(lr->flops == Approx(2.0 * 48 * 48 * 48));
+  CHECK(lr->bytes_source == "estimated");
+  CHECK(agent::task_bytes(lr.value()) == Approx(3.0 * 48 * 48 * 4));
 }
 
 TEST_CASE("the CPU's measured peak is above what the GEMM exemplar reaches", "[runner][timing]") {

@@ -30,7 +30,9 @@ std::optional<std::string> profile_problem(const std::vector<const Task*>& tasks
 /// The folders of an eval --kernels directory that hold a `source_file` but name no task of
 /// `suite`: each DIR/<x>/<source_file> or DIR/<x>/<N>/<source_file> where neither <x> nor a
 /// folder above it is a task id, as "<x> (closest: <task id>)" (a folder below a task's that is
-/// not a sample is find_kernel_samples' to name). Looks at most 6 folders deep.
+/// not a sample is find_kernel_samples' to name). A folder holding its own reference.py is a
+/// standalone exemplar (prompts/exemplars/<backend>/add), not a task's: left out. Looks at most 6
+/// folders deep.
 std::vector<std::string> unmatched_kernel_folders(const std::filesystem::path& kernels, const Suite& suite,
                                                   const std::string& source_file);
 
