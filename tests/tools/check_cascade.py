@@ -25,7 +25,7 @@ def main():
     kforge, src, out = sys.argv[1:4]
     shutil.rmtree(out, ignore_errors=True)
     suite = os.path.join(src, "tests/data/cascade_suite")
-    kernels = os.path.join(src, "prompts/exemplars/cpu")
+    kernels = os.path.join(src, "tests/data/cascade_kernels")  # the suite's own tasks: an eval folder naming no task is an error
     p = subprocess.run([kforge, "eval", "--suite", suite, "--profile", "ci", "--backend", "cpu", "--kernels",
                         kernels, "--out", out, "--reps", "5", "--profiler", "none"],
                        capture_output=True, text=True, timeout=1200)

@@ -1,0 +1,1 @@
+../../../../../prompts/exemplars/cpu/activation/gelu_tanh/kernel.cpp

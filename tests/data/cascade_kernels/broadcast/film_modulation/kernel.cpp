@@ -1,0 +1,1 @@
+../../../../../prompts/exemplars/cpu/broadcast/film_modulation/kernel.cpp

@@ -1,0 +1,1 @@
+../../../../../prompts/exemplars/cpu/convolution/depthwise_conv2d_5x5/kernel.cpp

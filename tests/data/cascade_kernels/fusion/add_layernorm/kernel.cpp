@@ -1,0 +1,1 @@
+../../../../../prompts/exemplars/cpu/fusion/add_layernorm/kernel.cpp

@@ -1,0 +1,1 @@
+../../../../../prompts/exemplars/cpu/normalization/layer_norm/kernel.cpp
