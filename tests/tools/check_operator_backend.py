@@ -66,7 +66,7 @@ env = dict(os.environ, TRITON_INTERPRET="1", KFORGE_VERIFIED_DIR=records)
 env.pop("KFORGE_BACKEND_UNVERIFIED", None)
 p = subprocess.run([sys.executable, "-c", USE, pkg, "0"], env=env, capture_output=True, text=True)
 check(p.returncode != 0 and "UnverifiedKernel" in p.stderr, "the package refuses kernels no `kforge library verify` recorded")
-v = kforge("library", "verify", pkg, "--device", "cpu")
+v = kforge("library", "verify", pkg, "--device", "cpu", "--records", records)
 check(v.returncode == 0 and len(os.listdir(records)) == 5, "library verify: 5 kernels judged, 5 records outside the package")
 # The watermark build writes 7: it can never pass verify, so it is loaded unverified (documented opt-out).
 for d, w, what, e in ((pkg, "0", "the package's kernels match eager on a small model", env),
