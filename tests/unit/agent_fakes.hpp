@@ -138,6 +138,7 @@ struct FakeJudge : agent::JudgePort {
     j.rec = job.rec;
     if (failing[static_cast<std::size_t>(slot)]) {
       j.rec.outcome = Outcome::infra_error;
+      j.rec.failure = FailureKind::judge;
       j.rec.sub_kind = "judge_died";
     } else {
       j.rec.outcome = job.ev.compile.artifact.string().find("good") != std::string::npos

@@ -135,32 +135,41 @@ TEST_CASE("infra failures are infra_error records, never scored, and fill_record
   ev.compile.status = backends::CompileStatus::toolchain_missing;
   ev.outcome = Outcome::compile_error;
   ev.sub_kind = "toolchain_missing";
+  ev.failure = FailureKind::toolchain;  // typed where it happened (compile_candidate)
   ev.message = "The cpu compiler (g++) was not found.";
   AttemptRecord rec;
   agent::fill_record(rec, ev, 0, 0);
   CHECK(rec.outcome == Outcome::infra_error);
   CHECK(rec.sub_kind == "toolchain_missing");
+  CHECK(rec.failure == FailureKind::toolchain);
 
   backends::Evaluation ok;
   ok.compile.status = backends::CompileStatus::ok;
   ok.check = backends::CheckResult{};
   ok.check->outcome = Outcome::runtime_error;
   ok.check->sub_kind = "runner";
-  ok.outcome = Outcome::runtime_error;
+  ok.outcome = Outcome::infra_error;
   ok.sub_kind = "runner";
+  ok.failure = FailureKind::judge;  // the client's typed failure
   agent::fill_record(rec, ok, 0, 0);
   CHECK(rec.outcome == Outcome::infra_error);
-  // The candidate's own crash stays the candidate's.
-  ok.check->sub_kind = ok.sub_kind = "segfault";
+  CHECK(rec.failure == FailureKind::judge);
+  // The candidate's own crash stays the candidate's: no failure kind, whatever the sub-kind says.
+  ok.failure.reset();
+  ok.outcome = Outcome::runtime_error;
+  ok.check->sub_kind = ok.sub_kind = "runner";
   agent::fill_record(rec, ok, 0, 0);
   CHECK(rec.outcome == Outcome::runtime_error);
-  // A bench whose worker did not start (empty sub-kind) is not charged to the candidate.
+  CHECK_FALSE(rec.failure.has_value());
+  // A bench whose worker did not start is not charged to the candidate.
   ok.check->outcome = Outcome::pass;
   ok.bench = backends::BenchResult{};
-  ok.outcome = Outcome::runtime_error;
+  ok.outcome = Outcome::infra_error;
   ok.sub_kind = "";
+  ok.failure = FailureKind::judge;
   agent::fill_record(rec, ok, 0, 0);
   CHECK(rec.outcome == Outcome::infra_error);
+  CHECK(rec.sub_kind == "judge");
 
   // Scoring: an infra_error is counted apart and is no model attempt.
   AttemptRecord p;
@@ -183,9 +192,12 @@ TEST_CASE("kforge eval without g++ on PATH: infra_error, a count of unjudged att
           "[verdicts][runner]") {
   fs::path dir = vtemp("nogxx");
   fs::create_directories(dir / "emptybin");
+  // A kernels folder of that one task (a folder naming no task of the suite is an error).
+  fs::create_directories(dir / "kernels/act/relu");
+  fs::copy_file(fixture_kernels() / "act/relu/kernel.cpp", dir / "kernels/act/relu/kernel.cpp");
   Ran r = run_cmd(
       {kforge_bin(), "eval", "--suite", fixture_suite().string(), "--backend", "cpu", "--kernels",
-       fixture_kernels().string(), "--out", (dir / "run").string(), "--no-bench", "--only", "act/relu"},
+       (dir / "kernels").string(), "--out", (dir / "run").string(), "--no-bench", "--only", "act/relu"},
       {{"PATH", (dir / "emptybin").string()}}, dir);
   INFO(r.out << r.err);
   CHECK(r.code == agent::kExitInfraError);
