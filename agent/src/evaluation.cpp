@@ -86,9 +86,9 @@ void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flop
   rec.outcome = ev.outcome;
   rec.sub_kind = ev.sub_kind;
   rec.error_group = ev.error_group;
+  rec.failure = ev.failure;  // set exactly when the attempt is kforge's failure
   if (is_infrastructure_failure(ev)) {
     rec.outcome = Outcome::infra_error;
-    rec.failure = ev.failure;
     if (rec.sub_kind.empty()) rec.sub_kind = std::string(to_string(*ev.failure));
   }
   // One line: a Python failure's exception, never "Traceback (most recent call last):" (the
