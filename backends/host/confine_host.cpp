@@ -138,7 +138,8 @@ std::string confine_and_load(const std::string& artifact, int device, const std:
   const int fd = ::memfd_create("kforge-artifact", MFD_CLOEXEC);
   char buf[1 << 16];
   bool ok = fd >= 0;
-  for (ssize_t n; ok && (n = ::read(src, buf, sizeof buf)) > 0;) ok = ::write(fd, buf, static_cast<std::size_t>(n)) == n;
+  for (ssize_t n; ok && (n = ::read(src, buf, sizeof buf)) > 0;)
+    ok = ::write(fd, buf, static_cast<std::size_t>(n)) == n;
   ::close(src);
   if (!ok) return "infra cannot copy the artifact " + artifact + ": " + std::strerror(errno);
   return confine_and_load(fd, device, scratch, fn);
