@@ -114,6 +114,7 @@ void stop_load(pid_t pgid) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each judgement's line as it comes, also into a pipe
   const Options o = parse(argc, argv);
   const Suite suite = load_suite(resolve_suite(o.suite));
   const Task* task = suite.find(o.task);

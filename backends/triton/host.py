@@ -448,7 +448,11 @@ class Host:
         # the names of those that returned without one go back to the judge.
         launches = TESTBLOCK.Launches(namespace, self.test.get("launch", []), strict=True)
         try:
-            with torch.enable_grad(), launches:  # as TritonBench runs its test blocks (some call backward)
+            # Grad enabled, as TritonBench runs its test blocks (some call backward); fresh memory
+            # padded and uninitialised memory poisoned as in the reference's runs (testblock.py
+            # poisoned_allocations), so that a read past a tensor's end meets the same conditions
+            # in both copies and unwritten memory shows as NaN, never as the reference's values.
+            with torch.enable_grad(), TESTBLOCK.poisoned_allocations(0, torch), launches:
                 leaves = TESTBLOCK.run(namespace, self.test["test"], self.test.get("function", ""), seed,
                                        "cpu" if self.device < 0 else "cuda", torch, code=self.test_code,
                                        fresh=fresh)

@@ -36,7 +36,7 @@ def _compiled(source, name):
 
 
 def flatten(value, torch, out=None):
-    """Leaves of nested dicts (in insertion order), lists and tuples."""
+    """Leaves of nested dicts (in insertion order), lists and tuples; a numpy array as a tensor."""
     out = [] if out is None else out
     if isinstance(value, torch.Tensor):
         out.append(value.detach())
@@ -48,6 +48,12 @@ def flatten(value, torch, out=None):
             flatten(v, torch, out)
     elif value is None or isinstance(value, (bool, int, float, str)):
         out.append(value)
+    elif type(value).__module__ == "numpy" and type(value).__name__ == "ndarray" and value.dtype.kind in "biufc":
+        # A block's `out.cpu().numpy()`: compared as the tensor it holds, with the tolerances
+        # (its repr prints 8 digits and, above 1000 elements, only the corners).
+        out.append(torch.as_tensor(value.copy()))
+    elif type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "shape", None) == ():
+        out.append(value.item())  # a numpy scalar (np.float32(...), arr.sum())
     else:
         out.append(repr(value))
     return out
