@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -75,9 +76,13 @@ std::string spec_line(const std::vector<std::string>& args, const std::vector<st
 
 std::vector<std::string> host_environment(const HostCommand& cmd) {
   std::vector<std::string> env{"CUDA_CACHE_DISABLE=1", "HOME=/nonexistent", "LANG=C"};
+  auto set_by_cmd = [&](const std::string& name) {
+    return std::any_of(cmd.env.begin(), cmd.env.end(),
+                       [&](const std::string& v) { return v.rfind(name + "=", 0) == 0; });
+  };
   for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING",
                            "OMP_NUM_THREADS", "KFORGE_HOST_NO_SECCOMP"})
-    if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
+    if (const char* v = std::getenv(name); v && !set_by_cmd(name)) env.push_back(std::string(name) + "=" + v);
   env.insert(env.end(), cmd.env.begin(), cmd.env.end());
   return env;
 }

@@ -48,7 +48,7 @@ struct HostCommand {
 };
 
 /// The host's whole environment for `cmd`: an allow-list of the runner's (no LD_PRELOAD, no
-/// credentials, no Python paths), then cmd.env.
+/// credentials, no Python paths) except the names cmd.env sets, then cmd.env.
 std::vector<std::string> host_environment(const HostCommand& cmd);
 
 /// A copy of the artifact at `path` in a memfd sealed against every change (F_SEAL_WRITE,

@@ -156,6 +156,9 @@ HostCommand host_command(const JudgeContext& ctx, Session& s) {
                 ctx.zygotes};
   if (!ctx.device.is_cuda()) {
     c.env.push_back("TRITON_INTERPRET=1");  // Triton's interpreter runs the kernels on the CPU
+    // No GPU in sight, as on a machine without one: the interpreter's host on a GPU machine
+    // (--device cpu there) then starts as it does on the CPU machine (issue 41 §4).
+    c.env.push_back("CUDA_VISIBLE_DEVICES=");
     return c;
   }
   std::string tmpl = host_temp_dir() + "/kforge-triton-XXXXXX";
