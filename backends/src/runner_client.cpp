@@ -606,7 +606,8 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
            {"budget_ms", o.budget_ms},
            {"seed", o.seed},
            {"deadline_ms", judge_deadline_ms(cfg_.bench_timeout)},
-           {"baseline", o.compile_baseline ? "compile" : "eager"}};
+           {"baseline", o.compile_baseline ? "compile" : "eager"},
+           {"tolerances", tolerances_json(task)}};  // the verified batches' tolerance is the check's
   if (!artifact.empty()) {
     req["artifact"] = std::filesystem::absolute(artifact).string();
     req["host"] = to_string(host);

@@ -463,6 +463,25 @@ TEST_CASE("error figures are real on passes", "[verdicts][runner]") {
   CHECK(back.module_mode == "train");
 }
 
+TEST_CASE("the timed repetitions are verified against the task's declared tolerance, as the check is",
+          "[verdicts][runner]") {
+  // relu + 1e-3: outside the fp32 default (1e-4), inside act/relu_loose's declared 1e-2. Before,
+  // the bench request carried no tolerances, so a kernel the check passed was refused as "wrong
+  // on a timed repetition" (found on matmul/gemm's cpu exemplar, whose task declares 1e-2).
+  backends::RunnerClient runner(cpu_runner());
+  auto opt = quick_options();
+  opt.bench = true;
+  opt.bench_options.reps = 10;
+  auto ev = judge(runner, agent::task_ref(fixture_task("act/relu_loose"), ""), "relu_plus_1e-3", opt);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  CHECK(ev.outcome == Outcome::pass);
+  REQUIRE(ev.bench);
+  CHECK(ev.bench->ok);
+  // The default tolerance still holds where the task declares none.
+  auto strict = judge(runner, agent::task_ref(fixture_task("act/relu"), ""), "relu_plus_1e-3", 2);
+  CHECK(strict.outcome == Outcome::output_mismatch);
+}
+
 TEST_CASE("SASS parsing finds tensor-core math and its operand types", "[verdicts]") {
   const fs::path dir = fs::path(KFORGE_TESTS_DIR) / "data/sass";
   for (const char* f : {"mma_sm80.sass", "mma_sm90.sass"}) {
