@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -1207,9 +1208,18 @@ json prewarm_host(const JudgeContext& ctx, kforge::backends::HostKind kind) {
            ctx.zygotes->prewarm(cmd, host_environment(cmd), ctx.device.is_cuda() ? ctx.device.index() : -1)}};
 }
 
+/// PSI's "some" stall time of the CPUs so far (µs; timing_rule.hpp), -1 where not available.
+double cpu_stall_us() {
+  std::ifstream f("/proc/pressure/cpu");
+  std::stringstream text;
+  text << f.rdbuf();
+  return f ? kforge::runner::psi_some_total_us(text.str()) : -1;
+}
+
 json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
                      std::unique_ptr<CandidateSession> session) {
   const auto t0 = Clock::now();
+  const double stall0 = ctx.device.is_cuda() ? -1 : cpu_stall_us();
   BenchPlan plan{req.value("warmup", 5), req.value("reps", 100), req.value("min_reps", 10),
                  req.value("budget_ms", 5000.0)};
   const Deadline dl(req.value("deadline_ms", 150'000));
@@ -1289,8 +1299,13 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     j["reference_before_ms"] = ref_before->median;
   }
   if (req.contains("artifact")) {
-    const std::string why =
+    std::string why =
         unstable_reason(ref_before ? ref_before->median : 0, rs.median, rs.cv, stats_of(cand).cv);
+    const double stall1 = stall0 < 0 ? -1 : cpu_stall_us();
+    const std::string contended =
+        contention_reason(stall1 < 0 ? -1 : stall1 - stall0,
+                          std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (!contended.empty()) why += (why.empty() ? "" : "; ") + contended;
     if (!why.empty()) j["timing_unstable"] = why;
   }
   apply_speed_of_light(ctx, task, K, j);

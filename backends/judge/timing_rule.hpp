@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace kforge::runner {
@@ -41,6 +42,37 @@ inline std::string unstable_reason(double before_ms, double after_ms, double ref
     add();
   }
   return why;
+}
+
+/// On the CPU, the bench's span may see runnable tasks kept waiting for a CPU this fraction of
+/// its wall time (Linux PSI, /proc/pressure/cpu "some": the share of time at least one task
+/// waited) before the bench is timing_unstable: a loaded machine (a parallel compile beside the
+/// judge) slows a multi-threaded candidate and the reference by different factors, so their
+/// ratio is not the kernel's. A quiet machine stays within a few percent.
+constexpr double kCpuContention = 0.25;
+
+/// The "total=" microseconds of PSI's "some" line in the text of /proc/pressure/cpu; -1 when
+/// absent (a kernel without PSI).
+inline double psi_some_total_us(const std::string& text) {
+  const auto line = text.find("some ");
+  if (line == std::string::npos) return -1;
+  const auto total = text.find("total=", line);
+  if (total == std::string::npos || total > text.find('\n', line)) return -1;
+  return std::strtod(text.c_str() + total + 6, nullptr);
+}
+
+/// Why a CPU bench is timing_unstable for contention, "" when it is not: `stalled_us` of PSI
+/// "some" time over `wall_us` of the bench (negative: not measured).
+inline std::string contention_reason(double stalled_us, double wall_us) {
+  if (stalled_us < 0 || wall_us <= 0) return "";
+  const double share = stalled_us / wall_us;
+  if (share <= kCpuContention) return "";
+  char b[200];
+  std::snprintf(
+      b, sizeof b,
+      "the machine's CPUs were contended %.0f%% of the bench (tasks waiting for a CPU: PSI cpu some)",
+      100 * std::min(share, 1.0));
+  return b;
 }
 
 }  // namespace kforge::runner

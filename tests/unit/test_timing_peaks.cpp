@@ -69,6 +69,22 @@ TEST_CASE("timing_unstable: reference drift or a high batch CV, and nothing else
   CHECK(both.find("; ") != std::string::npos);  // each reason named
 }
 
+TEST_CASE("timing_unstable on the CPU: contention read from PSI", "[timing]") {
+  using runner::contention_reason;
+  using runner::psi_some_total_us;
+  const std::string psi =
+      "some avg10=96.77 avg60=97.13 avg300=95.86 total=7746486601\n"
+      "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+  CHECK(psi_some_total_us(psi) == Approx(7746486601.0));
+  CHECK(psi_some_total_us("") < 0);  // no PSI: not measured
+  CHECK(psi_some_total_us("full avg10=0.00 total=5\n") < 0);
+  CHECK(contention_reason(-1, 1e6).empty());                  // not measured
+  CHECK(contention_reason(0.2e6, 1e6).empty());               // 20%: a machine with some background work
+  const std::string loaded = contention_reason(0.97e6, 1e6);  // a parallel compile beside the judge
+  CHECK(loaded.find("contended 97%") != std::string::npos);
+  CHECK(contention_reason(3e6, 1e6).find("contended 100%") != std::string::npos);  // capped
+}
+
 TEST_CASE("the run's reference estimate: the median of the task's stable timings", "[timing]") {
   agent::ReferenceTimes rt;
   AttemptRecord a = pass("t", 11.4, "the reference took 11.4 ms before ...");
