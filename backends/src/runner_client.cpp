@@ -61,9 +61,17 @@ RunnerClient::~RunnerClient() {
   }
 }
 
+void RunnerClient::set_child(std::unique_ptr<sandbox::LineChild> c) {
+  {
+    std::lock_guard lk(child_mu_);
+    std::swap(child_, c);
+  }
+  c.reset();  // the old worker, reaped outside the lock
+}
+
 void RunnerClient::kill_worker() {
   if (child_) child_->terminate(std::chrono::milliseconds(200));
-  child_.reset();
+  set_child(nullptr);
   loaded_key_.clear();
   candidates_on_worker_ = 0;
   task_requests_on_worker_ = 0;
@@ -71,7 +79,7 @@ void RunnerClient::kill_worker() {
 
 bool RunnerClient::ensure_started(std::string* error) {
   if (child_ && child_->alive()) return true;
-  child_.reset();
+  set_child(nullptr);
   loaded_key_.clear();
   sandbox::Spec spec;
   spec.argv = {cfg_.runner.string()};
@@ -85,8 +93,13 @@ bool RunnerClient::ensure_started(std::string* error) {
         // the timed lock's directory and its test log (timed_lock.hpp)
         "KFORGE_LOCK_DIR", "KFORGE_TIMED_LOG"})
     spec.env_allow.push_back(v);
-  child_ = sandbox::LineChild::start(spec, error);
+  set_child(sandbox::LineChild::start(spec, error));
   if (!child_) return false;
+  if (abandoned_) {  // abandon_load came while no worker was there to kill
+    *error = "abandoned";
+    kill_worker();
+    return false;
+  }
   ++workers_started_;
   candidates_on_worker_ = 0;
   task_requests_on_worker_ = 0;
@@ -163,7 +176,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   }
   std::string tail = child_->stderr_tail();
   if (!tail.empty()) r.message += "\nworker stderr (tail):\n" + std::string(utf8_suffix(tail, 6000));
-  child_.reset();
+  set_child(nullptr);
   loaded_key_.clear();
   task_requests_on_worker_ = 0;
   return r;
@@ -333,7 +346,7 @@ Expected<LoadResult> RunnerClient::ensure_loaded(const TaskRef& task) {
   if (known_unusable(task)) return load_failure(unusable_detail(task));  // costs nothing now
   for (int attempt = 0;; ++attempt) {
     Expected<LoadResult> lr = load_once(task);
-    if (lr) return lr;
+    if (lr || abandoned_) return lr;  // abandoned: neither retried nor the task's fault
     // The reference failed: it may have left the interpreter or the device unusable, so the
     // next request starts a fresh worker. On a worker that had served other tasks the failure
     // may be theirs: once more on a fresh one before the task is unusable.
@@ -396,7 +409,27 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
 }
 
 Expected<LoadResult> RunnerClient::load(const TaskRef& task) {
-  return ensure_loaded(task);
+  {
+    std::lock_guard lk(child_mu_);
+    loading_ = true;
+    abandoned_ = false;
+  }
+  Expected<LoadResult> lr = ensure_loaded(task);
+  {
+    std::lock_guard lk(child_mu_);
+    loading_ = false;
+  }
+  if (!abandoned_.exchange(false)) return lr;
+  kill_worker();  // reaps the killed worker now (a load that ended just before the kill too)
+  return Failure{FailureKind::judge, "abandoned",
+                 "the load of " + task.id + " was abandoned: the run is stopping"};
+}
+
+void RunnerClient::abandon_load() {
+  std::lock_guard lk(child_mu_);
+  if (!loading_) return;
+  abandoned_ = true;
+  if (child_) child_->kill_group();
 }
 
 std::string load_killed_hint(const TaskRef& task) {

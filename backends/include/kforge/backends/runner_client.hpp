@@ -16,7 +16,8 @@
 // and a reference that fails on a fresh worker (a load, or a test block's reference) makes its
 // task unusable: later requests for it answer at once, without a worker (unusable()). Workers
 // are also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is NOT
-// thread-safe: one owner at a time.
+// thread-safe: one owner at a time, except abandon_load(), which any thread may call (a run
+// that stops while a reference loads does not wait for it).
 //
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
 // Every request carries a fresh "id" that its reply echoes.
@@ -81,11 +82,13 @@
 //        in "message" ("seed S: result j compared on N of M elements: ...").
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -373,8 +376,13 @@ class RunnerClient {
                                            const std::filesystem::path& dir, int64_t seed,
                                            std::optional<HostKind> host = {});
   /// Loads the task unless it is already loaded; a failed load is a Failure{reference} whose
-  /// message is the traceback or the worker's failure (LoadResult).
+  /// message is the traceback or the worker's failure (LoadResult). A load ended by
+  /// abandon_load() is Failure{judge, "abandoned"}: not retried, the task not marked unusable.
   Expected<LoadResult> load(const TaskRef& task);
+  /// Ends the load() in flight, if any, at once: its worker is killed (and reaped by the load's
+  /// own thread, which answers "abandoned"); the next request starts a fresh worker. No-op when
+  /// no load is in flight. Thread-safe: for a run that stops while nobody needs the load.
+  void abandon_load();
   /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...); a TritonBench
   /// task (TaskRef::test_block()) by running its test block under those seeds.
   CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
@@ -416,6 +424,9 @@ class RunnerClient {
   static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);
   void kill_worker();
+  /// Replaces the worker (null: none) under child_mu_, so abandon_load never sees a freed one;
+  /// the old one is reaped after the lock is released.
+  void set_child(std::unique_ptr<sandbox::LineChild> c);
   Expected<LoadResult> ensure_loaded(const TaskRef& task);
   /// One load request (no retry).
   Expected<LoadResult> load_once(const TaskRef& task);
@@ -429,7 +440,10 @@ class RunnerClient {
   std::optional<std::string> known_unusable(const TaskRef& task) const;
 
   RunnerConfig cfg_;
-  std::unique_ptr<sandbox::LineChild> child_;
+  std::unique_ptr<sandbox::LineChild> child_;  ///< written by the owner only, under child_mu_
+  std::mutex child_mu_;                        ///< child_'s changes, against abandon_load
+  bool loading_ = false;                       ///< a load() is in flight (under child_mu_)
+  std::atomic<bool> abandoned_{false};         ///< abandon_load() ended the load in flight
   std::string loaded_key_;
   LoadResult loaded_;
   int candidates_on_worker_ = 0;
