@@ -2,9 +2,11 @@
 #include "kforge/agent/run_options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <type_traits>
 
+#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -318,6 +320,39 @@ std::set<std::string> given_run_options(const CLI::App& run) {
     if (const CLI::Option* opt = run.get_option_no_throw(cli_name(o.flag)); opt && opt->count() > 0)
       given.insert(o.key);
   return given;
+}
+
+const std::vector<std::string>& eval_option_keys() {
+  static const std::vector<std::string> keys = {
+      "suite",    "backend", "profile", "only",     "trials",          "reps",      "perf_inputs",    "bench",
+      "baseline", "device",  "devices", "profiler", "profile_failing", "allow_ops", "allow_precision"};
+  return keys;
+}
+
+void add_eval_options(CLI::App& eval, RunCommand& shared) {
+  for (const auto& o : run_options())
+    if (std::find(eval_option_keys().begin(), eval_option_keys().end(), o.key) != eval_option_keys().end()) {
+      CLI::Option* opt = o.add(eval, shared);
+      if (o.key == "suite") opt->required();
+    }
+}
+
+void copy_eval_options(const RunCommand& s, EvalCommand& ev) {
+  ev.suite = s.suite;
+  ev.backend = s.backend;
+  ev.profile = s.profile;
+  ev.only = s.only;
+  ev.trials = s.trials;
+  ev.reps = s.reps;
+  ev.perf_inputs = s.perf_inputs;
+  ev.bench = s.bench;
+  ev.baseline = s.baseline;
+  ev.device = s.device;
+  ev.devices = s.devices;
+  ev.profiler = s.profiler;
+  ev.profile_failing = s.profile_failing;
+  ev.allow_ops = s.allow_ops;
+  ev.allow_precision = s.allow_precision;
 }
 
 json run_config_json(const RunCommand& cmd, const RunFacts& facts) {
