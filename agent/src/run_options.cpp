@@ -240,8 +240,7 @@ std::vector<RunOption> make_table() {
             "TritonBench: performance inputs timed per task, spread evenly (default 0: all)", range(0, 1000)),
       field("!--no-bench", "bench", &RC::bench, R::same, "", "skip timing"),
       field("--baseline", "baseline", &RC::baseline, R::same, "compile",
-            "eager, or compile to also time torch.compile (as eval's --baseline)",
-            one_of({"eager", "compile"})),
+            "eager, or compile to also time torch.compile", one_of({"eager", "compile"})),
       field("--device", "device", &RC::device, R::free, "cuda:1", "runner device: cpu or cuda:N"),
       field("--devices", "devices", &RC::devices, R::free, "cpu,cpu",
             kDevicesHelp),  // eval's too (runners.hpp)
