@@ -82,7 +82,7 @@ class JudgeAdapter final : public JudgePort {
     });
   }
   void abandon_loads() override {
-    for (auto* r : runners_) r->abandon_load();
+    for (auto* r : runners_) r->abandon_loads();
   }
   void judge(int slot, JudgeJob job, Completion<Judged> done) override {
     auto* runner = runners_[static_cast<std::size_t>(slot)];
