@@ -132,18 +132,6 @@ void add_backend_option(CLI::App* cmd, std::string& backend) {
       ->check(CLI::IsMember(backends::backend_names()));
 }
 
-/// --profiler none|basic|ncu, declared once for every command that profiles (issue 11 §1;
-/// `--profile` names shape profiles). "auto" (the default): ncu where it works, else basic.
-void add_profiler_option(CLI::App* cmd, std::string& profiler, bool& profile_failing) {
-  cmd->add_option("--profiler", profiler,
-                  "none, basic (timing, roofline, compile-time resources) or ncu (basic plus Nsight Compute "
-                  "metrics); default: ncu where it works, else basic")
-      ->check(CLI::IsMember({"auto", "none", "basic", "ncu"}));
-  cmd->add_flag("--profile-failing", profile_failing,
-                "run the ncu profile for attempts that run but fail the check (output_mismatch) too: "
-                "recorded, not fed back");
-}
-
 /// `kforge merge OUT RUN...`: the shards' runs into one (runs/merge.hpp). 0 when merged, 2 when
 /// refused (the message names the field and the runs).
 /// `kforge library export RUN [--as-backend DIR [--watermark V]]`: the run's library/ (as at the
@@ -275,39 +263,18 @@ int main(int argc, char** argv) {
       "eval",
       "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} (or, several samples per task, "
       "DIR/<task-id>/<sample>/kernel.{cpp,cu}) against a suite and report pass@k (no LLM)");
-  eval->add_option("--suite", ev.suite, "suite name or directory")->required();
-  add_backend_option(eval, ev.backend);
+  // The options eval shares with run come from run's one table (run_options.hpp); these are its own.
+  agent::RunCommand ev_shared;
+  agent::add_eval_options(*eval, ev_shared);
   eval->add_option("--kernels", ev.kernels,
                    "directory of kernels, one folder per task id (a sample per numbered subfolder)")
       ->required();
   eval->add_option("--out", ev.out, "run directory to write (attempts.jsonl, per-attempt files)")->required();
-  eval->add_option("--profile", ev.profile, "shape profile (e.g. ci); default: the task's own shapes");
-  eval->add_option("--trials", ev.trials, "correctness trials, fresh inputs each")->check(CLI::Range(1, 100));
-  eval->add_option("--reps", ev.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
-  eval->add_option("--perf-inputs", ev.perf_inputs,
-                   "TritonBench: performance inputs timed per task, spread evenly (default 0: all)")
-      ->check(CLI::Range(0, 1000));
-  eval->add_flag("!--no-bench", ev.bench, "skip timing");
-  eval->add_option("--baseline", ev.baseline, "eager, or compile to also time torch.compile")
-      ->check(CLI::IsMember({"eager", "compile"}));
   eval->add_option("--arch", ev.arch, "CUDA target such as sm_90a (default: from the device)");
-  eval->add_option("--device", ev.device, "runner device: cpu or cuda:N");
-  agent::add_devices_option(*eval, ev.devices);  // run's --devices (runners.hpp)
-  eval->add_option("--only", ev.only, "evaluate only task ids containing this text");
   eval->add_option("--jobs", ev.jobs,
                    "kernels compiled and scanned at once while each judge runner takes one kernel at a "
                    "time (default 1: no compile beside a timed run)")
       ->check(CLI::Range(1, 1024));
-  add_profiler_option(eval, ev.profiler, ev.profile_failing);
-  eval->add_option("--allow-ops", ev.allow_ops,
-                   "(triton) ATen ops a candidate may run besides allocation, views and copies, e.g. mm "
-                   "(comma-separated)")
-      ->delimiter(',');
-  eval->add_option(
-          "--allow-precision", ev.allow_precision,
-          "lower-precision math to credit on tasks of higher dtype: tf32, fp16, bf16 (comma-separated)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"tf32", "fp16", "bf16"}));
 
   agent::RunCommand rn;
   auto* run = app.add_subcommand(
@@ -420,7 +387,10 @@ int main(int argc, char** argv) {
       std::cout << agent::render_doctor(agent::run_doctor());
       return 0;
     }
-    if (eval->parsed()) return agent::run_eval(ev);
+    if (eval->parsed()) {
+      agent::copy_eval_options(ev_shared, ev);
+      return agent::run_eval(ev);
+    }
     if (run->parsed()) {
       if (rn.resume.empty() && (rn.suite.empty() || rn.llm.empty() || rn.out.empty())) {
         std::cerr << "kforge run: --suite, --llm and --out are required (or --resume RUN_DIR)\n";

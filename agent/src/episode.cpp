@@ -467,7 +467,7 @@ RunTally run_episodes(RunSetup& rs, std::vector<EpisodeSpec> episodes, const Rec
   const auto t0 = std::chrono::steady_clock::now();
   watch_progress(sched, t0);
   RunTally tally = sched.run();
-  show_progress(tally, tally.abandoned, t0, true);  // episodes a stop left unfinished are not done
+  show_progress(tally, 0, t0, true);  // episodes a stop left unfinished are not counted done
   if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\n");
   return tally;
 }

@@ -81,6 +81,9 @@ class JudgeAdapter final : public JudgePort {
       complete<backends::LoadResult>(done, [&] { return load_task(*runner, ref); });
     });
   }
+  void abandon_loads() override {
+    for (auto* r : runners_) r->abandon_loads();
+  }
   void judge(int slot, JudgeJob job, Completion<Judged> done) override {
     auto* runner = runners_[static_cast<std::size_t>(slot)];
     asio::post(*threads_[static_cast<std::size_t>(slot)],

@@ -19,14 +19,19 @@ std::string format_duration(double seconds) {
 }
 
 std::string progress_bar(const RunTally& t, int active, double elapsed_s, bool finished, int width) {
+  if (finished) active = t.abandoned + t.stopped;  // what a stop left unfinished
+  const bool cut = finished && (t.interrupted || t.llm_down || t.infra_down);
   const int done = t.episodes - active;
   const int filled = t.episodes > 0 ? width * done / t.episodes : width;
   std::string bar = "[kforge run] [" + std::string(static_cast<std::size_t>(filled), '#') +
                     std::string(static_cast<std::size_t>(width - filled), '-') + "] ";
-  bar += std::to_string(done) + "/" + std::to_string(t.episodes) + " episodes  " +
-         std::to_string(t.attempts) + " attempts  " + std::to_string(t.passes) + " passes";
+  bar += std::to_string(done) + "/" + std::to_string(t.episodes) +
+         (cut ? " episodes finished  " : " episodes  ") + std::to_string(t.attempts) + " attempts  " +
+         std::to_string(t.passes) + " passes";
   if (t.llm_errors) bar += "  " + std::to_string(t.llm_errors) + " llm errors";
   if (t.infra_errors) bar += "  " + std::to_string(t.infra_errors) + " infra errors";
+  if (cut)
+    return bar + (t.interrupted ? "  interrupted after " : "  stopped after ") + format_duration(elapsed_s);
   if (finished) return bar + "  in " + format_duration(elapsed_s);
   const double eta = done > 0 ? elapsed_s / done * active : -1;
   return bar + "  ETA " + (active == 0 ? std::string("0s") : format_duration(eta));

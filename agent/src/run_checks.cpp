@@ -79,14 +79,13 @@ std::optional<std::string> eval_resume_problem(const json& recorded, const json&
     return "it is a `kforge " + (command.empty() ? std::string("?") : command) +
            "` directory, not an eval's: eval never writes into it (choose a new --out)";
   const json was = recorded.contains("config") ? recorded["config"] : json::object();
-  json rules = run_option_rules();
-  rules["baseline"] = "same";  // eval's own: the baseline timed beside the candidate
+  const json rules = run_option_rules();  // eval's options are the table's (add_eval_options)
   for (const auto& [key, v] : config.items()) {
     if (!rules.contains(key) || rules[key] != "same") continue;  // free: device, devices, kernels
     json before = was.contains(key) ? was[key] : json(nullptr);
     if (key == "profile" && before == "") before = "default";
     if (before.is_null() || before == v) continue;
-    std::string flag = key == "baseline" ? "--baseline" : "--" + key;
+    std::string flag = "--" + key;
     for (const auto& o : run_options())
       if (o.key == key) flag = o.flag[0] == '!' ? o.flag.substr(1) : o.flag;
     return flag + ": this eval says " + v.dump() + ", the directory's results were judged with " +

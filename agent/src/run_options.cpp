@@ -2,9 +2,11 @@
 #include "kforge/agent/run_options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <type_traits>
 
+#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/task.hpp"
@@ -238,8 +240,7 @@ std::vector<RunOption> make_table() {
             "TritonBench: performance inputs timed per task, spread evenly (default 0: all)", range(0, 1000)),
       field("!--no-bench", "bench", &RC::bench, R::same, "", "skip timing"),
       field("--baseline", "baseline", &RC::baseline, R::same, "compile",
-            "eager, or compile to also time torch.compile (as eval's --baseline)",
-            one_of({"eager", "compile"})),
+            "eager, or compile to also time torch.compile", one_of({"eager", "compile"})),
       field("--device", "device", &RC::device, R::free, "cuda:1", "runner device: cpu or cuda:N"),
       field("--devices", "devices", &RC::devices, R::free, "cpu,cpu",
             kDevicesHelp),  // eval's too (runners.hpp)
@@ -318,6 +319,39 @@ std::set<std::string> given_run_options(const CLI::App& run) {
     if (const CLI::Option* opt = run.get_option_no_throw(cli_name(o.flag)); opt && opt->count() > 0)
       given.insert(o.key);
   return given;
+}
+
+const std::vector<std::string>& eval_option_keys() {
+  static const std::vector<std::string> keys = {
+      "suite",    "backend", "profile", "only",     "trials",          "reps",      "perf_inputs",    "bench",
+      "baseline", "device",  "devices", "profiler", "profile_failing", "allow_ops", "allow_precision"};
+  return keys;
+}
+
+void add_eval_options(CLI::App& eval, RunCommand& shared) {
+  for (const auto& o : run_options())
+    if (std::find(eval_option_keys().begin(), eval_option_keys().end(), o.key) != eval_option_keys().end()) {
+      CLI::Option* opt = o.add(eval, shared);
+      if (o.key == "suite") opt->required();
+    }
+}
+
+void copy_eval_options(const RunCommand& s, EvalCommand& ev) {
+  ev.suite = s.suite;
+  ev.backend = s.backend;
+  ev.profile = s.profile;
+  ev.only = s.only;
+  ev.trials = s.trials;
+  ev.reps = s.reps;
+  ev.perf_inputs = s.perf_inputs;
+  ev.bench = s.bench;
+  ev.baseline = s.baseline;
+  ev.device = s.device;
+  ev.devices = s.devices;
+  ev.profiler = s.profiler;
+  ev.profile_failing = s.profile_failing;
+  ev.allow_ops = s.allow_ops;
+  ev.allow_precision = s.allow_precision;
 }
 
 json run_config_json(const RunCommand& cmd, const RunFacts& facts) {

@@ -1,7 +1,6 @@
 // agent/src/runners.cpp — the judge runners of run and eval (runners.hpp).
 #include "kforge/agent/runners.hpp"
 
-#include <CLI/CLI.hpp>
 #include <iostream>
 #include <thread>
 
@@ -13,10 +12,6 @@ const char* const kDevicesHelp =
     "judge runners, one slot each: all (every GPU; the host for cpu) or a list such as cuda:0,cuda:2 or "
     "cpu,cpu (comma-separated); a device may repeat (cuda:0,cuda:0: two runners check on one GPU at once, "
     "their timed work takes turns)";
-
-void add_devices_option(CLI::App& app, std::vector<std::string>& devices) {
-  app.add_option("--devices", devices, kDevicesHelp)->delimiter(',');
-}
 
 std::vector<std::string> resolve_devices(const std::vector<std::string>& devices, const std::string& device,
                                          const backends::Backend& backend, const json& first_hello) {

@@ -252,7 +252,8 @@ void Scheduler::start_load(int ep) {
       post_via(g, *io, [this, ep, id, slot, lr = std::move(lr)] {
         slots_[static_cast<std::size_t>(slot)].busy = false;
         end_slot_job(ep);
-        after_judge(slot, !lr.ok(), false);  // a load that works proves little of the judge
+        // A load that works proves little of the judge; one abandoned at a stop says nothing.
+        after_judge(slot, !lr.ok() && lr.failure().sub_kind != "abandoned", false);
         finish_load(id, lr);
       });
     };
@@ -407,6 +408,7 @@ void Scheduler::stopped(int ep, const Stop& st) {
   const EpisodeState& s = states_[static_cast<std::size_t>(ep)];
   if (st.paused) ++tally_.paused;
   if (st.why == "token_budget") ++tally_.budget_stops;
+  if (st.why == "stopped") ++tally_.stopped;
   if (st.why.rfind("unusable: ", 0) == 0 &&
       tally_.unusable.emplace(s.task->task->id, st.why.substr(10)).second && !s.given)
     spdlog::warn("task {} is unusable: {} (no LLM call is made for it)", s.task->task->id, st.why.substr(10));
@@ -436,6 +438,9 @@ void Scheduler::drop_queued_chats() {
   for (int ep : dropped) abandon(ep);
   for (std::size_t i = 0; i < states_.size(); ++i)
     if (states_[i].phase == Phase::chat || states_[i].phase == Phase::load) abandon(static_cast<int>(i));
+  // Every episode waiting on a load is abandoned now: a load in flight (a reference starting up,
+  // seconds) is ended rather than waited for when the judge threads are joined.
+  if (!loading_.empty()) ports_.judge->abandon_loads();
   maybe_idle();
 }
 

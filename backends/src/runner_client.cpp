@@ -61,9 +61,17 @@ RunnerClient::~RunnerClient() {
   }
 }
 
+void RunnerClient::set_child(std::unique_ptr<sandbox::LineChild> c) {
+  {
+    std::lock_guard lk(child_mu_);
+    std::swap(child_, c);
+  }
+  c.reset();  // the old worker, reaped outside the lock
+}
+
 void RunnerClient::kill_worker() {
   if (child_) child_->terminate(std::chrono::milliseconds(200));
-  child_.reset();
+  set_child(nullptr);
   loaded_key_.clear();
   candidates_on_worker_ = 0;
   task_requests_on_worker_ = 0;
@@ -71,7 +79,7 @@ void RunnerClient::kill_worker() {
 
 bool RunnerClient::ensure_started(std::string* error) {
   if (child_ && child_->alive()) return true;
-  child_.reset();
+  set_child(nullptr);
   loaded_key_.clear();
   sandbox::Spec spec;
   spec.argv = {cfg_.runner.string()};
@@ -85,8 +93,13 @@ bool RunnerClient::ensure_started(std::string* error) {
         // the timed lock's directory and its test log (timed_lock.hpp)
         "KFORGE_LOCK_DIR", "KFORGE_TIMED_LOG"})
     spec.env_allow.push_back(v);
-  child_ = sandbox::LineChild::start(spec, error);
+  set_child(sandbox::LineChild::start(spec, error));
   if (!child_) return false;
+  if (loading_ && abandoned_) {  // abandon_loads came while no worker was there to kill
+    *error = "abandoned";
+    kill_worker();
+    return false;
+  }
   ++workers_started_;
   candidates_on_worker_ = 0;
   task_requests_on_worker_ = 0;
@@ -163,7 +176,7 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   }
   std::string tail = child_->stderr_tail();
   if (!tail.empty()) r.message += "\nworker stderr (tail):\n" + std::string(utf8_suffix(tail, 6000));
-  child_.reset();
+  set_child(nullptr);
   loaded_key_.clear();
   task_requests_on_worker_ = 0;
   return r;
@@ -257,14 +270,15 @@ std::string RunnerClient::timed_lock_name() {
   return backends::timed_lock_name(cfg_.device);  // no hello (yet): by index, not remembered
 }
 
-TimedHold RunnerClient::hold_timed(const std::string& what, TimedLock::Mode mode) {
+TimedHold RunnerClient::hold_timed(const std::string& what, TimedLock::Mode mode,
+                                   std::chrono::milliseconds max_wait) {
   // Under this client's own exclusive hold (the ncu step loads the reference): covered by it,
   // and a second descriptor's shared flock would wait for that hold forever.
   if (mode == TimedLock::Mode::shared && exclusive_holds_ > 0)
     return TimedHold(TimedHold::State::held, 0, "", nullptr);
   const std::string name = timed_lock_name();
   TimedLock& lock = cfg_.timed_lock ? *cfg_.timed_lock : default_timed_lock();
-  TimedHold h = lock.acquire(name, what, std::chrono::milliseconds::max(), mode);
+  TimedHold h = lock.acquire(name, what, max_wait, mode);
   static std::atomic<bool> warned{false};
   if (h.state() == TimedHold::State::unavailable && !warned.exchange(true))
     spdlog::warn("{}: timed work is not serialised with other runners on this device: {}", cfg_.device,
@@ -277,6 +291,13 @@ TimedHold RunnerClient::hold_timed(const std::string& what, TimedLock::Mode mode
                      inner->release();
                      --exclusive_holds_;
                    });
+}
+
+TimedHold RunnerClient::hold_for_load() {
+  for (;;) {
+    TimedHold h = hold_timed("load", TimedLock::Mode::shared, std::chrono::milliseconds(100));
+    if (h.state() != TimedHold::State::busy || (loading_ && abandoned_)) return h;
+  }
 }
 
 std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
@@ -333,7 +354,7 @@ Expected<LoadResult> RunnerClient::ensure_loaded(const TaskRef& task) {
   if (known_unusable(task)) return load_failure(unusable_detail(task));  // costs nothing now
   for (int attempt = 0;; ++attempt) {
     Expected<LoadResult> lr = load_once(task);
-    if (lr) return lr;
+    if (lr || (loading_ && abandoned_)) return lr;  // abandoned: neither retried nor the task's fault
     // The reference failed: it may have left the interpreter or the device unusable, so the
     // next request starts a fresh worker. On a worker that had served other tasks the failure
     // may be theirs: once more on a fresh one before the task is unusable.
@@ -366,7 +387,8 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
            {"flops", task.flops_expr},
            {"bytes", task.bytes_expr},
            {"module_mode", task.module_mode}};
-  const TimedHold shared = hold_timed("load", TimedLock::Mode::shared);  // the reference runs on the device
+  const TimedHold shared = hold_for_load();  // the reference runs on the device
+  if (loading_ && abandoned_) return Failure{FailureKind::judge, "abandoned", "abandoned while waiting"};
   req["timed_lock_shared"] = shared.held();
   Reply r = request(req, cfg_.load_timeout);
   // A failed load leaves the worker without a current task (it drops it before loading):
@@ -396,7 +418,27 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
 }
 
 Expected<LoadResult> RunnerClient::load(const TaskRef& task) {
-  return ensure_loaded(task);
+  const Failure abandoned{FailureKind::judge, "abandoned",
+                          "the load of " + task.id + " was abandoned: the run is stopping"};
+  {
+    std::lock_guard lk(child_mu_);
+    if (abandoned_) return abandoned;
+    loading_ = true;
+  }
+  Expected<LoadResult> lr = ensure_loaded(task);
+  {
+    std::lock_guard lk(child_mu_);
+    loading_ = false;
+  }
+  if (!abandoned_) return lr;
+  kill_worker();  // reaps the killed worker now (a load that ended just before the kill too)
+  return abandoned;
+}
+
+void RunnerClient::abandon_loads() {
+  std::lock_guard lk(child_mu_);
+  abandoned_ = true;
+  if (loading_ && child_) child_->kill_group();
 }
 
 std::string load_killed_hint(const TaskRef& task) {

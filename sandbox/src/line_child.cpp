@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <mutex>
 #include <thread>
 
 #include "spawn.hpp"
@@ -25,6 +26,7 @@ struct LineChild::Impl {
   detail::TailBuffer err_tail{0};
   bool exited = false;  // seen as a zombie (not reaped)
   bool reaped = false;
+  std::mutex reap_mu;  // held while reaping and by kill_group: no signal reaches a reused pid
   Result final;
   Clock::time_point t0;
 
@@ -92,6 +94,7 @@ struct LineChild::Impl {
 
   /// Kills what is left of the group and reaps the child (which must have exited or be dying).
   Result reap(bool timed_out) {
+    std::lock_guard lk(reap_mu);
     if (reaped) return final;
     ::kill(-pid, SIGKILL);
     int ws = 0;
@@ -224,6 +227,12 @@ Result LineChild::wait() {
     I.wait_io(milliseconds(20), false);
   }
   return I.reap(false);
+}
+
+void LineChild::kill_group() {
+  auto& I = *impl_;
+  std::lock_guard lk(I.reap_mu);
+  if (!I.reaped) ::kill(-I.pid, SIGKILL);
 }
 
 std::string LineChild::stderr_tail() const {

@@ -113,6 +113,26 @@ TEST_CASE("progress: the bar's counts and ETA, durations, attempt lines", "[prog
   CHECK(progress_bar(t, 0, 302.0, true) ==
         "[kforge run] [########################] 42/42 episodes  63 attempts  12 passes  2 llm errors  in "
         "5m02s");
+  // A stopped run's closing line counts only the episodes that finished (issue 40: never "6/6"
+  // after Ctrl-C) and says it was interrupted; `active` is not used for it.
+  RunTally cut;
+  cut.episodes = 6;
+  cut.attempts = 3;
+  cut.passes = 1;
+  cut.abandoned = 3;  // in the middle of a turn at the signal
+  cut.stopped = 1;    // between turns
+  cut.interrupted = true;
+  CHECK(progress_bar(cut, 0, 40.0, true) ==
+        "[kforge run] [########----------------] 2/6 episodes finished  3 attempts  1 passes  interrupted "
+        "after 40s");
+  cut.interrupted = false;
+  cut.llm_down = true;
+  CHECK(progress_bar(cut, 6, 40.0, true)
+            .find("2/6 episodes finished  3 attempts  1 passes  stopped after 40s") != std::string::npos);
+  cut.llm_down = false;
+  cut.abandoned = cut.stopped = 0;
+  CHECK(progress_bar(cut, 6, 40.0, true).find("6/6 episodes  3 attempts  1 passes  in 40s") !=
+        std::string::npos);
   kforge::AttemptRecord r;
   r.task = "level1/19_ReLU";
   r.sample = 3;
@@ -187,6 +207,8 @@ TEST_CASE("kforge run: the first Ctrl-C says how many attempts are in flight; th
   CHECK(err.find(kforge::agent::attempt_line(recs[0])) >
         err.find("Ctrl-C again to abort"));  // finished after
   CHECK(code == 130);                        // interrupted (README: exit codes)
+  // The closing line: huber_mean's episode finished, gelu_tanh's did not (issue 40).
+  CHECK(err.find("] 1/2 episodes finished  1 attempts  1 passes  interrupted after ") != std::string::npos);
 }
 
 TEST_CASE("kforge run on a terminal: one bar redrawn in place, with an ETA, and no attempt lines",

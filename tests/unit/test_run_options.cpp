@@ -5,6 +5,8 @@
 #include <set>
 
 #include "catch.hpp"
+#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/run_checks.hpp"
 #include "kforge/agent/run_options.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "run_cmd.hpp"
@@ -64,6 +66,72 @@ TEST_CASE("run options: one table, unique flags and keys, every `kforge run` opt
   for (const CLI::Option* o : app.get_options())
     if (o->get_name() != "--help") ++declared;
   CHECK(declared == run_options().size());
+}
+
+TEST_CASE("eval options: the ones eval shares with run are the table's rows, declared once",
+          "[run_options]") {
+  RunCommand shared;
+  CLI::App eval;
+  add_eval_options(eval, shared);
+  std::set<std::string> table_keys;
+  for (const auto& o : run_options()) table_keys.insert(o.key);
+  for (const auto& key : eval_option_keys()) {
+    INFO(key);
+    CHECK(table_keys.count(key) == 1);
+  }
+  // Each declared option is the table's: the same flag and help as run's.
+  std::size_t declared = 0;
+  for (const CLI::Option* opt : eval.get_options()) {
+    if (opt->get_name() == "--help") continue;
+    ++declared;
+    bool found = false;
+    for (const auto& o : run_options())
+      if ((o.flag[0] == '!' ? o.flag.substr(1) : o.flag) == opt->get_name()) {
+        found = true;
+        CHECK(opt->get_description() == o.help);
+      }
+    CHECK(found);
+  }
+  CHECK(declared == eval_option_keys().size());
+  // Parsed values reach eval's command.
+  std::vector<std::string> args = {"--suite",    "kforge-core", "--trials",  "2",           "--no-bench",
+                                   "--baseline", "compile",     "--devices", "cpu,cpu",     "--profile",
+                                   "ci",         "--reps",      "7",         "--allow-ops", "mm,bmm"};
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  eval.parse(rev);
+  EvalCommand ev;
+  copy_eval_options(shared, ev);
+  CHECK(ev.suite == "kforge-core");
+  CHECK(ev.trials == 2);
+  CHECK_FALSE(ev.bench);
+  CHECK(ev.baseline == "compile");
+  CHECK(ev.devices == std::vector<std::string>{"cpu", "cpu"});
+  CHECK(ev.profile == "ci");
+  CHECK(ev.reps == 7);
+  CHECK(ev.allow_ops == std::vector<std::string>{"mm", "bmm"});
+  CHECK(ev.profiler == "auto");  // the table's default, as before
+  // --suite stays required.
+  CLI::App bare;
+  RunCommand s2;
+  add_eval_options(bare, s2);
+  CHECK_THROWS(bare.parse(std::vector<std::string>{}));
+}
+
+TEST_CASE("eval options: an existing --out by the table's rules", "[run_options]") {
+  const json was = {
+      {"command", "eval"},
+      {"config", {{"reps", 100}, {"baseline", "eager"}, {"devices", {"cpu"}}, {"profile", "ci"}}}};
+  // A free option (devices) may change; a result-changing one (reps, baseline) may not.
+  CHECK_FALSE(eval_resume_problem(was, {{"reps", 100}, {"devices", {"cpu", "cpu"}}, {"profile", "ci"}}));
+  auto reps = eval_resume_problem(was, {{"reps", 5}});
+  REQUIRE(reps);
+  CHECK(reps->rfind("--reps: this eval says 5, the directory's results were judged with 100", 0) == 0);
+  auto base = eval_resume_problem(was, {{"baseline", "compile"}});
+  REQUIRE(base);
+  CHECK(base->rfind("--baseline: ", 0) == 0);
+  auto run = eval_resume_problem({{"command", "run"}, {"config", json::object()}}, {{"reps", 100}});
+  REQUIRE(run);
+  CHECK(run->find("`kforge run` directory") != std::string::npos);
 }
 
 TEST_CASE("run options: every option round-trips CLI -> manifest -> resume", "[run_options]") {

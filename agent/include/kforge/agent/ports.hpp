@@ -78,6 +78,11 @@ class JudgePort {
   virtual std::string slot_name(int slot) const = 0;
   /// Loads a task on slot `slot` (shapes, formulas); the runner keeps it warm.
   virtual void load(int slot, const backends::TaskRef& ref, Completion<backends::LoadResult> done) = 0;
+  /// Ends every load in flight at once, and answers later ones at once (the run is stopping and
+  /// no episode waits for a load): each still completes, with Failure{judge, "abandoned"};
+  /// checks and benches are untouched.
+  /// Thread-safe. Default: nothing to end.
+  virtual void abandon_loads() {}
   /// Checks, benches and profiles a compiled candidate on slot `slot`.
   virtual void judge(int slot, JudgeJob job, Completion<Judged> done) = 0;
   /// Settles a candidate that did not build (no runner, synchronous).

@@ -16,7 +16,10 @@ std::string format_duration(double seconds);
 /// The terminal bar, e.g. "[kforge run] [#########---------------] 20/42 episodes  63 attempts
 /// 12 passes  1 llm error  ETA 3m20s". ETA: the time so far per finished episode times the
 /// episodes left ("--" until one has finished). `active`: episodes not finished. `finished`: the
-/// closing line, with the time taken ("in 5m02s") instead of the ETA.
+/// closing line, with the time taken ("in 5m02s") instead of the ETA; `active` is then unused:
+/// the episodes a stop left unfinished (RunTally::abandoned + stopped) are not counted done. The
+/// closing line of a run that stopped early says so: "2/6 episodes finished ... interrupted after
+/// 40s" (SIGINT), "... stopped after 40s" (too many LLM or infrastructure failures).
 std::string progress_bar(const RunTally& t, int active, double elapsed_s, bool finished = false,
                          int width = 24);
 

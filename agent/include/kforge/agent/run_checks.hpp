@@ -39,8 +39,8 @@ std::vector<std::string> unmatched_kernel_folders(const std::filesystem::path& k
 /// Whether `kforge eval --out DIR` may add to DIR, whose manifest.json is `recorded`, with the
 /// configuration `config` (the manifest's "config" eval would write): not when DIR is a `kforge
 /// run` directory (or any other command's), nor when an option that changes results differs
-/// (the rules of run's option table, run_options.hpp: a `same` option; eval's own --baseline
-/// too). nullopt when it may; else the message, naming the option and both values.
+/// (the rules of run's option table, run_options.hpp, which eval's shared options come from: a
+/// `same` option). nullopt when it may; else the message, naming the option and both values.
 std::optional<std::string> eval_resume_problem(const nlohmann::json& recorded, const nlohmann::json& config);
 
 }  // namespace kforge::agent

@@ -26,6 +26,8 @@ class Option;
 
 namespace kforge::agent {
 
+struct EvalCommand;  // evaluation.hpp
+
 /// What `--resume` does with an option.
 enum class ResumeRule {
   not_recorded,  ///< where the run lives (--out, --resume): not in the manifest
@@ -68,6 +70,20 @@ void add_run_options(CLI::App& run, RunCommand& cmd);
 
 /// The keys of the table's options that the parsed command line gave (RunCommand::given).
 std::set<std::string> given_run_options(const CLI::App& run);
+
+/// The table's options `kforge eval` has too (how kernels are judged: suite, backend, profile,
+/// trials, reps, bench, baseline, devices, profiler, ...), in table order. Eval declares them
+/// from the table (add_eval_options), so each is declared once with one flag, help, check and
+/// resume rule; eval's own options (--kernels, --out, --arch, --jobs) are not in the table.
+const std::vector<std::string>& eval_option_keys();
+
+/// Declares the rows of eval_option_keys() on `eval` (the `kforge eval` subcommand), bound to
+/// `shared`'s fields; --suite is required. copy_eval_options moves the parsed values into eval's
+/// command.
+void add_eval_options(CLI::App& eval, RunCommand& shared);
+
+/// Sets every field of `ev` that eval_option_keys() names from `shared`.
+void copy_eval_options(const RunCommand& shared, EvalCommand& ev);
 
 /// The manifest's "config": every recorded option of the table.
 nlohmann::json run_config_json(const RunCommand& cmd, const RunFacts& facts);

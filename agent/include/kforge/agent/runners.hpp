@@ -13,17 +13,10 @@
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/runner_client.hpp"
 
-namespace CLI {
-class App;
-}
-
 namespace kforge::agent {
 
-/// `--devices`'s help, the same text for run and eval.
+/// `--devices`'s help (run's option table, which eval's --devices comes from too).
 extern const char* const kDevicesHelp;
-
-/// Declares `--devices` (comma-separated) on a command (eval; run's table uses kDevicesHelp).
-void add_devices_option(CLI::App& app, std::vector<std::string>& devices);
 
 /// The devices --devices names: "all" is every GPU the judge sees (cuda) or the host (cpu); a
 /// list names each runner (a device may repeat). Empty: `device`, else the backend's default.

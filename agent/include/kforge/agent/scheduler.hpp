@@ -20,11 +20,12 @@
 // Stopping (stop(), SIGINT/SIGTERM when handle_signals, max_llm_failures consecutive llm_errors,
 // max_infra_failures consecutive infra_errors): intake stops at once (no new turn starts, queued
 // LLM requests and task loads are dropped, in-flight LLM requests and loads are abandoned: those
-// turns are not recorded and --resume asks them again); builds and judges in flight finish and
-// are recorded. Given candidates not yet being compiled or judged are dropped too (unrecorded:
-// nothing was spent on them). A second SIGINT/SIGTERM exits at once (records are whole lines). An
-// exception while an episode is handled becomes that episode's recorded infra_error (sub-kind
-// "exception") and the run goes on.
+// turns are not recorded and --resume asks them again; a load in flight is ended at once,
+// JudgePort::abandon_loads, so a stop never waits for a reference to start up); builds and
+// judges in flight finish and are recorded. Given candidates not yet being compiled or judged
+// are dropped too (unrecorded: nothing was spent on them). A second SIGINT/SIGTERM exits at once
+// (records are whole lines). An exception while an episode is handled becomes that episode's
+// recorded infra_error (sub-kind "exception") and the run goes on.
 //
 // Not thread-safe except stop(): construct, add() and run() on one thread.
 #pragma once
@@ -80,6 +81,9 @@ struct Ports {
 struct RunTally {
   int episodes = 0, attempts = 0, passes = 0, llm_errors = 0, infra_errors = 0;
   int budget_stops = 0, paused = 0, abandoned = 0, crashes = 0;
+  /// Episodes a stop ended between turns (why "stopped"); with `abandoned` (ended in the middle
+  /// of one), the episodes a stopped run left unfinished: --resume continues them.
+  int stopped = 0;
   bool llm_down = false, infra_down = false, interrupted = false;
   std::map<std::string, std::string> unusable;  ///< task -> why it cannot be judged
   std::vector<std::string> retired_slots;       ///< slots that left the pool

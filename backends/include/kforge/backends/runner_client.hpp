@@ -16,7 +16,8 @@
 // and a reference that fails on a fresh worker (a load, or a test block's reference) makes its
 // task unusable: later requests for it answer at once, without a worker (unusable()). Workers
 // are also recycled after RunnerConfig::recycle_after candidates. A RunnerClient is NOT
-// thread-safe: one owner at a time.
+// thread-safe: one owner at a time, except abandon_loads(), which any thread may call (a run
+// that stops while a reference loads does not wait for it).
 //
 // Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
 // Every request carries a fresh "id" that its reply echoes.
@@ -81,11 +82,13 @@
 //        in "message" ("seed S: result j compared on N of M elements: ...").
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -373,8 +376,14 @@ class RunnerClient {
                                            const std::filesystem::path& dir, int64_t seed,
                                            std::optional<HostKind> host = {});
   /// Loads the task unless it is already loaded; a failed load is a Failure{reference} whose
-  /// message is the traceback or the worker's failure (LoadResult).
+  /// message is the traceback or the worker's failure (LoadResult). A load ended by
+  /// abandon_loads() is Failure{judge, "abandoned"}: not retried, the task not marked unusable.
   Expected<LoadResult> load(const TaskRef& task);
+  /// Ends the load() in flight, if any, at once: its worker is killed (and reaped by the load's
+  /// own thread, which answers "abandoned"); the next request starts a fresh worker. Every later
+  /// load() answers "abandoned" at once (a stopping run needs no load; checks and benches, which
+  /// load their task themselves, are untouched). Thread-safe.
+  void abandon_loads();
   /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...); a TritonBench
   /// task (TaskRef::test_block()) by running its test block under those seeds.
   CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
@@ -393,7 +402,9 @@ class RunnerClient {
   /// Nsight Compute; `what` names the work in the test log. Mode::shared: untimed work on the
   /// device (a check, the reference's load and runs), sent with "timed_lock_shared": it runs
   /// beside other runners' checks but never inside their timed work (timed_lock.hpp).
-  TimedHold hold_timed(const std::string& what, TimedLock::Mode mode = TimedLock::Mode::exclusive);
+  /// `max_wait`: give up after it (TimedHold::State::busy); max(): wait as long as it takes.
+  TimedHold hold_timed(const std::string& what, TimedLock::Mode mode = TimedLock::Mode::exclusive,
+                       std::chrono::milliseconds max_wait = std::chrono::milliseconds::max());
   /// The lock's name: "cpu", or the GPU's from the worker's hello ("cuda-<PCI bus id>").
   std::string timed_lock_name();
 
@@ -416,7 +427,13 @@ class RunnerClient {
   static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);
   void kill_worker();
+  /// Replaces the worker (null: none) under child_mu_, so abandon_loads never sees a freed one;
+  /// the old one is reaped after the lock is released.
+  void set_child(std::unique_ptr<sandbox::LineChild> c);
   Expected<LoadResult> ensure_loaded(const TaskRef& task);
+  /// The shared hold a load runs under, waited for in short steps so that abandon_loads ends the
+  /// wait too (then an unheld hold: the load is abandoned).
+  TimedHold hold_for_load();
   /// One load request (no retry).
   Expected<LoadResult> load_once(const TaskRef& task);
   CheckResult check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
@@ -429,7 +446,10 @@ class RunnerClient {
   std::optional<std::string> known_unusable(const TaskRef& task) const;
 
   RunnerConfig cfg_;
-  std::unique_ptr<sandbox::LineChild> child_;
+  std::unique_ptr<sandbox::LineChild> child_;  ///< written by the owner only, under child_mu_
+  std::mutex child_mu_;                        ///< child_'s changes, against abandon_loads
+  bool loading_ = false;                ///< a load() is in flight (written by the owner under child_mu_)
+  std::atomic<bool> abandoned_{false};  ///< abandon_loads() was called (for good)
   std::string loaded_key_;
   LoadResult loaded_;
   int candidates_on_worker_ = 0;

@@ -104,7 +104,8 @@ namespace kforge::sandbox {
 
 /// A long-lived confined child speaking lines over stdin/stdout: the runner worker.
 /// Same confinement as run() except the wall limit (the caller times each request).
-/// stderr is drained while reading stdout and its tail kept. Not thread-safe: one owner.
+/// stderr is drained while reading stdout and its tail kept. Not thread-safe: one owner, except
+/// kill_group(), which any thread may call while the owner keeps the LineChild alive.
 class LineChild {
  public:
   /// Starts the child; nullptr with *error set when it cannot start.
@@ -128,6 +129,10 @@ class LineChild {
   /// Waits for the child to exit (meant for after EOF; blocks while it runs), reaps it and
   /// returns how it ended. Later calls (and terminate) return the same Result.
   Result wait();
+  /// SIGKILL to the child's process group now, unless it was reaped already (never a reused
+  /// pid); the owner's read_line then sees EOF and its terminate()/wait() reaps the child.
+  /// Thread-safe: the one call that may come from another thread than the owner's.
+  void kill_group();
   /// The last limits.output_cap_bytes of stderr read so far (a marker line if more came).
   std::string stderr_tail() const;
   int pid() const;
