@@ -278,22 +278,29 @@ Expected<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, cons
 
 std::string RunnerClient::unusable_detail(const TaskRef& task) const {
   auto it = unusable_detail_.find(task.cache_key());
-  return it == unusable_detail_.end() ? "" : it->second;
+  return it == unusable_detail_.end() ? "" : it->second.message;
 }
 
-void RunnerClient::mark_unusable(const TaskRef& task, const std::string& detail) {
-  unusable_detail_[task.cache_key()] = detail;
+std::optional<Failure> RunnerClient::unusable_failure(const TaskRef& task, const std::string& message) const {
+  auto it = unusable_detail_.find(task.cache_key());
+  if (it == unusable_detail_.end()) return std::nullopt;
+  return Failure{it->second.kind, it->second.sub_kind, message};
+}
+
+void RunnerClient::mark_unusable(const TaskRef& task, const Failure& failure) {
+  unusable_detail_[task.cache_key()] = failure;
+  const std::string& detail = failure.message;
   unusable_by_id_[task.id] = failure_headline(detail);
 }
 
 std::optional<std::string> RunnerClient::known_unusable(const TaskRef& task) const {
   auto it = unusable_detail_.find(task.cache_key());
   if (it == unusable_detail_.end()) return std::nullopt;
-  return "loading task " + task.id + " failed: " + it->second;
+  return "loading task " + task.id + " failed: " + it->second.message;
 }
 
 Expected<LoadResult> RunnerClient::ensure_loaded(const TaskRef& task) {
-  if (known_unusable(task)) return load_failure(unusable_detail(task));  // costs nothing now
+  if (auto f = unusable_failure(task, unusable_detail(task))) return *f;  // costs nothing now
   for (int attempt = 0;; ++attempt) {
     Expected<LoadResult> lr = load_once(task);
     if (lr) return lr;
@@ -304,7 +311,7 @@ Expected<LoadResult> RunnerClient::ensure_loaded(const TaskRef& task) {
     kill_worker();
     if (lr.failure().kind != FailureKind::reference) return lr;  // kforge's (judge_protocol), not the task's
     if (fresh || attempt > 0) {
-      mark_unusable(task, lr.failure().message);
+      mark_unusable(task, lr.failure());
       return lr;
     }
     spdlog::info(
@@ -399,7 +406,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   const bool fresh = last_request_fresh_;
   kill_worker();
   if (reference_unusable(c.failure) && fresh) {
-    mark_unusable(task, c.message);
+    mark_unusable(task, Failure{*c.failure, c.sub_kind, c.message});
     return c;
   }
   spdlog::info("task {}: infra_error ({}); the check once more on a fresh worker", task.id, c.sub_kind);
@@ -407,7 +414,8 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   again.retried = true;
   if (again.outcome == Outcome::infra_error && !known_unusable(task)) {
     kill_worker();
-    if (reference_unusable(again.failure)) mark_unusable(task, again.message);
+    if (reference_unusable(again.failure))
+      mark_unusable(task, Failure{*again.failure, again.sub_kind, again.message});
   }
   return again;
 }
@@ -417,7 +425,7 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
   if (auto known = known_unusable(task)) {
     CheckResult c;
     c.trials = trials;
-    judge_failed(&c, judge_failure(JudgeError::reference_failed, unusable_detail(task)));
+    judge_failed(&c, *unusable_failure(task, unusable_detail(task)));
     return c;
   }
   if (task.test_block()) {
@@ -426,8 +434,9 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
   } else if (auto loaded = ensure_loaded(task); !loaded) {
     CheckResult c;
     c.trials = trials;
-    judge_failed(&c, judge_failure(JudgeError::reference_failed,
-                                   "loading task " + task.id + " failed: " + loaded.failure().message));
+    Failure f = loaded.failure();  // the reference's (failed or unjudgeable), or the judge's
+    f.message = "loading task " + task.id + " failed: " + f.message;
+    judge_failed(&c, f);
     return c;
   }
   ++candidates_on_worker_;
@@ -504,8 +513,9 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
                                      const BenchOptions& o, HostKind host) {
   BenchResult b;
   if (auto loaded = ensure_loaded(task); !loaded) {
-    judge_failed(&b, judge_failure(JudgeError::reference_failed,
-                                   "loading task " + task.id + " failed: " + loaded.failure().message));
+    Failure f = loaded.failure();
+    f.message = "loading task " + task.id + " failed: " + f.message;
+    judge_failed(&b, f);
     return b;
   }
   protocol::BenchRequest q;

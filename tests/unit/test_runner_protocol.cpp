@@ -1,10 +1,12 @@
 // The judge's typed protocol (runner_protocol.hpp): every command and reply round-trips through
 // its JSON mapping; a message that does not fit its type is a judge_protocol failure naming the
 // field, never an exception; the typed failure (unjudgeable) travels in the error reply.
-#include <catch2/catch_test_macros.hpp>
 #include <nlohmann/json.hpp>
 
+#include "catch.hpp"
+#include "kforge/backends/runner_client.hpp"
 #include "kforge/backends/runner_protocol.hpp"
+#include "kforge/sandbox/subprocess.hpp"
 
 using namespace kforge;
 using namespace kforge::backends;
@@ -225,4 +227,42 @@ TEST_CASE("the judge's typed failure travels in its error reply: unjudgeable is 
   REQUIRE_FALSE(runner.ok());
   CHECK(runner.failure().kind == FailureKind::judge);
   CHECK(runner.failure().sub_kind == "runner");
+}
+
+TEST_CASE("kforge-runner answers an unknown command or a malformed request with a protocol error naming it",
+          "[protocol][runner]") {
+  sandbox::Spec spec;
+  spec.argv = {default_runner_path().string()};
+  std::string error;
+  auto child = sandbox::LineChild::start(spec, &error);
+  REQUIRE(child);
+  auto ready = child->read_line(std::chrono::milliseconds(120'000));
+  REQUIRE(ready);
+  REQUIRE(pr::is_ready_line(json::parse(*ready)));
+  auto ask = [&](const json& req) {
+    REQUIRE(child->write_line(req.dump()));
+    auto line = child->read_line(std::chrono::milliseconds(120'000));
+    REQUIRE(line);
+    return json::parse(*line);
+  };
+  const json unknown = ask({{"cmd", "fly"}, {"id", "a"}});
+  INFO(unknown.dump());
+  CHECK(unknown.at("id") == "a");  // still answered to its request
+  const auto e = pr::error_reply(unknown);
+  REQUIRE(e.has_value());
+  CHECK(e->error == JudgeError::protocol);
+  CHECK(e->message == "request: unknown command 'fly'");
+  const json missing = ask({{"cmd", "check"}, {"id", "b"}, {"trials", 2}});
+  INFO(missing.dump());
+  const auto decoded = pr::decode_reply<pr::CheckReply>(missing);
+  REQUIRE_FALSE(decoded.ok());
+  CHECK(decoded.failure().kind == FailureKind::judge);
+  CHECK(decoded.failure().message == "check request: field \"artifact\": missing");
+  // The worker is still alive and typed: hello decodes.
+  pr::Request hello(pr::HelloRequest{});
+  hello.id = "c";
+  const auto h = pr::decode_reply<pr::HelloReply>(ask(pr::encode(hello)));
+  REQUIRE(h.ok());
+  CHECK_FALSE(h->torch.empty());
+  child->write_line(pr::encode(pr::Request(pr::QuitRequest{})).dump());
 }

@@ -289,7 +289,10 @@ class RunnerClient {
   BenchResult bench_once(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt,
                          HostKind host);
   /// Records that the task's reference failed on a fresh worker (`detail`: the full text).
-  void mark_unusable(const TaskRef& task, const std::string& detail);
+  void mark_unusable(const TaskRef& task, const Failure& failure);
+  /// The failure that made the task unusable (its sub-kind as typed then: reference_failed or
+  /// unjudgeable), with `message`; std::nullopt when it is usable.
+  std::optional<Failure> unusable_failure(const TaskRef& task, const std::string& message) const;
   /// The remembered failure of an unusable task, as a load error; nullopt when it is usable.
   std::optional<std::string> known_unusable(const TaskRef& task) const;
 
@@ -300,11 +303,11 @@ class RunnerClient {
   int candidates_on_worker_ = 0;
   int workers_started_ = 0;
   uint64_t request_seq_ = 0;
-  int task_requests_on_worker_ = 0;  ///< load/check/bench/... sent to the current worker
-  bool last_request_fresh_ = false;  ///< the last request was the worker's first task request
-  std::map<std::string, std::string> unusable_detail_;  ///< TaskRef::cache_key -> full failure text
-  std::map<std::string, std::string> unusable_by_id_;   ///< task id -> headline
-  std::string lock_name_;                               ///< timed_lock_name(), once known
+  int task_requests_on_worker_ = 0;                 ///< load/check/bench/... sent to the current worker
+  bool last_request_fresh_ = false;                 ///< the last request was the worker's first task request
+  std::map<std::string, Failure> unusable_detail_;  ///< TaskRef::cache_key -> the failure, its full text
+  std::map<std::string, std::string> unusable_by_id_;  ///< task id -> headline
+  std::string lock_name_;                              ///< timed_lock_name(), once known
 };
 
 }  // namespace kforge::backends
