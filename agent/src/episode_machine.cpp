@@ -154,11 +154,12 @@ Action begin_given(EpisodeState& s, const Begin& e, const MachineConfig& cfg) {
 }
 
 /// A given candidate whose task's reference cannot be used: recorded once, then unusable.
-Action given_unusable(EpisodeState& s, const Stamp& now, const std::string& error) {
-  s.unusable = unusable_reason(error);
+Action given_unusable(EpisodeState& s, const Stamp& now, const Failure& failure) {
+  const std::string& error = failure.message;
+  s.unusable = unusable_reason(failure);
   s.rec.outcome = Outcome::infra_error;
-  s.rec.failure = FailureKind::reference;
-  s.rec.sub_kind = s.unusable.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed";
+  s.rec.failure = failure.kind;
+  s.rec.sub_kind = failure.sub_kind;  // reference_failed or unjudgeable, as the judge typed it
   s.rec.message = truncate_middle(s.unusable, 400);
   s.detail = s.message = s.unusable;
   s.in_history = false;
@@ -185,12 +186,12 @@ Action on_begin(EpisodeState& s, const Begin& e, const MachineConfig& cfg) {
 Action on_loaded(EpisodeState& s, const Loaded& e, const MachineConfig& cfg) {
   expect(s, Phase::load, "Loaded");
   if (s.given) {  // the build waited for the load; the attempt is in flight
-    if (!e.load.ok()) return given_unusable(s, e.now, e.load.failure().message);
+    if (!e.load.ok()) return given_unusable(s, e.now, e.load.failure());
     s.loaded = true;
     return to_judge(s, *s.built, cfg);
   }
   s.phase = Phase::idle;
-  if (!e.load.ok()) return finish(s, false, "unusable: " + unusable_reason(e.load.failure().message));
+  if (!e.load.ok()) return finish(s, false, "unusable: " + unusable_reason(e.load.failure()));
   s.loaded = true;
   return Continue{};
 }

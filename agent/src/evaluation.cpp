@@ -379,13 +379,10 @@ std::vector<std::string> judged_checks(const Task& task, const std::vector<backe
   return v;
 }
 
-std::string unusable_reason(const std::string& load_error) {
+std::string unusable_reason(const Failure& load_failure) {
   // The runner's python_exception text is a traceback; its last line names the error.
-  std::string e = trim(load_error);
-  if (auto p = e.rfind("unjudgeable:"); p != std::string::npos) {
-    auto end = e.find('\n', p);
-    return e.substr(p, end == std::string::npos ? std::string::npos : end - p);
-  }
+  std::string e = trim(load_failure.message);
+  if (load_failure.sub_kind == "unjudgeable") return e.substr(0, e.find('\n'));  // the judge's words
   return e.empty() ? "the reference did not load"
                    : "the reference did not load: " + backends::failure_headline(e);
 }

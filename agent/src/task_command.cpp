@@ -86,7 +86,7 @@ int run_task_command(const TaskCommand& cmd) {
   // TritonBench: no model to load, the test block is the check.
   const auto lr = load_task(runner, ref);
   if (!lr) {
-    std::cerr << "kforge task: " << task->id << ": " << unusable_reason(lr.failure().message) << "\n";
+    std::cerr << "kforge task: " << task->id << ": " << unusable_reason(lr.failure()) << "\n";
     return kExitInfraError;
   }
   prompts::PromptInput in =

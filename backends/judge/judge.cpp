@@ -33,6 +33,8 @@
 namespace kforge::runner {
 
 using json = nlohmann::json;
+namespace protocol = kforge::backends::protocol;
+using kforge::backends::JudgeError;
 
 namespace {
 
@@ -84,11 +86,9 @@ std::vector<bool> host_resident(const std::vector<HeldTensor>& inputs,
   return v;
 }
 
-Tolerances tolerances_of(const json& req) {
+Tolerances tolerances_of(const protocol::Tolerances& given) {
   Tolerances tol;
-  if (req.contains("tolerances"))
-    for (auto& [k, v] : req["tolerances"].items())
-      tol.by_dtype[k] = {v.at(0).get<double>(), v.at(1).get<double>()};
+  for (const auto& [k, v] : given) tol.by_dtype[k] = v;
   return tol;
 }
 
@@ -121,8 +121,8 @@ std::string host_text(const std::string& rest) {
   return rest;
 }
 
-bool python_host(const json& req) {
-  return candidate_host_kind(req) == kforge::backends::HostKind::python;
+bool python_host(const protocol::Candidate& c) {
+  return c.host == kforge::backends::HostKind::python;
 }
 
 /// An empty directory of the judge's, read-only, for the host to run in: the caller's working
@@ -171,25 +171,24 @@ HostCommand host_command(const JudgeContext& ctx, Session& s) {
 }
 
 /// The Triton host's `allow` line for the request's allowed ops (none for kforge-host).
-std::vector<std::string> allow_lines(const json& req) {
-  const std::string ops = req.value("allow_ops", "");
-  if (ops.empty() || !python_host(req)) return {};
-  return {"allow " + ops};
+std::vector<std::string> allow_lines(const protocol::Candidate& c) {
+  if (c.allow_ops.empty() || !python_host(c)) return {};
+  return {"allow " + c.allow_ops};
 }
 
 /// The Triton host's `model` line: what it needs to build a KernelBench `ModelNew` candidate
 /// (get_init_inputs(), the state's names in the exchange's order, the module mode); the host
 /// uses it only when the module defines ModelNew and no kf_forward.
-std::vector<std::string> model_lines(LoadedTask& task, const json& req) {
-  if (!python_host(req)) return {};
+std::vector<std::string> model_lines(LoadedTask& task, const protocol::Candidate& c) {
+  if (!python_host(c)) return {};
   const json m = model_spec(task);
   return {"model " + m.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
 /// The lines the host gets before `load`: allowed ops, and the model's description.
-std::vector<std::string> before_load(LoadedTask& task, const json& req) {
-  auto lines = allow_lines(req);
-  for (auto& l : model_lines(task, req)) lines.push_back(std::move(l));
+std::vector<std::string> before_load(LoadedTask& task, const protocol::Candidate& c) {
+  auto lines = allow_lines(c);
+  for (auto& l : model_lines(task, c)) lines.push_back(std::move(l));
   return lines;
 }
 
@@ -415,12 +414,13 @@ std::optional<json> check_threads(const JudgeContext& ctx, Session& s) {
 /// Starts the host, describes the exchange, measures the channel's round trip (nothing of the
 /// candidate is loaded yet, so it cannot inflate it) and loads the artifact. A reply in *out
 /// when the candidate failed to load; throws on the judge's own failures.
-std::optional<json> open_session(const JudgeContext& ctx, const json& req, Session& s, const Deadline& dl,
-                                 Laps& laps, const std::vector<std::string>& before_load) {
+std::optional<json> open_session(const JudgeContext& ctx, const protocol::Candidate& c, Session& s,
+                                 const Deadline& dl, Laps& laps,
+                                 const std::vector<std::string>& before_load) {
   std::string err;
-  const std::string artifact = req.at("artifact").get<std::string>();
+  const std::string& artifact = c.artifact;
   s.artifact = artifact;
-  s.host_kind = candidate_host_kind(req);
+  s.host_kind = c.host;
   s.host =
       CandidateHost::start(host_command(ctx, s), artifact, ctx.device.is_cuda() ? ctx.device.index() : -1,
                            s.ex->host_fds(), &err, dl.end);
@@ -755,21 +755,13 @@ std::string testblock_path(const JudgeContext& ctx) {
   return ctx.triton_host.substr(0, ctx.triton_host.rfind('/') + 1) + "testblock.py";
 }
 
-kforge::backends::HostKind candidate_host_kind(const json& req) {
-  if (!req.contains("host"))
-    return kforge::backends::host_kind_for_artifact(req.at("artifact").get<std::string>());
-  const std::string name = req.at("host").get<std::string>();
-  if (auto h = kforge::backends::parse_host_kind(name)) return *h;
-  throw std::invalid_argument("unknown candidate host '" + name + "' (native, python)");
-}
-
-json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
+json check_candidate(const JudgeContext& ctx, LoadedTask& task, const protocol::CheckRequest& req,
                      std::unique_ptr<CandidateSession>* keep) {
   const auto t0 = Clock::now();
-  const Tolerances tol = tolerances_of(req);
-  const int trials = req.value("trials", 5);
-  const int64_t seed = req.value("seed", 1000);
-  const Deadline dl(req.value("deadline_ms", 50'000));
+  const Tolerances tol = tolerances_of(req.tolerances);
+  const int trials = req.trials;
+  const int64_t seed = req.seed;
+  const Deadline dl(req.deadline_ms);
   Laps laps;
   auto inputs = task.ref.make_inputs(seed);
   auto session = std::make_unique<Session>();
@@ -778,7 +770,7 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
   laps.lap("exchange_ms");
-  if (auto r = open_session(ctx, req, s, dl, laps, before_load(task, req))) {
+  if (auto r = open_session(ctx, req.candidate, s, dl, laps, before_load(task, req.candidate))) {
     (*r)["phases"] = laps.to_json();
     return *r;
   }
@@ -787,8 +779,8 @@ json check_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   // The task's own trials, then one with the model's floating parameters perturbed (a kernel that
   // ignores or mis-indexes a parameter fails even where the initial values hide it: LayerNorm's
   // ones and zeros) and one on a wider input distribution, where the reference stays finite.
-  const bool perturb = req.value("perturb_parameters", true) && has_float_parameter(task);
-  const bool wide = req.value("wide_inputs", true);
+  const bool perturb = req.perturb_parameters && has_float_parameter(task);
+  const bool wide = req.wide_inputs;
   const int total = trials + perturb + wide;
   json checks = json::array({std::to_string(trials) + " trials on the task's own inputs"});
   std::optional<json> verdict;  // a torch_fallback
@@ -1196,16 +1188,14 @@ std::string host_temp_dir() {
   return "/tmp";
 }
 
-json prewarm_host(const JudgeContext& ctx, kforge::backends::HostKind kind) {
+protocol::PrewarmReply prewarm_host(const JudgeContext& ctx, kforge::backends::HostKind kind) {
   if (kind != kforge::backends::HostKind::python || !ctx.zygotes || ctx.python.empty() ||
       ctx.triton_host.empty())
-    return {{"ok", true}, {"started", false}};
+    return {false};
   CandidateSession s;  // its scratch directories go when it does: the zygote takes none of them
   s.host_kind = kind;
   const HostCommand cmd = host_command(ctx, s);
-  return {{"ok", true},
-          {"started",
-           ctx.zygotes->prewarm(cmd, host_environment(cmd), ctx.device.is_cuda() ? ctx.device.index() : -1)}};
+  return {ctx.zygotes->prewarm(cmd, host_environment(cmd), ctx.device.is_cuda() ? ctx.device.index() : -1)};
 }
 
 /// PSI's "some" stall time of the CPUs so far (µs; timing_rule.hpp), -1 where not available.
@@ -1216,31 +1206,30 @@ double cpu_stall_us() {
   return f ? kforge::runner::psi_some_total_us(text.str()) : -1;
 }
 
-json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
+json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const protocol::BenchRequest& req,
                      std::unique_ptr<CandidateSession> session) {
   const auto t0 = Clock::now();
   const double stall0 = ctx.device.is_cuda() ? -1 : cpu_stall_us();
-  BenchPlan plan{req.value("warmup", 5), req.value("reps", 100), req.value("min_reps", 10),
-                 req.value("budget_ms", 5000.0)};
-  const Deadline dl(req.value("deadline_ms", 150'000));
+  BenchPlan plan{req.warmup, req.reps, req.min_reps, req.budget_ms};
+  const Deadline dl(req.deadline_ms);
   int K = choose_sets(ctx, task);
   json j{{"ok", true}, {"timing", "judge_clock"}};
   Laps laps;
   std::vector<double> cand;
   double launch_floor = 0;          // the candidate's session's (ms), 0 where none was measured
   std::optional<Stats> ref_before;  // the reference timed before the candidate
-  if (req.contains("artifact")) {
-    const std::string artifact = req.at("artifact").get<std::string>();
+  if (req.candidate) {
+    const protocol::Candidate& c = *req.candidate;
     // The check's host, unless its calibration ran beside another runner's timed work.
-    if (!session || session->artifact != artifact || session->host_kind != candidate_host_kind(req) ||
+    if (!session || session->artifact != c.artifact || session->host_kind != c.host ||
         !session->host->alive() || !session->calibrated_alone) {
       session.reset();
       session = std::make_unique<Session>();
-      auto probe = task.ref.make_inputs(req.value("seed", 2000));
+      auto probe = task.ref.make_inputs(req.seed);
       session->ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(probe, task.params),
                                                task.out_specs, K);
       probe.clear();
-      if (auto r = open_session(ctx, req, *session, dl, laps, before_load(task, req))) return *r;
+      if (auto r = open_session(ctx, c, *session, dl, laps, before_load(task, c))) return *r;
     }
     Session& s = *session;
     K = s.ex->sets();
@@ -1251,13 +1240,14 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
     // The reference before the candidate (the host frozen, the device lock held as for every
     // timed step): compared with the one after it, never credited (reference_ms is the one timed
     // after the host is gone).
-    if (req.value("reference_before", true)) {
-      const auto kind = candidate_host_kind(req);
+    if (req.reference_before) {
+      const auto kind = c.host;
       ref_before = stats_of(time_reference(ctx, task, K, plan, false, lead_in_ns(kind), chunk_sets(kind, K)));
       laps.lap("reference_before_ms");
     }
     HostSide side;
-    auto failed = time_candidate(ctx, task, s, plan, tolerances_of(req), dl, &cand, &verified, laps, &side);
+    auto failed =
+        time_candidate(ctx, task, s, plan, tolerances_of(req.tolerances), dl, &cand, &verified, laps, &side);
     j["round_trip_ms"] = s.round_trip_ms;
     j["lead_in_ms"] = s.lead ? s.lead_in_ms : 0.0;
     j["gpu_base_ms"] = s.lead ? s.gpu_base_ms : 0.0;
@@ -1280,7 +1270,7 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   }
   j["sets"] = K;
   // The reference behind the candidate's lead-in (the same host kind's length).
-  const auto host = req.contains("artifact") ? candidate_host_kind(req) : kforge::backends::HostKind::native;
+  const auto host = req.candidate ? req.candidate->host : kforge::backends::HostKind::native;
   const uint64_t lead_ns = lead_in_ns(host);
   const std::size_t chunk = chunk_sets(host, K);
   j["sets_per_window"] = chunk;
@@ -1291,14 +1281,14 @@ json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const json& req,
   j["reference"] = stats_json(rs, K);
   j["reference"]["samples_ms"] = ref;
   j["reference_ms"] = rs.median;
-  if (req.value("baseline", std::string("eager")) == "compile")
+  if (req.compile_baseline)
     j["reference_compile"] =
         stats_json(stats_of(time_reference(ctx, task, K, plan, true, lead_ns, chunk)), K);
   if (ref_before) {
     j["reference_before"] = stats_json(*ref_before, K);
     j["reference_before_ms"] = ref_before->median;
   }
-  if (req.contains("artifact")) {
+  if (req.candidate) {
     std::string why =
         unstable_reason(ref_before ? ref_before->median : 0, rs.median, rs.cv, stats_of(cand).cv);
     const double stall1 = stall0 < 0 ? -1 : cpu_stall_us();
@@ -1362,8 +1352,8 @@ struct Leaves {
   bool fresh = false;
 };
 
-Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std::string& device, bool twice,
-                        bool fresh, bool stubs) {
+Leaves reference_leaves(py::object& tb, const protocol::TestblockRequest& req, int64_t seed,
+                        const std::string& device, bool twice, bool fresh, bool stubs) {
   // The judge's recorder, the candidate host's own code (op_tally.cpp), armed only for the test
   // block: removed after it, so that no later timing pays for a callback.
   optally::install();
@@ -1373,10 +1363,8 @@ Leaves reference_leaves(py::object& tb, const json& req, int64_t seed, const std
   py::tuple tally = py::make_tuple(py::cpp_function([](py::object code) { optally::begin_test(code.ptr()); }),
                                    py::cpp_function([](bool on) { optally::pause_test(on); }),
                                    py::cpp_function([]() { return optally::end_test(); }));
-  py::tuple r = tb.attr("reference_leaves")(
-      req.at("source").get<std::string>(), req.at("test_source").get<std::string>(),
-      req.value("test_function", ""), seed, device, req.value("entries", std::vector<std::string>{}), tally,
-      twice, fresh, stubs);
+  py::tuple r = tb.attr("reference_leaves")(req.source, req.test_source, req.test_function, seed, device,
+                                            req.entries, tally, twice, fresh, stubs);
   Leaves l;
   for (auto t : py::list(r[0])) l.tensors.push_back(hold(t));
   l.others = json::parse(r[1].cast<std::string>(), nullptr, false);
@@ -1409,9 +1397,8 @@ std::map<std::string, std::string>& stub_verdicts() {
   return *known;
 }
 
-std::string gold_key(const json& req, const std::string& device) {
-  return json::array({req.at("source"), req.at("test_source"), req.value("test_function", ""),
-                      req.value("entries", json::array()), device})
+std::string gold_key(const protocol::TestblockRequest& req, const std::string& device) {
+  return json::array({req.source, req.test_source, req.test_function, req.entries, device})
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -1454,8 +1441,9 @@ std::string without_launch(const json& got, const std::vector<std::string>& must
 /// The Triton host's `allow` lines of a test block: the request's allow_ops, and the PyTorch ops
 /// a Triton reference's entry points ran (TritonBench-G's gold code mixes them with its
 /// kernels: a candidate that runs the same ops is not a torch_fallback).
-std::vector<std::string> testblock_allow_lines(const json& req, const std::vector<Leaves>& refs) {
-  std::vector<std::string> lines = allow_lines(req);
+std::vector<std::string> testblock_allow_lines(const protocol::TestblockRequest& req,
+                                               const std::vector<Leaves>& refs) {
+  std::vector<std::string> lines = allow_lines(req.candidate);
   std::set<std::string> ops;
   for (const auto& r : refs) ops.insert(r.ops.begin(), r.ops.end());
   std::string line;
@@ -1604,8 +1592,8 @@ std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves&
 /// (testblock.py fresh_literals), unless the gold raises or cannot judge on them (a literal the
 /// gold needs as it is: a matrix it factorises, values it sorts by): then on the literals as
 /// written, as the first seed always is. Python errors of the gold on its own literals propagate.
-Leaves gold_seed(py::object& tb, const json& req, int64_t seed, const std::string& device, bool twice,
-                 bool fresh, bool stubs) {
+Leaves gold_seed(py::object& tb, const protocol::TestblockRequest& req, int64_t seed,
+                 const std::string& device, bool twice, bool fresh, bool stubs) {
   if (fresh) {
     try {
       Leaves l = reference_leaves(tb, req, seed, device, twice, true, stubs);
@@ -1618,11 +1606,12 @@ Leaves gold_seed(py::object& tb, const json& req, int64_t seed, const std::strin
 
 /// The gold's results under the request's `trials` seeds into `refs`, run twice per seed unless
 /// this worker found the gold agreeing with itself wholly before (`twice` says which). The error
-/// reply when the gold raised (reference_failed: its traceback) or cannot judge ("unjudgeable:").
-std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb, const json& req,
-                                 const std::string& device, std::vector<Leaves>& refs, bool& twice) {
-  const int64_t seed = req.value("seed", 0);
-  const int trials = req.value("trials", 3);
+/// reply when the gold raised (reference_failed: its traceback) or cannot judge (unjudgeable).
+std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb,
+                                 const protocol::TestblockRequest& req, const std::string& device,
+                                 std::vector<Leaves>& refs, bool& twice) {
+  const int64_t seed = req.seed;
+  const int trials = req.trials;
   const std::string key = gold_key(req, device);
   auto known = gold_agrees_wholly().find(key);
   twice = known == gold_agrees_wholly().end() || !known->second;
@@ -1634,21 +1623,20 @@ std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb, const 
   } catch (py::error_already_set& e) {
     // The task's own failure, not the candidate's: the client starts a fresh worker (the
     // reference may have left this interpreter or device unusable) and lists the task unusable.
-    return json{{"ok", false}, {"error", "reference_failed"}, {"message", reference_traceback(e)}};
+    return protocol::encode(protocol::ErrorReply{JudgeError::reference_failed, reference_traceback(e)});
   }
   if (stubs) {
     if (stub_verdicts().size() > 1024) stub_verdicts().clear();
     stub_verdicts()[key] = refs[0].stubbed;
   }
   if (const std::string& why = stub_verdicts()[key]; !why.empty())
-    return json{{"ok", false}, {"error", "reference_failed"}, {"message", "unjudgeable: " + why}};
+    return protocol::encode(protocol::ErrorReply{JudgeError::unjudgeable, "unjudgeable: " + why});
   bool whole = true;
   for (int i = 0; i < trials; ++i) {
     if (!refs[i].unjudgeable.empty())  // the gold's own two runs disagree where it cannot judge
-      return json{{"ok", false},
-                  {"error", "reference_failed"},
-                  {"message", "unjudgeable: the gold's test block, seed " + std::to_string(seed + i) + ": " +
-                                  refs[i].unjudgeable}};
+      return protocol::encode(protocol::ErrorReply{
+          JudgeError::unjudgeable, "unjudgeable: the gold's test block, seed " + std::to_string(seed + i) +
+                                       ": " + refs[i].unjudgeable});
     for (const auto& m : refs[i].masks) whole = whole && !m.t.defined();
   }
   if (twice) {
@@ -1660,11 +1648,11 @@ std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb, const 
 
 }  // namespace
 
-json check_testblock(const JudgeContext& ctx, const json& req) {
+json check_testblock(const JudgeContext& ctx, const protocol::TestblockRequest& req) {
   const auto t0 = Clock::now();
-  const Tolerances tol = tolerances_of(req);
-  const int64_t seed = req.value("seed", 0);
-  const int trials = req.value("trials", 3);
+  const Tolerances tol = tolerances_of(req.tolerances);
+  const int64_t seed = req.seed;
+  const int trials = req.trials;
   const std::string device = ctx.device.is_cuda() ? "cuda" : "cpu";
   Laps laps;
   py::object tb = testblock_module(ctx);
@@ -1674,19 +1662,19 @@ json check_testblock(const JudgeContext& ctx, const json& req) {
   laps.lap("reference_ms");
   // The candidate's time starts now: the reference's own (a TritonBench-G reference compiles its
   // Triton kernels here) is never taken out of the candidate's deadline.
-  const Deadline dl(req.value("deadline_ms", 50'000));
+  const Deadline dl(req.deadline_ms);
   Session s;
   s.ex = std::make_unique<Exchange>(ctx.device, std::vector<TensorSpec>{}, std::vector<bool>{},
                                     specs_of(refs[0].tensors), 1);
   std::set<std::string> launch;  // the entry points the host watches for launches
   for (const auto& r : refs) launch.insert(r.launch.begin(), r.launch.end());
-  json src{{"test", req.at("test_source")},
-           {"function", req.value("test_function", "")},
-           {"entries", req.value("entries", json::array())},
+  json src{{"test", req.test_source},
+           {"function", req.test_function},
+           {"entries", req.entries},
            {"launch", launch}};
   std::vector<std::string> before = testblock_allow_lines(req, refs);
   before.push_back("testsrc " + src.dump(-1, ' ', false, json::error_handler_t::replace));
-  if (auto r = open_session(ctx, req, s, dl, laps, before)) return *r;
+  if (auto r = open_session(ctx, req.candidate, s, dl, laps, before)) return *r;
   json checks = json::array(
       {twice ? "the gold's test block: run twice under each seed, its uninitialised memory poisoned "
                "differently (gold agreement)"

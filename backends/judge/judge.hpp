@@ -27,6 +27,7 @@
 #include "candidate_host.hpp"
 #include "exchange.hpp"
 #include "kforge/backends/host_kind.hpp"
+#include "kforge/backends/runner_protocol.hpp"
 #include "kforge/backends/timed_lock.hpp"
 #include "lead_in.hpp"
 #include "runner.hpp"
@@ -73,11 +74,6 @@ nlohmann::json model_spec(LoadedTask& task);
 /// code the judge's reference and the Triton host share.
 std::string testblock_path(const JudgeContext& ctx);
 
-/// The candidate host a request names ("host": host_kind.hpp); a request without it gets the one
-/// its "artifact"'s name implies (host_kind_for_artifact). Throws std::invalid_argument for an
-/// unknown name.
-kforge::backends::HostKind candidate_host_kind(const nlohmann::json& req);
-
 /// The candidate's command line under Nsight Compute: `kforge-host --profile <artifact> <device>
 /// <tensors>` for HostKind::native; for HostKind::python the Triton host's profile mode,
 /// `<python> -I -B host.py --profile <artifact> <device> <tensors> <pyconfine.so> <model file>
@@ -87,14 +83,16 @@ std::vector<std::string> profile_candidate_argv(const JudgeContext& ctx, const s
                                                 kforge::backends::HostKind host, const std::string& device,
                                                 const std::string& tensors, const std::string& model_file);
 
-/// The `profile_setup` request (runner_client.hpp): in req["dir"], profile_tensors.bin (the
-/// task's inputs under req["seed"], its parameters and output specs), profile_reference.json
-/// (`load_request` plus the seed) and, for a Triton candidate, profile_model.json
-/// (model_spec); replies with the two command lines to run under Nsight Compute: the
-/// candidate's (profile_candidate_argv) on req["artifact"], and this runner's
+/// The `profile_setup` request (runner_protocol.hpp): in req.dir, profile_tensors.bin (the
+/// task's inputs under req.seed, its parameters and output specs), profile_reference.json
+/// (`load_request` plus the seed as its profile_seed) and, for a Triton candidate,
+/// profile_model.json (model_spec); replies with the two command lines to run under Nsight
+/// Compute: the candidate's (profile_candidate_argv) on req.candidate, and this runner's
 /// --profile-reference mode. Throws std::runtime_error when a file cannot be written.
-nlohmann::json profile_setup(LoadedTask& task, nlohmann::json load_request, const nlohmann::json& req,
-                             const JudgeContext& ctx, const std::string& runner_exe);
+kforge::backends::protocol::ProfileSetupReply profile_setup(
+    LoadedTask& task, kforge::backends::protocol::LoadRequest load_request,
+    const kforge::backends::protocol::ProfileSetupRequest& req, const JudgeContext& ctx,
+    const std::string& runner_exe);
 
 /// One candidate's host and the exchange it maps: created by a check, handed to the bench of
 /// the same artifact (one fresh host per candidate, not per request), destroyed before the
@@ -157,31 +155,38 @@ struct CandidateSession {
   int seq = 0;
 };
 
-/// The `check` request (runner_client.hpp) for the artifact in req["artifact"]. When it
-/// passes, *keep receives the still-running (frozen) session for the bench.
-nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req,
+/// The `check` request (runner_protocol.hpp) for req.candidate: the reply's JSON, the fields of
+/// protocol::CheckReply (the worker sends it through that type). When it passes, *keep receives
+/// the still-running (frozen) session for the bench.
+nlohmann::json check_candidate(const JudgeContext& ctx, LoadedTask& task,
+                               const kforge::backends::protocol::CheckRequest& req,
                                std::unique_ptr<CandidateSession>* keep);
 
-/// The `testblock` request (a TritonBench task, runner_client.hpp): the task's test block runs
-/// here over the reference (req "source", "test_source", "test_function") under `trials` seeds
-/// from req "seed", and in a fresh confined Triton host over the candidate (req "artifact",
-/// which must define req "entries"); the results are compared leaf by leaf: tensors with the
+/// The `testblock` request (a TritonBench task, runner_protocol.hpp): the task's test block runs
+/// here over the reference (req.source, test_source, test_function) under `trials` seeds from
+/// req.seed, and in a fresh confined Triton host over the candidate (req.candidate, which must
+/// define req.entries); the results are compared leaf by leaf: tensors with the
 /// tolerances through the output arena, the others as values. Replies like `check`. The
 /// reference runs twice per seed, its uninitialised memory poisoned differently each time
 /// (testblock.py gold_agreement): a tensor result is compared only on the elements where the two
 /// runs agree, and a gold whose runs disagree on half a result or more, or on a result that is
-/// not a tensor, is "unjudgeable" (a reference_failed error). A gold that agreed with itself on
-/// every element is run once per seed in this worker's later checks of the task.
-nlohmann::json check_testblock(const JudgeContext& ctx, const nlohmann::json& req);
+/// not a tensor, is unjudgeable (an ErrorReply of JudgeError::unjudgeable; one that raises:
+/// reference_failed). A gold that agreed with itself on every element is run once per seed in
+/// this worker's later checks of the task.
+nlohmann::json check_testblock(const JudgeContext& ctx,
+                               const kforge::backends::protocol::TestblockRequest& req);
 
-/// The `prewarm` request (runner_client.hpp): starts what a candidate host of `kind` needs
+/// The `prewarm` request (runner_protocol.hpp): starts what a candidate host of `kind` needs
 /// before its first check, without waiting for it: the Triton zygote (zygote.hpp) where the
-/// runner has zygotes; nothing for kforge-host. Replies {"ok": true, "started": bool}.
-nlohmann::json prewarm_host(const JudgeContext& ctx, kforge::backends::HostKind kind);
+/// runner has zygotes; nothing for kforge-host.
+kforge::backends::protocol::PrewarmReply prewarm_host(const JudgeContext& ctx,
+                                                      kforge::backends::HostKind kind);
 
-/// The `bench` request: the candidate (when req has "artifact"; `session` is reused when it
-/// is that artifact's) and then, with the candidate's process gone, the reference.
-nlohmann::json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const nlohmann::json& req,
+/// The `bench` request: the candidate (when req.candidate is set; `session` is reused when it
+/// is that artifact's) and then, with the candidate's process gone, the reference. The reply's
+/// JSON, the fields of protocol::BenchReply (the worker sends it through that type).
+nlohmann::json bench_candidate(const JudgeContext& ctx, LoadedTask& task,
+                               const kforge::backends::protocol::BenchRequest& req,
                                std::unique_ptr<CandidateSession> session);
 
 }  // namespace kforge::runner

@@ -70,25 +70,27 @@ void write_text(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-nlohmann::json profile_setup(LoadedTask& task, nlohmann::json load_request, const nlohmann::json& req,
-                             const JudgeContext& ctx, const std::string& runner_exe) {
-  const std::string dir = req.at("dir").get<std::string>();
-  const int64_t seed = req.value("seed", 3000);
+kforge::backends::protocol::ProfileSetupReply profile_setup(
+    LoadedTask& task, kforge::backends::protocol::LoadRequest load_request,
+    const kforge::backends::protocol::ProfileSetupRequest& req, const JudgeContext& ctx,
+    const std::string& runner_exe) {
+  const std::string& dir = req.dir;
+  const int64_t seed = req.seed;
   std::vector<at::Tensor> args;
   for (const auto& h : task.ref.make_inputs(seed)) args.push_back(h.t);
   for (const auto& h : task.params) args.push_back(h.t);
   const std::string tensors = dir + "/profile_tensors.bin", reference = dir + "/profile_reference.json",
                     model = dir + "/profile_model.json";
   write_tensor_file(tensors, args, task.out_specs);
-  load_request["profile_seed"] = seed;
-  write_text(reference, load_request.dump());
-  const std::string artifact = req.at("artifact").get<std::string>();
+  load_request.profile_seed = seed;
+  write_text(reference,
+             kforge::backends::protocol::encode(kforge::backends::protocol::Request(load_request)).dump());
+  const std::string& artifact = req.candidate.artifact;
   const std::string dev = std::to_string(ctx.device.is_cuda() ? ctx.device.index() : -1);
-  auto candidate = profile_candidate_argv(ctx, artifact, candidate_host_kind(req), dev, tensors, model);
+  auto candidate = profile_candidate_argv(ctx, artifact, req.candidate.host, dev, tensors, model);
   if (candidate.size() > 5)  // the Triton host builds a ModelNew from the judge's description
     write_text(model, model_spec(task).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  return {
-      {"ok", true}, {"candidate", candidate}, {"reference", {runner_exe, "--profile-reference", reference}}};
+  return {candidate, {runner_exe, "--profile-reference", reference}};
 }
 
 void profile_reference_call(Reference& ref, int64_t seed, const at::Device& device) {

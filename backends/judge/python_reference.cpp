@@ -16,6 +16,10 @@ namespace {
 constexpr const char* kSupport = R"PY(
 import contextlib, inspect, json, torch
 
+class Unjudgeable(RuntimeError):
+    """The reference ran but cannot judge a kernel (its own runs disagree): the runner replies
+    with the typed error JudgeError::unjudgeable, the message for people."""
+
 class Support:
     def __init__(self):
         self.ns = None
@@ -80,7 +84,7 @@ class Support:
             else:
                 same = bool(torch.equal(x, y))
             if not same:
-                raise RuntimeError(
+                raise Unjudgeable(
                     'unjudgeable: task %s: output %d of the reference differs between two runs on the '
                     'same inputs in %s mode (random operations such as Dropout with p > 0 are live in '
                     'this mode), so no kernel can be checked against it' % (task_id, i, self.mode))
@@ -103,7 +107,7 @@ class Support:
         for i, (x, y) in enumerate(zip(*runs)):
             agree = tb.agreeing(x, y, torch) if x.shape == y.shape and x.dtype == y.dtype else None
             if agree is None or not bool(agree.any()):
-                raise RuntimeError(
+                raise Unjudgeable(
                     'unjudgeable: task %s: the gold determines no element of output %d (its two runs, '
                     'each with its unwritten memory poisoned differently, agree nowhere), so no '
                     'kernel can be verified against it' % (task_id, i))
@@ -222,9 +226,15 @@ void Reference::load(const std::string& task_id, const std::string& file, const 
     scope["__builtins__"] = py::module_::import("builtins");
     py::exec(kSupport, scope);
     support_ = scope["support"];
+    unjudgeable_ = scope["Unjudgeable"];
   }
   loaded_ = false;
-  support_.attr("load")(task_id, file, source, device, model_seed, module_mode, testblock_py);
+  try {
+    support_.attr("load")(task_id, file, source, device, model_seed, module_mode, testblock_py);
+  } catch (py::error_already_set& e) {
+    if (e.matches(unjudgeable_)) throw UnjudgeableReference(py::str(e.value()).cast<std::string>());
+    throw;
+  }
   device_ = device;
   loaded_ = true;
 }

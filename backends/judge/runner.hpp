@@ -38,16 +38,22 @@ struct HeldTensor {
   at::Tensor t;
 };
 
+/// A reference that ran but cannot judge (its own runs disagree): Reference::load's typed
+/// failure, answered with JudgeError::unjudgeable; what() says why ("unjudgeable: ...").
+struct UnjudgeableReference : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// The reference side, run in the embedded interpreter (python_reference.cpp).
 class Reference {
  public:
   /// Executes the task source, builds the model under `model_seed` on `device`, in
   /// `module_mode` ("train" | "eval"; "" = the source's `__kforge_module_mode__` line, else
-  /// eval), and runs it twice on one input set: differing outputs throw "unjudgeable: ...".
+  /// eval), and runs it twice on one input set: differing outputs throw UnjudgeableReference.
   /// A TritonBench gold's performance module (`__kforge_gold_agreement__`) runs twice with its
   /// unwritten memory poisoned differently instead (`testblock_py`: backends/triton/testblock.py)
   /// and keeps the elements it determines (masks()); one that determines no element of an
-  /// output throws "unjudgeable: ...". Throws py::error_already_set on Python errors.
+  /// output throws UnjudgeableReference. Throws py::error_already_set on Python errors.
   void load(const std::string& task_id, const std::string& file, const std::string& source,
             const std::string& device, int64_t model_seed, const std::string& module_mode = "",
             const std::string& testblock_py = "");
@@ -83,6 +89,7 @@ class Reference {
 
  private:
   py::object support_;
+  py::object unjudgeable_;  ///< the support code's Unjudgeable exception class
   bool loaded_ = false;
   std::string device_;
 };

@@ -1,6 +1,6 @@
 // kforge-runner: the judge's warm worker (docs/judge.md). One process per device; reads
-// one JSON request per line on stdin, writes one JSON reply per line (protocol:
-// backends/include/kforge/backends/runner_client.hpp; every reply echoes the request's id).
+// one JSON request per line on stdin, writes one JSON reply per line (protocol, typed at both
+// ends: backends/include/kforge/backends/runner_protocol.hpp; every reply echoes the request's id).
 // It holds the reference, the inputs, the tolerances and the clock; candidate code never
 // runs in it: checks and benches start a fresh kforge-host per candidate (judge.cpp).
 //
@@ -36,6 +36,8 @@
 
 using json = nlohmann::json;
 namespace py = pybind11;
+namespace protocol = kforge::backends::protocol;
+using kforge::backends::JudgeError;
 using namespace kforge::runner;
 
 namespace {
@@ -69,56 +71,70 @@ std::string python_traceback(py::error_already_set& e) {
   }
 }
 
+/// The wire form of a reply the judge built as JSON (check, bench, testblock): sent through its
+/// protocol type, so that it is what the client decodes; one that does not fit is a protocol error.
+template <class R>
+json typed(const json& built) {
+  if (auto e = protocol::error_reply(built)) return protocol::encode(*e);
+  kforge::Expected<R> r = protocol::decode_reply<R>(built);
+  if (!r)
+    return protocol::encode(
+        protocol::ErrorReply{JudgeError::protocol, "the judge's own " + r.failure().message});
+  return protocol::encode(r.value());
+}
+
+json error(JudgeError e, std::string message) {
+  return protocol::encode(protocol::ErrorReply{e, std::move(message)});
+}
+
 class Worker {
  public:
-  json handle(const json& req) {
-    const std::string cmd = req.value("cmd", "");
-    if (cmd != "bench") session_.reset();  // a passed candidate's host lives only until its bench
+  json handle(const protocol::Request& req) {
+    if (req.command() != protocol::Command::bench)
+      session_.reset();  // a passed candidate's host lives only until its bench
     // The client holds the device's timed lock for this whole request (bench, peaks, ...).
-    lock_held_by_client_ = req.value("timed_lock_held", false);
-    lock_shared_by_client_ = req.value("timed_lock_shared", false);  // a check: untimed work
+    lock_held_by_client_ = req.timed_lock_held;
+    lock_shared_by_client_ = req.timed_lock_shared;  // a check: untimed work
     json r;
     try {
-      if (cmd == "hello")
-        r = hello();
-      else if (cmd == "load")
-        r = load(req);
-      else if (cmd == "reference")
-        r = reference(req);
-      else if (cmd == "check")
-        r = check(req);
-      else if (cmd == "bench")
-        r = bench(req);
-      else if (cmd == "peaks")
-        r = peaks(req);
-      else if (cmd == "prewarm")
-        r = prewarm(req);
-      else if (cmd == "profile_setup")
-        r = profile_setup(cur().task, cur().load_request, req, judge_context(), self_exe());
-      else if (cmd == "testblock")
-        r = testblock(req);
-      else if (cmd == "triton_bench")
-        r = triton_bench(req);
-      else
-        r = {{"ok", false}, {"error", "protocol"}, {"message", "unknown cmd '" + cmd + "'"}};
+      r = std::visit([&](const auto& body) { return on(body); }, req.body);
+    } catch (const UnjudgeableReference& e) {
+      r = error(JudgeError::unjudgeable, e.what());
     } catch (py::error_already_set& e) {
-      r = {{"ok", false}, {"error", "python_exception"}, {"message", python_traceback(e)}};
+      r = error(JudgeError::python_exception, python_traceback(e));
     } catch (const std::exception& e) {
-      r = {{"ok", false}, {"error", "runner"}, {"message", e.what()}};
+      r = error(JudgeError::runner, e.what());
     }
-    if (req.contains("id")) r["id"] = req["id"];
+    if (!req.id.empty()) r["id"] = req.id;
     return r;
   }
 
  private:
+  json on(const protocol::HelloRequest&) { return protocol::encode(hello()); }
+  json on(const protocol::LoadRequest& q) { return protocol::encode(load(q)); }
+  json on(const protocol::ReferenceRequest& q) { return reference(q); }
+  json on(const protocol::CheckRequest& q) { return typed<protocol::CheckReply>(check(q)); }
+  json on(const protocol::BenchRequest& q) { return typed<protocol::BenchReply>(bench(q)); }
+  json on(const protocol::PeaksRequest& q) { return protocol::encode(peaks(q)); }
+  json on(const protocol::PrewarmRequest& q) { return protocol::encode(prewarm(q)); }
+  json on(const protocol::ProfileSetupRequest& q) {
+    return protocol::encode(profile_setup(cur().task, cur().load_request, q, judge_context(), self_exe()));
+  }
+  json on(const protocol::TestblockRequest& q) { return typed<protocol::CheckReply>(testblock(q)); }
+  json on(const protocol::TritonBenchRequest& q) { return protocol::encode(triton_bench(q)); }
+  json on(const protocol::QuitRequest&) {
+    return error(JudgeError::protocol, "quit: not a request to answer");
+  }
+
   /// A loaded task: the reference model, its parameters and the tensor specs. The worker keeps
   /// the most recently used few (KFORGE_RUNNER_TASKS, default 8; at most
   /// KFORGE_RUNNER_TASK_MB MiB of parameters and buffers, default 8192), so an agent that
   /// interleaves tasks does not rebuild a model for every candidate.
   struct Loaded {
     LoadedTask task;
-    json reply;         ///< the load reply, without load_ms
-    json load_request;  ///< what loaded it (the profile step's reference process loads it again)
+    protocol::LoadReply reply;  ///< the load reply, without load_ms
+    protocol::LoadRequest
+        load_request;  ///< what loaded it (the profile step's reference process loads it again)
     int64_t param_bytes = 0;
     uint64_t last_use = 0;
   };
@@ -169,66 +185,55 @@ class Worker {
 
   void sync() { sync_device(device_); }
 
-  json hello() {
-    json j{{"ok", true}};
-    j["libtorch"] = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
-                    std::to_string(TORCH_VERSION_PATCH);
+  protocol::HelloReply hello() {
+    protocol::HelloReply j;
+    j.libtorch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+                 std::to_string(TORCH_VERSION_PATCH);
     auto torch = py::module_::import("torch");
-    j["torch"] = py::str(torch.attr("__version__")).cast<std::string>();
-    j["python"] = py::str(py::module_::import("sys").attr("version")).cast<std::string>();
+    j.torch = py::str(torch.attr("__version__")).cast<std::string>();
+    j.python = py::str(py::module_::import("sys").attr("version")).cast<std::string>();
 #ifdef KFORGE_RUNNER_CUDA
-    j["runner_cuda"] = true;
-#else
-    j["runner_cuda"] = false;
+    j.runner_cuda = true;
 #endif
     try {
-      j["triton"] = py::str(py::module_::import("triton").attr("__version__")).cast<std::string>();
+      j.triton = py::str(py::module_::import("triton").attr("__version__")).cast<std::string>();
     } catch (py::error_already_set&) {
-      j["triton"] = nullptr;
     }
     // The reference's own precision (docs/judge.md): whether PyTorch lets fp32 matmuls and cuDNN
     // convolutions use TF32 here. Recorded per run (the manifest holds this reply).
     auto backends = torch.attr("backends");
-    j["reference_tf32"] = {{"matmul", backends.attr("cuda").attr("matmul").attr("allow_tf32").cast<bool>()},
-                           {"cudnn", backends.attr("cudnn").attr("allow_tf32").cast<bool>()}};
+    j.reference_tf32_matmul = backends.attr("cuda").attr("matmul").attr("allow_tf32").cast<bool>();
+    j.reference_tf32_cudnn = backends.attr("cudnn").attr("allow_tf32").cast<bool>();
     auto tc = torch.attr("cuda");
-    bool avail = tc.attr("is_available")().cast<bool>();
-    j["cuda_available"] = avail;
-    j["devices"] = json::array();
-    if (avail) {
+    j.cuda_available = tc.attr("is_available")().cast<bool>();
+    if (j.cuda_available) {
       int n = tc.attr("device_count")().cast<int>();
       for (int i = 0; i < n; ++i) {
         auto p = tc.attr("get_device_properties")(i);
-        j["devices"].push_back({{"index", i},
-                                {"name", p.attr("name").cast<std::string>()},
-                                {"cc", std::to_string(p.attr("major").cast<int>()) + "." +
-                                           std::to_string(p.attr("minor").cast<int>())},
-                                {"memory_bytes", p.attr("total_memory").cast<int64_t>()},
-                                {"timed_lock", lock_name(at::Device(at::kCUDA, static_cast<int8_t>(i)))}});
+        j.devices.push_back(
+            {i, p.attr("name").cast<std::string>(),
+             std::to_string(p.attr("major").cast<int>()) + "." + std::to_string(p.attr("minor").cast<int>()),
+             p.attr("total_memory").cast<int64_t>(),
+             lock_name(at::Device(at::kCUDA, static_cast<int8_t>(i)))});
       }
-      j["torch_cuda"] = py::str(torch.attr("version").attr("cuda")).cast<std::string>();
+      j.torch_cuda = py::str(torch.attr("version").attr("cuda")).cast<std::string>();
     }
-    j["timed_lock_dir"] = timed_lock_.dir();
-    if (std::string why = kforge::backends::FlockTimedLock::prepare_dir(timed_lock_.dir()); !why.empty())
-      j["timed_lock_unavailable"] = why;
+    j.timed_lock_dir = timed_lock_.dir();
+    j.timed_lock_unavailable = kforge::backends::FlockTimedLock::prepare_dir(timed_lock_.dir());
     return j;
   }
 
-  static json specs_json(const std::vector<TensorSpec>& v) {
-    json a = json::array();
-    for (const auto& s : v)
-      a.push_back({{"name", s.name}, {"kind", s.kind}, {"shape", s.shape}, {"dtype", s.dtype}});
+  static std::vector<protocol::TensorSpec> specs_of(const std::vector<TensorSpec>& v) {
+    std::vector<protocol::TensorSpec> a;
+    for (const auto& s : v) a.push_back({s.name, s.kind, s.dtype, s.shape});
     return a;
   }
 
-  json load(const json& req) {
+  protocol::LoadReply load(const protocol::LoadRequest& req) {
     auto t0 = Clock::now();
-    std::string dev = req.value("device", "cpu");
-    const std::string task = req.at("task").get<std::string>(), source = req.at("source").get<std::string>();
-    const int64_t model_seed = req.value("model_seed", 42);
-    const std::string key = task + '\n' + dev + '\n' + std::to_string(model_seed) + '\n' +
-                            req.value("flops", std::string()) + '\n' + req.value("bytes", std::string()) +
-                            '\n' + source;
+    const std::string& dev = req.device;
+    const std::string key = req.task + '\n' + dev + '\n' + std::to_string(req.model_seed) + '\n' + req.flops +
+                            '\n' + req.bytes + '\n' + req.source;
     cur_ = nullptr;
     device_ = at::Device(dev);
     if (auto it = tasks_.find(key); it != tasks_.end()) {
@@ -238,43 +243,40 @@ class Worker {
     }
     evict(static_cast<std::size_t>(env_long("KFORGE_RUNNER_TASKS", 8)) - 1, nullptr);  // room for one more
     auto t = std::make_unique<Loaded>();
-    t->task.ref.load(task, req.value("file", "<task>"), source, dev, model_seed, "",
+    t->task.ref.load(req.task, req.file, req.source, dev, req.model_seed, "",
                      testblock_path(judge_context()));
     t->task.out_masks = t->task.ref.masks();
     t->task.params = t->task.ref.parameters();
     for (const auto& h : t->task.params)
       t->param_bytes += h.t.numel() * static_cast<int64_t>(h.t.element_size());
     // One reference run on a probe input set gives the outputs' shapes and dtypes.
-    auto inputs = t->task.ref.make_inputs(req.value("probe_seed", 7));
+    auto inputs = t->task.ref.make_inputs(req.probe_seed);
     auto outs = t->task.ref.run(inputs);
     sync();
     t->task.in_specs = t->task.ref.input_specs(inputs, t->task.params);
     for (std::size_t i = 0; i < outs.size(); ++i)
       t->task.out_specs.push_back({outs.size() == 1 ? "out" : "out" + std::to_string(i), "output",
                                    outs[i].t.sizes().vec(), dtype_name(outs[i].t.scalar_type())});
-    int64_t in_bytes = 0;
-    for (const auto& h : inputs) in_bytes += h.t.numel() * static_cast<int64_t>(h.t.element_size());
-    t->reply = {{"ok", true},
-                {"inputs", specs_json(t->task.in_specs)},
-                {"outputs", specs_json(t->task.out_specs)},
-                {"input_bytes", in_bytes}};
-    t->reply["flops"] = t->task.ref.formula(req.value("flops", std::string()));
-    t->reply["bytes"] = t->task.ref.formula(req.value("bytes", std::string()));
+    protocol::LoadReply& r = t->reply;
+    r.inputs = specs_of(t->task.in_specs);
+    r.outputs = specs_of(t->task.out_specs);
+    for (const auto& h : inputs) r.input_bytes += h.t.numel() * static_cast<int64_t>(h.t.element_size());
+    r.flops = t->task.ref.formula(req.flops);
+    r.bytes = t->task.ref.formula(req.bytes);
     // Where the suite declares no FLOP formula (KernelBench, TritonBench), PyTorch's counter over
     // the probe call: an estimate, marked so. Bytes without a formula: the client's sum of the
     // inputs' and outputs' bytes (a lower bound; agent task_bytes).
-    t->reply["flops_source"] = t->reply["flops"].get<double>() > 0 ? "declared" : "";
-    if (t->reply["flops"].get<double>() <= 0) {
+    r.flops_source = r.flops > 0 ? "declared" : "";
+    if (r.flops <= 0) {
       const double counted = t->task.ref.count_flops(inputs);
       if (counted > 0) {
-        t->reply["flops"] = counted;
-        t->reply["flops_source"] = "estimated";
+        r.flops = counted;
+        r.flops_source = "estimated";
       }
       sync();
     }
-    t->reply["bytes_source"] = t->reply["bytes"].get<double>() > 0 ? "declared" : "estimated";
+    r.bytes_source = r.bytes > 0 ? "declared" : "estimated";
     t->load_request = req;
-    t->load_request.erase("id");
     t->last_use = ++use_clock_;
     Loaded* loaded = t.get();
     tasks_[key] = std::move(t);
@@ -284,34 +286,31 @@ class Worker {
   }
 
   /// The reply to `load` for the current task.
-  json load_reply(Clock::time_point t0, bool cached) const {
-    json j = cur_->reply;
-    j["load_ms"] = ms_since(t0);
-    j["cached"] = cached;
-    j["tasks_held"] = tasks_.size();
-    return j;
+  protocol::LoadReply load_reply(Clock::time_point t0, bool cached) const {
+    protocol::LoadReply r = cur_->reply;
+    r.load_ms = ms_since(t0);
+    r.cached = cached;
+    r.tasks_held = static_cast<int>(tasks_.size());
+    return r;
   }
 
-  json reference(const json& req) {
+  json reference(const protocol::ReferenceRequest& req) {
     require_task();
-    int trials = req.value("trials", 5);
-    int64_t seed = req.value("seed", 1000);
-    json ms = json::array(), shapes = json::array();
-    for (int i = 0; i < trials; ++i) {
+    protocol::ReferenceReply r;
+    for (int i = 0; i < req.trials; ++i) {
       auto t0 = Clock::now();
-      auto inputs = cur().task.ref.make_inputs(seed + i);
+      auto inputs = cur().task.ref.make_inputs(req.seed + i);
       auto outs = cur().task.ref.run(inputs);
       sync();
-      ms.push_back(ms_since(t0));
-      if (!all_finite(outs))
-        return {{"ok", false}, {"error", "reference"}, {"message", "reference output has NaN/Inf"}};
+      r.ms.push_back(ms_since(t0));
+      if (!all_finite(outs)) return error(JudgeError::reference_failed, "reference output has NaN/Inf");
     }
-    return {{"ok", true}, {"ms", ms}};
+    return protocol::encode(r);
   }
 
   /// Checks a candidate in a fresh candidate host (judge.cpp); the task's own tensors are
   /// never handed to it, only copies.
-  json check(const json& req) {
+  json check(const protocol::CheckRequest& req) {
     session_.reset();
     return check_candidate(judge_context(), cur().task, req, &session_);
   }
@@ -327,39 +326,31 @@ class Worker {
     return it->second;
   }
 
-  json bench(const json& req) {
+  json bench(const protocol::BenchRequest& req) {
     JudgeContext ctx = judge_context();
     // The speed-of-light bound's bandwidth (the host, if any, is frozen while it is measured).
-    ctx.peak_bytes_per_s = req.contains("peak_bytes_per_s") ? req["peak_bytes_per_s"].get<double>()
-                                                            : peak_bandwidth(device_).per_s;
+    ctx.peak_bytes_per_s = req.peak_bytes_per_s ? *req.peak_bytes_per_s : peak_bandwidth(device_).per_s;
     return bench_candidate(ctx, cur().task, req, std::move(session_));
   }
 
-  json peaks(const json& req) {
-    const at::Device d(req.value("device", device_.str()));
+  protocol::PeaksReply peaks(const protocol::PeaksRequest& req) {
+    const at::Device d(req.device.empty() ? device_.str() : req.device);
     const Measured flops = measure_fp32_flops(d);
     release_cached_memory();
     const Measured& dram = peak_bandwidth(d);
-    return {{"ok", true},
-            {"device", d.str()},
-            {"dram_bytes_per_s", dram.per_s},
-            {"flops_per_s", flops.per_s},
-            {"method", dram.method + "; " + flops.method}};
+    return {d.str(), dram.per_s, flops.per_s, dram.method + "; " + flops.method};
   }
 
   /// The candidate host started warm before the first check; no `load` precedes it, so the
   /// request names its device.
-  json prewarm(const json& req) {
-    device_ = at::Device(req.value("device", device_.str()));
-    const auto kind = kforge::backends::parse_host_kind(req.value("host", std::string()));
-    if (!kind)
-      return {{"ok", false}, {"error", "protocol"}, {"message", "prewarm: host must be native or python"}};
-    return prewarm_host(judge_context(), *kind);
+  protocol::PrewarmReply prewarm(const protocol::PrewarmRequest& req) {
+    if (!req.device.empty()) device_ = at::Device(req.device);
+    return prewarm_host(judge_context(), req.host);
   }
 
   /// A TritonBench test block: no `load` precedes it, so the request names its device.
-  json testblock(const json& req) {
-    device_ = at::Device(req.value("device", device_.str()));  // one client, one device
+  json testblock(const protocol::TestblockRequest& req) {
+    if (!req.device.empty()) device_ = at::Device(req.device);  // one client, one device
     return check_testblock(judge_context(), req);
   }
 
@@ -421,18 +412,20 @@ class Worker {
   /// reference call that Nsight Compute profiles (profile_setup.cpp).
   int profile_reference(const std::string& file) {
     std::ifstream f(file);
-    json req = json::parse(f);
-    json r = load(req);
-    if (!r.value("ok", false)) throw std::runtime_error("load failed: " + r.dump());
-    profile_reference_call(cur().task.ref, req.value("profile_seed", 3000), device_);
+    const kforge::Expected<protocol::Request> req = protocol::decode_request(json::parse(f));
+    if (!req) throw std::runtime_error(file + ": " + req.failure().message);
+    const auto* q = std::get_if<protocol::LoadRequest>(&req->body);
+    if (!q) throw std::runtime_error(file + ": not a load request");
+    load(*q);
+    profile_reference_call(cur().task.ref, q->profile_seed.value_or(3000), device_);
     return 0;
   }
 
  private:
-  json triton_bench(const json& req) {
+  protocol::TritonBenchReply triton_bench(const protocol::TritonBenchRequest& req) {
     require_task();
-    auto inputs = cur().task.ref.make_inputs(req.value("seed", 2000));
-    return {{"ok", true}, {"ms", cur().task.ref.triton_do_bench(inputs)}};
+    auto inputs = cur().task.ref.make_inputs(req.seed);
+    return {cur().task.ref.triton_do_bench(inputs)};
   }
 };
 
@@ -526,9 +519,7 @@ int main(int argc, char** argv) {
   try {
     py::module_::import("torch");
   } catch (py::error_already_set& e) {
-    reply({{"ok", false},
-           {"error", "python_exception"},
-           {"message", "import torch failed: " + python_traceback(e)}});
+    reply(error(JudgeError::python_exception, "import torch failed: " + python_traceback(e)));
     return 3;
   }
   Worker w;
@@ -544,10 +535,10 @@ int main(int argc, char** argv) {
   }
   bool one_shot_info = argc > 1 && std::string(argv[1]) == "--info";
   if (one_shot_info) {
-    reply(w.handle({{"cmd", "hello"}}));
+    reply(w.handle(protocol::HelloRequest{}));
     return 0;
   }
-  reply({{"ok", true}, {"ready", true}});
+  reply(protocol::ready_line());
   std::string line;
   char* buf = nullptr;
   std::size_t cap = 0;
@@ -556,17 +547,20 @@ int main(int argc, char** argv) {
     line.assign(buf, static_cast<std::size_t>(n));
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
     if (line.empty()) continue;
-    json req;
-    try {
-      req = json::parse(line);
-    } catch (const std::exception& e) {
-      reply(
-          {{"ok", false}, {"error", "protocol"}, {"message", std::string("bad JSON request: ") + e.what()}});
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) {
+      reply(error(JudgeError::protocol, "bad JSON request: " + line.substr(0, 200)));
       continue;
     }
-    if (req.value("cmd", "") == "quit") break;
-    json r = w.handle(req);
-    reply(r);
+    const kforge::Expected<protocol::Request> req = protocol::decode_request(j);
+    if (!req) {  // an unknown command, a missing field or one of the wrong type: named, never thrown
+      json r = error(JudgeError::protocol, req.failure().message);
+      if (j.is_object() && j.contains("id")) r["id"] = j["id"];
+      reply(r);
+      continue;
+    }
+    if (req->command() == protocol::Command::quit) break;
+    reply(w.handle(req.value()));
   }
   std::free(buf);
   return 0;

@@ -29,6 +29,7 @@ std::string join_ops(const std::vector<std::string>& ops) {
 }  // namespace
 
 using json = nlohmann::json;
+namespace protocol = kforge::backends::protocol;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
@@ -56,7 +57,7 @@ RunnerClient::RunnerClient(RunnerConfig cfg) : cfg_(std::move(cfg)) {
 
 RunnerClient::~RunnerClient() {
   if (child_) {
-    child_->write_line(R"({"cmd":"quit"})");
+    child_->write_line(dump_json(protocol::encode(protocol::Request(protocol::QuitRequest{}))));
     child_->terminate(std::chrono::milliseconds(200));
   }
 }
@@ -111,7 +112,7 @@ bool RunnerClient::ensure_started(std::string* error) {
     } catch (const std::exception&) {
     }
   }
-  if (!line || !j.value("ready", false)) {
+  if (!line || !protocol::is_ready_line(j)) {
     *error = "kforge-runner did not start: " + (line ? *line : std::string("no ready line")) + "\n" +
              child_->stderr_tail();
     kill_worker();
@@ -121,7 +122,7 @@ bool RunnerClient::ensure_started(std::string* error) {
   return true;
 }
 
-RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milliseconds timeout) {
+RunnerClient::Reply RunnerClient::request(protocol::Request req, std::chrono::milliseconds timeout) {
   Reply r;
   std::string err;
   if (!ensure_started(&err)) {
@@ -132,14 +133,15 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
   // Every request carries a fresh id and its reply must echo it: a stale or stray line on the
   // protocol stream is never taken for the answer.
   const std::string id = std::to_string(workers_started_) + "." + std::to_string(++request_seq_);
-  req["id"] = id;
+  req.id = id;
   // Whether this is the worker's first request about a task: a reference that fails then
   // failed on its own, not because an earlier task left the worker broken.
-  const std::string cmd = req.value("cmd", std::string());
-  if (cmd != "hello" && cmd != "peaks" && cmd != "prewarm")
+  using protocol::Command;
+  const Command cmd = req.command();
+  if (cmd != Command::hello && cmd != Command::peaks && cmd != Command::prewarm)
     last_request_fresh_ = task_requests_on_worker_++ == 0;
   auto t0 = Clock::now();
-  if (child_->write_line(dump_json(req))) {  // a suite file may hold any bytes
+  if (child_->write_line(dump_json(protocol::encode(req)))) {  // a suite file may hold any bytes
     if (auto out = child_->read_line(timeout)) {
       try {
         r.body = json::parse(*out);
@@ -183,52 +185,23 @@ RunnerClient::Reply RunnerClient::request(nlohmann::json req, std::chrono::milli
 }
 
 namespace {
-TensorSpec spec_of(const json& j) {
-  return {j.value("name", ""), j.value("kind", ""), j.value("dtype", ""),
-          j.value("shape", std::vector<int64_t>{})};
-}
-TimingStats stats_of(const json& j) {
-  TimingStats s;
-  s.median_ms = j.value("median_ms", 0.0);
-  s.p10_ms = j.value("p10_ms", 0.0);
-  s.p90_ms = j.value("p90_ms", 0.0);
-  s.mean_ms = j.value("mean_ms", 0.0);
-  s.min_ms = j.value("min_ms", 0.0);
-  s.cv = j.value("cv", 0.0);
-  s.reps = j.value("reps", 0);
-  return s;
-}
-/// A numeric reply field; JSON has no NaN or infinity (they arrive as null): infinity then.
-double number(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return 0;
-  return it->is_number() ? it->get<double>() : std::numeric_limits<double>::infinity();
-}
-/// The reply's "phases" object (phase name -> ms); empty when absent.
-std::map<std::string, double> phases_of(const json& j) {
-  std::map<std::string, double> m;
-  if (auto it = j.find("phases"); it != j.end() && it->is_object())
-    for (auto& [k, v] : it->items())
-      if (v.is_number()) m[k] = v.get<double>();
-  return m;
-}
-Outcome outcome_of(const json& j) {
-  auto o = outcome_from_string(j.value("outcome", "runtime_error"));
-  return o ? *o : Outcome::runtime_error;
-}
-/// An error reply's typed failure: its "error" field parsed, an unknown value a protocol failure.
-Failure reply_failure(const json& body) {
-  const std::string error = body.value("error", std::string("runner"));
-  const std::string message = body.value("message", std::string());
-  if (auto e = judge_error_from_string(error)) return judge_failure(*e, message);
-  return {FailureKind::judge, "judge_protocol",
-          "the judge's reply has an unknown \"error\" value '" + error.substr(0, 80) + "': " + message};
-}
 /// A load that failed (LoadResult): the reference's fault, whatever the worker said.
 Failure load_failure(const std::string& error) {
   return {FailureKind::reference, "reference_failed", error};
 }
+/// A load the judge answered with an error: the reference's fault, unjudgeable as it said.
+Failure load_failure(const protocol::ErrorReply& e) {
+  if (e.error == JudgeError::unjudgeable) return judge_failure(e.error, e.message);
+  return load_failure(std::string(to_string(e.error)) + ": " + e.message);
+}
 }  // namespace
+
+template <class R>
+Expected<R> RunnerClient::ask(protocol::Request req, std::chrono::milliseconds timeout) {
+  Reply r = request(std::move(req), timeout);
+  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
+  return protocol::decode_reply<R>(r.body);
+}
 
 std::string RunnerClient::reply_kind_name(const Reply& r) {
   switch (r.kind) {
@@ -244,29 +217,30 @@ std::string RunnerClient::reply_kind_name(const Reply& r) {
   return "runner";
 }
 
+Expected<protocol::HelloReply> RunnerClient::hello_reply() {
+  return ask<protocol::HelloReply>(protocol::HelloRequest{}, cfg_.start_timeout);
+}
+
 Expected<std::string> RunnerClient::hello() {
-  Reply r = request(json{{"cmd", "hello"}}, cfg_.start_timeout);
-  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
-  return r.body.dump();
+  Expected<protocol::HelloReply> h = hello_reply();
+  if (!h) return h.failure();
+  return protocol::encode(h.value()).dump();
 }
 
 bool RunnerClient::prewarm(HostKind host) {
-  return request(json{{"cmd", "prewarm"}, {"host", std::string(to_string(host))}, {"device", cfg_.device}},
-                 cfg_.start_timeout)
-             .kind == Reply::ok;
+  protocol::PrewarmRequest q;
+  q.host = host;
+  q.device = cfg_.device;
+  return ask<protocol::PrewarmReply>(q, cfg_.start_timeout).ok();
 }
 
 std::string RunnerClient::timed_lock_name() {
   if (!lock_name_.empty()) return lock_name_;
   if (cfg_.device.rfind("cuda:", 0) != 0) return lock_name_ = backends::timed_lock_name(cfg_.device);
-  const Expected<std::string> said = hello();
-  const json h = said ? json::parse(said.value(), nullptr, false) : json();
   const int index = std::atoi(cfg_.device.c_str() + 5);
-  if (h.is_object() && h.contains("devices") && h["devices"].is_array())
-    for (const auto& d : h["devices"])
-      if (d.is_object() && d.value("index", -1) == index && d.contains("timed_lock") &&
-          d["timed_lock"].is_string())
-        return lock_name_ = d["timed_lock"].get<std::string>();
+  if (const Expected<protocol::HelloReply> h = hello_reply())
+    for (const auto& d : h->devices)
+      if (d.index == index && !d.timed_lock.empty()) return lock_name_ = d.timed_lock;
   return backends::timed_lock_name(cfg_.device);  // no hello (yet): by index, not remembered
 }
 
@@ -302,14 +276,11 @@ TimedHold RunnerClient::hold_for_load() {
 
 std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
   const TimedHold held = hold_timed("peaks");
-  Reply r = request(json{{"cmd", "peaks"}, {"device", cfg_.device}, {"timed_lock_held", held.held()}},
-                    cfg_.load_timeout);
-  if (r.kind != Reply::ok || !r.body.value("ok", false)) return std::nullopt;
-  MeasuredPeaks p;
-  p.dram_bytes_per_s = number(r.body, "dram_bytes_per_s");
-  p.flops_per_s = number(r.body, "flops_per_s");
-  p.method = r.body.value("method", std::string());
-  return p;
+  protocol::Request req(protocol::PeaksRequest{cfg_.device});
+  req.timed_lock_held = held.held();
+  Expected<MeasuredPeaks> p = ask<MeasuredPeaks>(std::move(req), cfg_.load_timeout);
+  if (!p) return std::nullopt;
+  return p.value();
 }
 
 Expected<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, const fs::path& artifact,
@@ -318,40 +289,39 @@ Expected<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, cons
   if (auto loaded = ensure_loaded(task); !loaded) return loaded.failure();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  Reply r = request(json{{"cmd", "profile_setup"},
-                         {"artifact", fs::absolute(artifact).string()},
-                         {"host", to_string(host.value_or(host_kind_for_artifact(artifact.string())))},
-                         {"dir", fs::absolute(dir).string()},
-                         {"seed", seed}},
-                    cfg_.load_timeout);
-  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
-  if (!r.body.value("ok", false)) return reply_failure(r.body);
-  try {
-    return ProfileTargets{r.body.at("candidate").get<std::vector<std::string>>(),
-                          r.body.at("reference").get<std::vector<std::string>>()};
-  } catch (const std::exception& e) {
-    return Failure{FailureKind::judge, "judge_protocol", std::string("profile_setup reply: ") + e.what()};
-  }
+  protocol::ProfileSetupRequest q;
+  q.candidate.artifact = fs::absolute(artifact).string();
+  q.candidate.host = host.value_or(host_kind_for_artifact(artifact.string()));
+  q.dir = fs::absolute(dir).string();
+  q.seed = seed;
+  return ask<ProfileTargets>(q, cfg_.load_timeout);
 }
 
 std::string RunnerClient::unusable_detail(const TaskRef& task) const {
   auto it = unusable_detail_.find(task.cache_key());
-  return it == unusable_detail_.end() ? "" : it->second;
+  return it == unusable_detail_.end() ? "" : it->second.message;
 }
 
-void RunnerClient::mark_unusable(const TaskRef& task, const std::string& detail) {
-  unusable_detail_[task.cache_key()] = detail;
+std::optional<Failure> RunnerClient::unusable_failure(const TaskRef& task, const std::string& message) const {
+  auto it = unusable_detail_.find(task.cache_key());
+  if (it == unusable_detail_.end()) return std::nullopt;
+  return Failure{it->second.kind, it->second.sub_kind, message};
+}
+
+void RunnerClient::mark_unusable(const TaskRef& task, const Failure& failure) {
+  unusable_detail_[task.cache_key()] = failure;
+  const std::string& detail = failure.message;
   unusable_by_id_[task.id] = failure_headline(detail);
 }
 
 std::optional<std::string> RunnerClient::known_unusable(const TaskRef& task) const {
   auto it = unusable_detail_.find(task.cache_key());
   if (it == unusable_detail_.end()) return std::nullopt;
-  return "loading task " + task.id + " failed: " + it->second;
+  return "loading task " + task.id + " failed: " + it->second.message;
 }
 
 Expected<LoadResult> RunnerClient::ensure_loaded(const TaskRef& task) {
-  if (known_unusable(task)) return load_failure(unusable_detail(task));  // costs nothing now
+  if (auto f = unusable_failure(task, unusable_detail(task))) return *f;  // costs nothing now
   for (int attempt = 0;; ++attempt) {
     Expected<LoadResult> lr = load_once(task);
     if (lr || (loading_ && abandoned_)) return lr;  // abandoned: neither retried nor the task's fault
@@ -360,8 +330,9 @@ Expected<LoadResult> RunnerClient::ensure_loaded(const TaskRef& task) {
     // may be theirs: once more on a fresh one before the task is unusable.
     const bool fresh = last_request_fresh_;
     kill_worker();
+    if (lr.failure().kind != FailureKind::reference) return lr;  // kforge's (judge_protocol), not the task's
     if (fresh || attempt > 0) {
-      mark_unusable(task, lr.failure().message);
+      mark_unusable(task, lr.failure());
       return lr;
     }
     spdlog::info(
@@ -378,19 +349,19 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
   // The module mode travels as a field and as a trailing line of the source (which is also the
   // worker's cache key, so one task in two modes is two entries).
   const std::string source = task.source + "\n__kforge_module_mode__ = \"" + task.module_mode + "\"\n";
-  json req{{"cmd", "load"},
-           {"task", task.id},
-           {"file", task.file.string()},
-           {"source", source},
-           {"device", cfg_.device},
-           {"model_seed", 42},
-           {"flops", task.flops_expr},
-           {"bytes", task.bytes_expr},
-           {"module_mode", task.module_mode}};
+  protocol::LoadRequest q;
+  q.task = task.id;
+  q.file = task.file.string();
+  q.source = source;
+  q.device = cfg_.device;
+  q.flops = task.flops_expr;
+  q.bytes = task.bytes_expr;
+  q.module_mode = task.module_mode;
   const TimedHold shared = hold_for_load();  // the reference runs on the device
   if (loading_ && abandoned_) return Failure{FailureKind::judge, "abandoned", "abandoned while waiting"};
-  req["timed_lock_shared"] = shared.held();
-  Reply r = request(req, cfg_.load_timeout);
+  protocol::Request req(std::move(q));
+  req.timed_lock_shared = shared.held();
+  Reply r = request(std::move(req), cfg_.load_timeout);
   // A failed load leaves the worker without a current task (it drops it before loading):
   // forget the key, so the next request for any task loads it again.
   loaded_key_.clear();
@@ -399,21 +370,11 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
     if (r.kind == Reply::died && r.term_signal == SIGKILL) error += "\n" + load_killed_hint(task);
     return load_failure(error);
   }
-  if (!r.body.value("ok", false))
-    return load_failure(r.body.value("error", std::string("error")) + ": " +
-                        r.body.value("message", std::string()));
-  LoadResult lr;
-  for (const auto& s : r.body["inputs"]) lr.inputs.push_back(spec_of(s));
-  for (const auto& s : r.body["outputs"]) lr.outputs.push_back(spec_of(s));
-  lr.input_bytes = r.body.value("input_bytes", int64_t{0});
-  lr.load_ms = r.body.value("load_ms", 0.0);
-  lr.cached = r.body.value("cached", false);
-  lr.flops = r.body.value("flops", 0.0);
-  lr.bytes = r.body.value("bytes", 0.0);
-  lr.flops_source = r.body.value("flops_source", std::string());
-  lr.bytes_source = r.body.value("bytes_source", std::string());
+  if (auto e = protocol::error_reply(r.body)) return load_failure(*e);
+  Expected<LoadResult> lr = protocol::decode_reply<LoadResult>(r.body);
+  if (!lr) return lr;  // a reply that does not fit: judge_protocol, kforge's own failure
   loaded_key_ = key;
-  loaded_ = lr;
+  loaded_ = lr.value();
   return lr;
 }
 
@@ -462,14 +423,6 @@ std::string load_killed_hint(const TaskRef& task) {
 }
 
 namespace {
-json tolerances_json(const TaskRef& t) {
-  json j = json::object();
-  for (const auto& [k, v] : t.tolerances) j[k] = {v.first, v.second};
-  return j;
-}
-}  // namespace
-
-namespace {
 /// A failure of kforge's machinery (not the candidate's): infra_error, never scored.
 template <class R>
 void judge_failed(R* r, const Failure& f) {
@@ -486,30 +439,6 @@ int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
 }
 }  // namespace
 
-std::optional<JudgeError> judge_error_from_string(const std::string& s) {
-  if (s == "python_exception") return JudgeError::python_exception;
-  if (s == "runner") return JudgeError::runner;
-  if (s == "protocol") return JudgeError::protocol;
-  if (s == "reference_failed") return JudgeError::reference_failed;
-  return std::nullopt;
-}
-
-Failure judge_failure(JudgeError error, const std::string& text) {
-  switch (error) {
-    case JudgeError::reference_failed:
-      // A reference that ran but cannot judge (its own runs disagree): unjudgeable, not failed.
-      return {FailureKind::reference, text.rfind("unjudgeable:", 0) == 0 ? "unjudgeable" : "reference_failed",
-              text};
-    case JudgeError::python_exception:
-      return {FailureKind::judge, "python_exception", text};
-    case JudgeError::protocol:
-      return {FailureKind::judge, "protocol", text};
-    case JudgeError::runner:
-      break;
-  }
-  return {FailureKind::judge, "runner", text};
-}
-
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
                                 int64_t seed, std::optional<HostKind> host) {
   const HostKind h = host.value_or(host_kind_for_artifact(artifact.string()));
@@ -519,7 +448,7 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   const bool fresh = last_request_fresh_;
   kill_worker();
   if (reference_unusable(c.failure) && fresh) {
-    mark_unusable(task, c.message);
+    mark_unusable(task, Failure{*c.failure, c.sub_kind, c.message});
     return c;
   }
   spdlog::info("task {}: infra_error ({}); the check once more on a fresh worker", task.id, c.sub_kind);
@@ -527,7 +456,8 @@ CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path
   again.retried = true;
   if (again.outcome == Outcome::infra_error && !known_unusable(task)) {
     kill_worker();
-    if (reference_unusable(again.failure)) mark_unusable(task, again.message);
+    if (reference_unusable(again.failure))
+      mark_unusable(task, Failure{*again.failure, again.sub_kind, again.message});
   }
   return again;
 }
@@ -537,7 +467,7 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
   if (auto known = known_unusable(task)) {
     CheckResult c;
     c.trials = trials;
-    judge_failed(&c, judge_failure(JudgeError::reference_failed, unusable_detail(task)));
+    judge_failed(&c, *unusable_failure(task, unusable_detail(task)));
     return c;
   }
   if (task.test_block()) {
@@ -546,43 +476,49 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
   } else if (auto loaded = ensure_loaded(task); !loaded) {
     CheckResult c;
     c.trials = trials;
-    judge_failed(&c, judge_failure(JudgeError::reference_failed,
-                                   "loading task " + task.id + " failed: " + loaded.failure().message));
+    Failure f = loaded.failure();  // the reference's (failed or unjudgeable), or the judge's
+    f.message = "loading task " + task.id + " failed: " + f.message;
+    judge_failed(&c, f);
     return c;
   }
   ++candidates_on_worker_;
-  json req{{"cmd", task.test_block() ? "testblock" : "check"},
-           {"artifact", std::filesystem::absolute(artifact).string()},
-           {"host", to_string(host)},
-           {"trials", trials},
-           {"seed", seed},
-           {"deadline_ms",
-            judge_deadline_ms(task.test_block() ? cfg_.testblock_check_timeout : cfg_.check_timeout)},
-           {"tolerances", tolerances_json(task)}};
+  const protocol::Candidate candidate{fs::absolute(artifact).string(), host, join_ops(task.allow_ops)};
   if (task.test_block()) {
-    req["source"] = task.source;
-    req["test_source"] = task.test_source;
-    req["test_function"] = task.test_function;
-    req["entries"] = task.entries;
-    req["device"] = cfg_.device;  // no `load` sets the worker's device for a test block
+    // No model to load: the request carries the implementation and its test block.
+    protocol::TestblockRequest q;
+    q.candidate = candidate;
+    q.trials = trials;
+    q.seed = seed;
+    q.deadline_ms = judge_deadline_ms(cfg_.testblock_check_timeout);
+    q.tolerances = task.tolerances;
+    q.source = task.source;
+    q.test_source = task.test_source;
+    q.test_function = task.test_function;
+    q.entries = task.entries;
+    q.device = cfg_.device;  // no `load` sets the worker's device for a test block
+    return run_check(std::move(q), trials, cfg_.testblock_reference_timeout + cfg_.testblock_check_timeout);
   }
-  if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
-  return run_check(req, trials,
-                   task.test_block() ? cfg_.testblock_reference_timeout + cfg_.testblock_check_timeout
-                                     : cfg_.check_timeout);
+  protocol::CheckRequest q;
+  q.candidate = candidate;
+  q.trials = trials;
+  q.seed = seed;
+  q.deadline_ms = judge_deadline_ms(cfg_.check_timeout);
+  q.tolerances = task.tolerances;
+  return run_check(std::move(q), trials, cfg_.check_timeout);
 }
 
-CheckResult RunnerClient::run_check(json req, int trials, std::chrono::milliseconds timeout) {
+CheckResult RunnerClient::run_check(protocol::Request req, int trials, std::chrono::milliseconds timeout) {
   CheckResult c;
   c.trials = trials;
   // Untimed work on the device, never inside another runner's timed work; waited for before
   // the request's timeout starts.
   const TimedHold shared = hold_timed("check", TimedLock::Mode::shared);
-  req["timed_lock_shared"] = shared.held();
+  req.timed_lock_shared = shared.held();
   auto t0 = Clock::now();
   const long long begin_ns = monotonic_ns();
-  Reply r = request(req, timeout);
-  c.check_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  Reply r = request(std::move(req), timeout);
+  const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  c.check_ms = wall_ms;
   log_interval("check", lock_name_.empty() ? cfg_.device : lock_name_, child_ ? child_->pid() : -1, begin_ns,
                monotonic_ns());
   if (r.kind != Reply::ok) {
@@ -590,33 +526,15 @@ CheckResult RunnerClient::run_check(json req, int trials, std::chrono::milliseco
     judge_failed(&c, Failure{FailureKind::judge, reply_kind_name(r), r.message});
     return c;
   }
-  const json& b = r.body;
-  if (!b.value("ok", false)) {
-    judge_failed(&c, reply_failure(b));
+  Expected<protocol::CheckReply> reply = protocol::decode_reply<protocol::CheckReply>(r.body);
+  if (!reply) {
+    judge_failed(&c, reply.failure());
     return c;
   }
-  c.outcome = outcome_of(b);
-  c.sub_kind = b.value("sub_kind", std::string());
-  c.message = b.value("message", std::string());
-  c.trials_passed = b.value("trials_passed", 0);
-  c.max_abs_err = number(b, "max_abs_err");
-  c.max_rel_err = number(b, "max_rel_err");
-  c.tolerance_ratio = number(b, "tolerance_ratio");
-  c.mismatch_fraction = number(b, "mismatch_fraction");
-  c.phases_ms = phases_of(b);
+  static_cast<protocol::CheckReply&>(c) = std::move(reply.value());
+  c.trials = trials;
+  c.check_ms = wall_ms;  // the client's wall time, the wait for the worker included
   if (shared.held()) c.phases_ms["device_lock_wait_ms"] = shared.waited_ms();
-  if (auto it = b.find("correct"); it != b.end() && it->is_boolean()) c.correct = it->get<bool>();
-  c.correct_message = b.value("correct_message", std::string());
-  if (auto it = b.find("trial"); it != b.end() && it->is_object()) {
-    c.trial.index = it->value("index", 0);
-    c.trial.of = it->value("of", 0);
-    c.trial.kind = it->value("kind", std::string());
-    c.trial.seed = it->value("seed", int64_t{0});
-    c.trial.input_scale = number(*it, "input_scale");
-  }
-  if (auto it = b.find("checks"); it != b.end() && it->is_array())
-    for (const auto& line : *it)
-      if (line.is_string()) c.checks.push_back(line.get<std::string>());
   return c;
 }
 
@@ -637,118 +555,67 @@ BenchResult RunnerClient::bench_once(const TaskRef& task, const std::filesystem:
                                      const BenchOptions& o, HostKind host) {
   BenchResult b;
   if (auto loaded = ensure_loaded(task); !loaded) {
-    judge_failed(&b, judge_failure(JudgeError::reference_failed,
-                                   "loading task " + task.id + " failed: " + loaded.failure().message));
+    Failure f = loaded.failure();
+    f.message = "loading task " + task.id + " failed: " + f.message;
+    judge_failed(&b, f);
     return b;
   }
-  json req{{"cmd", "bench"},
-           {"reps", o.reps},
-           {"min_reps", o.min_reps},
-           {"warmup", o.warmup},
-           {"budget_ms", o.budget_ms},
-           {"seed", o.seed},
-           {"deadline_ms", judge_deadline_ms(cfg_.bench_timeout)},
-           {"baseline", o.compile_baseline ? "compile" : "eager"},
-           {"tolerances", tolerances_json(task)}};  // the verified batches' tolerance is the check's
-  if (!artifact.empty()) {
-    req["artifact"] = std::filesystem::absolute(artifact).string();
-    req["host"] = to_string(host);
-  }
-  if (!task.allow_ops.empty()) req["allow_ops"] = join_ops(task.allow_ops);
-  if (o.peak_bytes_per_s > 0) req["peak_bytes_per_s"] = o.peak_bytes_per_s;
-  if (!o.reference_before) req["reference_before"] = false;
+  protocol::BenchRequest q;
+  q.reps = o.reps;
+  q.min_reps = o.min_reps;
+  q.warmup = o.warmup;
+  q.budget_ms = o.budget_ms;
+  q.seed = o.seed;
+  q.deadline_ms = judge_deadline_ms(cfg_.bench_timeout);
+  q.compile_baseline = o.compile_baseline;
+  q.tolerances = task.tolerances;  // the verified batches' tolerance is the check's
+  if (!artifact.empty())
+    q.candidate = protocol::Candidate{fs::absolute(artifact).string(), host, join_ops(task.allow_ops)};
+  if (o.peak_bytes_per_s > 0) q.peak_bytes_per_s = o.peak_bytes_per_s;
+  q.reference_before = o.reference_before;
   // Timed work: under the device's lock, waited for before the request's timeout starts.
   const TimedHold held = hold_timed("bench");
-  req["timed_lock_held"] = held.held();
-  Reply r = request(req, cfg_.bench_timeout);
+  protocol::Request req(std::move(q));
+  req.timed_lock_held = held.held();
+  Reply r = request(std::move(req), cfg_.bench_timeout);
   b.phases_ms["device_lock_wait_ms"] = held.waited_ms();
   if (r.kind != Reply::ok) {
     judge_failed(&b, Failure{FailureKind::judge, reply_kind_name(r), r.message});
     return b;
   }
-  const json& j = r.body;
-  if (!j.value("ok", false)) {
-    judge_failed(&b, reply_failure(j));
+  Expected<protocol::BenchReply> reply = protocol::decode_reply<protocol::BenchReply>(r.body);
+  if (!reply) {
+    judge_failed(&b, reply.failure());
     return b;
   }
-  if (j.contains("outcome")) {  // the candidate failed while being timed
-    b.outcome = outcome_of(j);
-    b.sub_kind = j.value("sub_kind", std::string());
-    b.message = j.value("message", std::string());
-    return b;
-  }
+  static_cast<protocol::BenchReply&>(b) = std::move(reply.value());
+  b.phases_ms["device_lock_wait_ms"] = held.waited_ms();
+  if (b.outcome != Outcome::pass) return b;  // the candidate failed while being timed
   b.ok = true;
-  b.outcome = Outcome::pass;
-  if (j.contains("candidate")) b.candidate = stats_of(j["candidate"]);
-  b.reference = stats_of(j["reference"]);
-  auto samples = [&](const char* which, std::vector<double>* out) {
-    if (auto it = j.find(which); it != j.end() && it->contains("samples_ms"))
-      for (const auto& v : (*it)["samples_ms"])
-        if (v.is_number()) out->push_back(v.get<double>());
-  };
-  samples("candidate", &b.candidate_samples);
-  samples("reference", &b.reference_samples);
-  if (j.contains("reference_compile")) b.reference_compile = stats_of(j["reference_compile"]);
-  b.candidate_ms = j.value("candidate_ms", 0.0);
-  b.reference_ms = j.value("reference_ms", 0.0);
-  b.speedup = j.value("speedup", 0.0);
-  if (j.contains("speedup_ci") && j["speedup_ci"].size() == 2) {
-    b.speedup_ci_low = j["speedup_ci"][0].get<double>();
-    b.speedup_ci_high = j["speedup_ci"][1].get<double>();
-  }
-  b.sets = j.value("sets", 0);
-  b.sets_per_window = j.value("sets_per_window", 0);
-  b.round_trip_ms = j.value("round_trip_ms", 0.0);
-  b.lead_in_ms = j.value("lead_in_ms", 0.0);
-  b.gpu_base_ms = j.value("gpu_base_ms", 0.0);
-  b.lead_in_length_ms = j.value("lead_in_length_ms", 0.0);
-  b.lead_in_preempted = j.value("lead_in_preempted", 0);
-  b.lead_in_max_gap_us = j.value("lead_in_max_gap_us", 0.0);
-  if (j.contains("judge_side") && j["judge_side"].is_object())
-    for (const auto& [k, v] : j["judge_side"].items())
-      if (v.is_number()) b.judge_side[k] = v.get<double>();
-  if (j.contains("host_reported") && j["host_reported"].is_object())
-    for (const auto& [k, v] : j["host_reported"].items())
-      if (v.is_number()) b.host_reported_ms[k] = v.get<double>();
-  for (const auto& [k, v] : phases_of(j)) b.phases_ms[k] = v;
-  b.speed_of_light_ms = number(j, "speed_of_light_ms");
-  b.peak_bytes_per_s = number(j, "peak_bytes_per_s");
-  b.launch_floor_ms = number(j, "launch_floor_ms");
-  b.timing_anomaly = j.value("timing_anomaly", std::string());
-  b.timing_anomaly_kind = j.value("timing_anomaly_kind", std::string());
-  b.timing_unstable = j.value("timing_unstable", std::string());
-  b.reference_before_ms = number(j, "reference_before_ms");
-  b.flags = j.value("flags", std::vector<std::string>{});
   if (!held.held()) b.flags.push_back("not serialised with other timed work on the device: " + held.why());
-  b.bench_ms = j.value("bench_ms", 0.0) + held.waited_ms();
+  b.bench_ms += held.waited_ms();
   return b;
 }
 
 Expected<double> RunnerClient::triton_do_bench(const TaskRef& task, int64_t seed) {
   if (auto loaded = ensure_loaded(task); !loaded) return loaded.failure();
   const TimedHold held = hold_timed("triton_bench");
-  Reply r = request(json{{"cmd", "triton_bench"}, {"seed", seed}, {"timed_lock_held", held.held()}},
-                    cfg_.bench_timeout);
-  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
-  if (!r.body.value("ok", false)) return reply_failure(r.body);
-  if (!r.body.contains("ms") || !r.body["ms"].is_number())
-    return Failure{FailureKind::judge, "judge_protocol", "the triton_bench reply has no number \"ms\""};
-  return r.body["ms"].get<double>();
+  protocol::Request req(protocol::TritonBenchRequest{seed});
+  req.timed_lock_held = held.held();
+  Expected<protocol::TritonBenchReply> r =
+      ask<protocol::TritonBenchReply>(std::move(req), cfg_.bench_timeout);
+  if (!r) return r.failure();
+  return r->ms;
 }
 
 Expected<std::vector<double>> RunnerClient::reference_only(const TaskRef& task, int trials, int64_t seed) {
   if (auto loaded = ensure_loaded(task); !loaded) return loaded.failure();
   const TimedHold shared = hold_timed("reference", TimedLock::Mode::shared);
-  Reply r = request(
-      json{{"cmd", "reference"}, {"trials", trials}, {"seed", seed}, {"timed_lock_shared", shared.held()}},
-      cfg_.check_timeout);
-  if (r.kind != Reply::ok) return Failure{FailureKind::judge, reply_kind_name(r), r.message};
-  if (!r.body.value("ok", false)) return reply_failure(r.body);
-  std::vector<double> ms;
-  if (auto it = r.body.find("ms"); it != r.body.end() && it->is_array())
-    for (const auto& v : *it)
-      if (v.is_number()) ms.push_back(v.get<double>());
-  return ms;
+  protocol::Request req(protocol::ReferenceRequest{trials, seed});
+  req.timed_lock_shared = shared.held();
+  Expected<protocol::ReferenceReply> r = ask<protocol::ReferenceReply>(std::move(req), cfg_.check_timeout);
+  if (!r) return r.failure();
+  return r->ms;
 }
 
 }  // namespace kforge::backends

@@ -140,7 +140,7 @@ TEST_CASE("episode machine: kforge's failures are infra_error, never in the hist
 
   Machine u;  // the reference does not load: unusable, no LLM call
   u.go(Begin{});
-  const Failure bad{FailureKind::reference, "reference_failed", "unjudgeable: random output"};
+  const Failure bad{FailureKind::reference, "unjudgeable", "unjudgeable: random output"};
   auto st = u.go(Loaded{{}, bad});
   REQUIRE(std::holds_alternative<Stop>(st));
   CHECK(std::get<Stop>(st).why == "unusable: unjudgeable: random output");

@@ -157,10 +157,14 @@ TEST_CASE("a judge's error reply is typed once: reference failures, unknown valu
   CHECK(backends::judge_error_from_string("reference_failed") == backends::JudgeError::reference_failed);
   CHECK(backends::judge_error_from_string("runner") == backends::JudgeError::runner);
   CHECK_FALSE(backends::judge_error_from_string("judge_says_model_failed").has_value());
-  auto f = backends::judge_failure(backends::JudgeError::reference_failed, "unjudgeable: its runs disagree");
+  auto f = backends::judge_failure(backends::JudgeError::unjudgeable, "its runs disagree");
   CHECK(f.kind == FailureKind::reference);
   CHECK(f.sub_kind == "unjudgeable");
   CHECK(backends::reference_unusable(f.kind));
+  // The kind travels typed: a reference_failed whose text happens to say "unjudgeable:" stays failed.
+  auto t = backends::judge_failure(backends::JudgeError::reference_failed, "unjudgeable: its runs disagree");
+  CHECK(t.kind == FailureKind::reference);
+  CHECK(t.sub_kind == "reference_failed");
   auto g = backends::judge_failure(backends::JudgeError::python_exception, "Traceback ...");
   CHECK(g.kind == FailureKind::judge);
   CHECK_FALSE(backends::reference_unusable(g.kind));

@@ -132,11 +132,12 @@ PrecisionContract precision_contract(const std::string& backend, const std::stri
 std::vector<std::string> judged_checks(const Task& task, const std::vector<backends::TensorSpec>& outputs,
                                        int trials, const PrecisionContract& precision);
 
-/// The one-line reason a task is unusable, from a failed load's error (LoadResult::error):
-/// the "unjudgeable: ..." line when the runner found the reference's output random, else
-/// "the reference did not load: <the error's headline>" (a traceback's exception line:
-/// backends::failure_headline; the whole text belongs in the attempt directory).
-std::string unusable_reason(const std::string& load_error);
+/// The one-line reason a task is unusable, from a failed load (LoadResult's failure): the
+/// judge's first line when it found the reference unjudgeable (sub_kind "unjudgeable", typed by
+/// the runner: its outputs are random), else "the reference did not load: <the error's
+/// headline>" (a traceback's exception line: backends::failure_headline; the whole text belongs
+/// in the attempt directory).
+std::string unusable_reason(const Failure& load_failure);
 
 /// Writes <run_dir>/unusable.json: {task id: reason} for the tasks whose reference could not be
 /// loaded or judged in this invocation (summarize_run lists them in the summary and report).

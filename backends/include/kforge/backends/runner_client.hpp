@@ -19,53 +19,21 @@
 // thread-safe: one owner at a time, except abandon_loads(), which any thread may call (a run
 // that stops while a reference loads does not wait for it).
 //
-// Protocol: one JSON object per line each way. The worker first prints {"ok":true,"ready":true}.
-// Every request carries a fresh "id" that its reply echoes.
-//   {"cmd":"hello"} -> versions (libtorch, torch, python, triton, cuda_available, devices[],
-//        reference_tf32 {matmul, cudnn}: whether PyTorch lets the reference use TF32)
-//   {"cmd":"peaks","device"} -> {"dram_bytes_per_s","flops_per_s","method"} (measure_peaks)
-//   {"cmd":"prewarm","host","device"} -> {"started"}: the candidate host of that kind (native or
-//        python) started before the first check, not waited for (the Triton zygote; prewarm)
-//   {"cmd":"profile_setup","artifact","dir","seed"} -> {"candidate":[argv],"reference":[argv]}:
-//        writes dir/profile_tensors.bin and dir/profile_reference.json for the current task and
-//        names the two processes to run under Nsight Compute (profile_targets; profile.hpp)
-//   {"cmd":"load","task","file","source","device","model_seed","flops","bytes","module_mode"} ->
-//        {"inputs":[spec],"outputs":[spec],"input_bytes","flops","bytes","flops_source","bytes_source",
-//        "load_ms","cached"} (flops without a formula: PyTorch's FLOP counter, "estimated"); spec =
-//        {name, kind (input|parameter|buffer|output), shape, dtype}. The worker keeps the most
-//        recently used tasks loaded (KFORGE_RUNNER_TASKS, default 8, at most KFORGE_RUNNER_TASK_MB
-//        MiB of parameters, default 8192): loading one of them again only selects it
-//        ("cached": true). check and bench use the task of the last successful load.
+// Protocol: kforge/backends/runner_protocol.hpp declares every request and reply as a type with
+// its JSON mapping (both ends use it); a reply that does not fit its type is
+// infra_error/judge_protocol naming the field. What the client relies on besides:
+//   load: the worker keeps the most recently used tasks loaded (KFORGE_RUNNER_TASKS, default 8,
+//        at most KFORGE_RUNNER_TASK_MB MiB of parameters, default 8192): loading one of them again
+//        only selects it ("cached"). check and bench use the task of the last successful load.
 //        module_mode "train" runs the Model in training mode (no .eval(); BatchNorm batch
 //        statistics, Dropout live), "eval" after .eval(). The client also appends the line
 //        `__kforge_module_mode__ = "<mode>"` to the source it sends, which the runner reads when
 //        the request field is not forwarded. A reference whose outputs differ between two runs
-//        on the same inputs fails to load with a message starting "unjudgeable:".
-//   {"cmd":"reference","trials","seed"} -> {"ms":[...]} (runs the reference only)
-//   {"cmd":"check","artifact","trials","seed","deadline_ms","tolerances":{dtype:[atol,rtol]}} ->
-//        {"outcome","sub_kind","message","trials_passed","max_abs_err","max_rel_err",
-//         "tolerance_ratio","mismatch_fraction","worst_index","expected","actual","check_ms",
-//         "checks":[what ran],"phases","correct"?,"correct_message"?,"trial"?};
-//        "trial" (an output_mismatch): the failing trial, {"index","of","kind" ("standard",
-//        "parameters perturbed", "wider inputs"),"seed","input_scale"}, also named in "message".
-//        a torch_fallback's outputs are still compared, its outcome stays torch_fallback:
-//        "correct" says whether they matched on every trial (issue 22 §3; false with
-//        "correct_message" saying why, absent when they could not be compared).
-//        the candidate only ever sees copies of the inputs and parameters (cpu: read-only).
-//        Error figures (runner Comparison, on passes too, max over trials and outputs):
-//        max_abs_err = max |a - e|; max_rel_err = max |a - e| / (|e| + atol); tolerance_ratio =
-//        max |a - e| / (atol_eff + rtol |e|) (<= 1 within tolerance), atol_eff = min(atol,
-//        0.01 rms(e)). Integer and bool outputs compare exactly.
-//   {"cmd":"bench","artifact"?,"reps","min_reps","warmup","budget_ms","baseline","seed",
-//    "deadline_ms","peak_bytes_per_s"?} -> {"candidate":stats,"reference":stats,
-//         "reference_compile"?:stats, "candidate_ms","reference_ms","speedup","speedup_ci":[lo,hi],
-//         "sets","timing":"judge_clock","verified_batches","speed_of_light_ms","peak_bytes_per_s",
-//         "launch_floor_ms","timing_anomaly"?,"timing_anomaly_kind"?,"phases","flags":[],"bench_ms",
-//         "reference_before"?:stats,"reference_before_ms"?,"timing_unstable"?}; stats =
-//         {median_ms,p10_ms, p90_ms,mean_ms,min_ms,cv,reps,batches,samples_ms} over batches (one sample per
-//         batch of `sets` calls, timed by the judge's clock); or a failure {"outcome","sub_kind","message"}
-//         (output_mismatch/bench_only: wrong on a verified timed repetition).
-//   {"cmd":"triton_bench","seed"} -> {"ms"}: the reference timed by triton.testing.do_bench
+//        on the same inputs fails to load with JudgeError::unjudgeable.
+//   check: "trial" (an output_mismatch) names the failing trial, also named in "message". A
+//        torch_fallback's outputs are still compared, its outcome stays torch_fallback: "correct"
+//        says whether they matched on every trial (issue 22 §3). The candidate only ever sees
+//        copies of the inputs and parameters (cpu: read-only).
 //   Every request naming an "artifact" also carries "host" ("native": kforge-host, "python": the
 //        Triton host; host_kind.hpp), the host its backend needs; the client always sends it,
 //        and a request without it (an older client) gets the host the artifact's name implies.
@@ -74,12 +42,12 @@
 //        check's calibration takes it (waiting at most 250 ms; a check whose calibration ran
 //        without it is not reused by the bench); the phases then include
 //        "device_lock_wait_ms". hello's devices[] name each GPU's lock ("timed_lock").
-//   Errors: {"ok":false,"error":"python_exception|runner|protocol|reference_failed","message"};
-//        reference_failed: a test block's reference raised (message: its whole traceback), or
-//        its two runs under one seed disagree beyond what a comparison can leave out (message
-//        starting "unjudgeable:": the client's sub-kind `unjudgeable`). A `testblock` pass whose
-//        comparison left out elements the gold leaves unwritten or nondeterministic says so
-//        in "message" ("seed S: result j compared on N of M elements: ...").
+//   Errors (JudgeError): reference_failed: a test block's reference raised (message: its whole
+//        traceback); unjudgeable: the reference's own runs under one seed disagree beyond what a
+//        comparison can leave out, or its test block cannot tell stubs from the gold (the client's
+//        Failure{reference, "unjudgeable"}). A `testblock` pass whose comparison left out
+//        elements the gold leaves unwritten or nondeterministic says so in "message" ("seed S:
+//        result j compared on N of M elements: ...").
 #pragma once
 
 #include <atomic>
@@ -95,6 +63,7 @@
 #include <vector>
 
 #include "kforge/backends/host_kind.hpp"
+#include "kforge/backends/runner_protocol.hpp"
 #include "kforge/backends/timed_lock.hpp"
 #include "kforge/common/failure.hpp"
 #include "kforge/common/outcome.hpp"
@@ -124,19 +93,6 @@ struct RunnerConfig {
   TimedLock* timed_lock = nullptr;
 };
 
-/// The judge's error replies ({"ok":false,"error":E,"message":M}), a closed set: any other
-/// value of "error" is itself a protocol failure naming the field.
-enum class JudgeError { python_exception, runner, protocol, reference_failed };
-
-/// Parses a reply's "error" field; std::nullopt for a value outside JudgeError.
-std::optional<JudgeError> judge_error_from_string(const std::string& s);
-
-/// Whose machinery an error reply `error` (with its message `text`) says failed, and the sub-kind
-/// recorded for it: reference_failed is FailureKind::reference (sub-kind "unjudgeable" when the
-/// reference ran but its own runs disagree, the message starting "unjudgeable:"), every other
-/// error FailureKind::judge under its own name. The one place a judge reply's failure is typed.
-Failure judge_failure(JudgeError error, const std::string& text);
-
 /// Whether a failure says the reference itself failed (raised, its worker failed under it, or its
 /// own runs disagree): the task's fault, never the candidate's and never the judge's machinery.
 inline bool reference_unusable(const std::optional<FailureKind>& failure) {
@@ -146,10 +102,8 @@ inline bool reference_unusable(const std::optional<FailureKind>& failure) {
 /// The kforge-runner path RunnerConfig's default resolves to.
 std::filesystem::path default_runner_path();
 
-struct TensorSpec {
-  std::string name, kind, dtype;
-  std::vector<int64_t> shape;
-};
+using protocol::TensorSpec;
+using protocol::TimingStats;
 
 /// What the runner needs to know about a task; the source has its profile applied.
 struct TaskRef {
@@ -185,66 +139,27 @@ struct TaskRef {
 std::string load_killed_hint(const TaskRef& task);
 
 /// A loaded task (RunnerClient::load). A load that fails is a Failure{reference,
-/// "reference_failed", the Python traceback or the worker's failure}: a reference that raises or
-/// takes its worker down is the task's fault, never the judge's or a candidate's.
-struct LoadResult {
-  std::vector<TensorSpec> inputs, outputs;
-  int64_t input_bytes = 0;
-  double flops = 0, bytes = 0;  ///< per call, from the task's formulas (0: none given)
-  /// Where `flops` comes from: "declared" (the task's formula), "estimated" (PyTorch's FLOP
-  /// counter over one reference call, in the runner at load), "" (none counted); `bytes`:
-  /// "declared", or "estimated" when no formula was given (the caller's inputs + outputs bytes).
-  std::string flops_source, bytes_source;
-  double load_ms = 0;
-  bool cached = false;  ///< the worker still held the task: selected, not rebuilt
-};
+/// "reference_failed" (or "unjudgeable"), the Python traceback or the worker's failure}: a
+/// reference that raises or takes its worker down is the task's fault, never the judge's or a
+/// candidate's.
+using LoadResult = protocol::LoadReply;
 
 /// A device's peaks as the judge measured them.
-struct MeasuredPeaks {
-  double dram_bytes_per_s = 0;  ///< best of fills (bytes written / s) and copies ((read + written) / s)
-  double flops_per_s = 0;       ///< FP32 matmul, 2 n^3 / time, TF32 off
-  std::string method;           ///< sizes and repetitions, free text
-};
+using MeasuredPeaks = protocol::PeaksReply;
 
 /// The two command lines of the profile step (profile.hpp): the candidate host's profile mode
 /// on the artifact and the runner's reference-call mode, each making one untimed and one
 /// profiled call.
-struct ProfileTargets {
-  std::vector<std::string> candidate, reference;
-};
+using ProfileTargets = protocol::ProfileSetupReply;
 
-struct CheckResult {
-  Outcome outcome = Outcome::runtime_error;
-  std::string sub_kind;
-  std::string message;
+/// A check's verdict: the judge's reply (protocol::CheckReply; check_ms here is the client's wall
+/// time of the request) and what the client adds.
+struct CheckResult : protocol::CheckReply {
   /// Whose machinery failed, set exactly when outcome is infra_error: decided where the failure
   /// happened (the judge's reply, the client's wait) and carried unchanged to the record.
   std::optional<FailureKind> failure;
-  int trials = 0, trials_passed = 0;
-  double max_abs_err = 0, max_rel_err = 0, mismatch_fraction = 0;
-  double tolerance_ratio = 0;  ///< reply field "tolerance_ratio" (see the protocol above); 0 = not reported
-  double check_ms = 0;
-  std::map<std::string, double> phases_ms;  ///< where the judge's check time went (reply "phases")
-  std::vector<std::string> checks;          ///< what the check ran, one line each (reply "checks")
-  bool worker_replaced = false;             ///< the candidate took the worker down
-  bool retried = false;  ///< the first try was an infra failure; this is the fresh worker's result
-  /// A torch_fallback's outputs, still compared (reply "correct"): whether they matched the
-  /// reference on every trial; nullopt when not compared (other outcomes: the outcome says).
-  std::optional<bool> correct;
-  std::string correct_message;  ///< why they did not (reply "correct_message")
-  /// The failing trial of an output_mismatch (reply "trial"): index (1-based) of `of`, kind
-  /// ("standard", "parameters perturbed", "wider inputs"), seed, input scale; index 0: none.
-  struct Trial {
-    int index = 0, of = 0;
-    std::string kind;
-    int64_t seed = 0;
-    double input_scale = 0;
-  } trial;
-};
-
-struct TimingStats {
-  double median_ms = 0, p10_ms = 0, p90_ms = 0, mean_ms = 0, min_ms = 0, cv = 0;
-  int reps = 0;
+  bool worker_replaced = false;  ///< the candidate took the worker down
+  bool retried = false;          ///< the first try was an infra failure; this is the fresh worker's result
 };
 
 struct BenchOptions {
@@ -277,70 +192,14 @@ struct PerfInputTiming {
   std::vector<double> candidate_samples, reference_samples;
 };
 
-struct BenchResult {
-  bool ok = false;  ///< false: the candidate failed while timed (outcome/message say how)
-  Outcome outcome = Outcome::runtime_error;
-  std::string sub_kind, message;
+/// A bench's result: the judge's reply (protocol::BenchReply; bench_ms here adds the wait for the
+/// device's timed lock, phases_ms "device_lock_wait_ms", never part of a measured time) and
+/// what the client adds.
+struct BenchResult : protocol::BenchReply {
+  bool ok = false;                     ///< false: the candidate failed while timed (outcome/message say how)
   std::optional<FailureKind> failure;  ///< as CheckResult::failure
-  TimingStats candidate, reference;
-  std::optional<TimingStats> reference_compile;
-  double candidate_ms = 0;  ///< the candidate's time used for speedup (see flags)
-  double reference_ms = 0;
-  double speedup = 0;                              ///< reference_ms / candidate_ms
-  double speedup_ci_low = 0, speedup_ci_high = 0;  ///< 95% percentile-bootstrap interval over batches
-  int sets = 0;                                    ///< input/output sets the timed calls rotated through
-  int sets_per_window =
-      0;  ///< of them, run in one timed window (the Triton host: at most 16; judge.cpp chunk_sets)
-  /// What the judge subtracts from each timed batch without a lead-in (ms): a timed window around
-  /// a run of no sets, measured before the candidate was loaded.
-  double round_trip_ms = 0;
-  /// The Triton host's own account of a timed request, medians over requests: first_call_ms,
-  /// calls_ms, sync_ms (ms) and slots_taken (a count: allocations handed a set's output, so
-  /// written in place). The candidate's process's word: diagnostics only, never used.
-  std::map<std::string, double> host_reported_ms;
-  /// The judge's own diagnostics of the timed windows (GPU): the calibration's base windows
-  /// (base_gpu_ms_median, which gpu_base_ms is, and base_gpu_ms_max), the timed windows before
-  /// the base is taken off (window_gpu_ms_median), and how long the freezes at the host's reply
-  /// waited (freeze_us_median, base_freeze_us_median). Never used in a time.
-  std::map<std::string, double> judge_side;
-  /// On a GPU: the timed window behind the lead-in around a run of no sets, on the judge's clock
-  /// (ms; 0 = no lead-in, round_trip_ms was subtracted), and on the GPU's clock from the
-  /// lead-in's end to the judge's stamp: what each batch behind a lead-in subtracts (ms;
-  /// lead_in_ms where the stamp could not be read); how many batches it dropped because the
-  /// lead-in was preempted, and the largest timer gap (us) of a lead-in that was not (how near
-  /// honest spins come to the 10 us threshold); the lead-in's length (ms) (judge.cpp, lead_in.hpp).
-  double lead_in_ms = 0;
-  double gpu_base_ms = 0;
-  int lead_in_preempted = 0;
-  double lead_in_max_gap_us = 0;
-  double lead_in_length_ms = 0;
-  std::map<std::string, double> phases_ms;  ///< where the judge's bench time went (reply "phases")
-  /// The judge's bound: the outputs' bytes at the device's measured peak bandwidth (ms per
-  /// call; 0 = no bound: outputs that fit in the cache, or no measurement).
-  double speed_of_light_ms = 0;
-  double peak_bytes_per_s = 0;  ///< the bandwidth the bound used (measured, or BenchOptions')
-  /// On a GPU: one kernel launch's GPU time, back to back in the judge's own context, measured
-  /// before the candidate was loaded (ms); a candidate_ms below half of it is a timing_anomaly.
-  /// 0 = not measured (CPU, no lead-in).
-  double launch_floor_ms = 0;
-  std::string timing_anomaly;  ///< why candidate_ms is physically impossible; "" = it is not
-  /// Which bound it broke: "speed_of_light" (its outputs' bytes at the measured peak) or
-  /// "launch_floor" (below half of one kernel launch: launch_floor_ms); "" = none.
-  std::string timing_anomaly_kind;
-  /// Why the figures are too noisy to steer by ("" = they are not): the reference timed before
-  /// and after the candidate disagree by more than 20%, or the candidate's or the reference's
-  /// batch CV is above 0.2 (judge.cpp unstable_reason; docs/judge.md "Timing and peaks").
-  std::string timing_unstable;
-  double reference_before_ms = 0;  ///< the reference's median timed before the candidate (0: not)
-  int timings = 1;                 ///< benches this result took: 2 when re-timed (check_and_bench)
-  std::vector<std::string> flags;
-  /// The bench's wall time: the judge's, plus the wait for the device's timed lock (phases_ms
-  /// "device_lock_wait_ms"; never part of a measured time).
-  double bench_ms = 0;
-  bool retried = false;  ///< as CheckResult::retried
-  /// The judge's per-batch times, ms per call (reply candidate/reference "samples_ms"), for
-  /// intervals over several benches.
-  std::vector<double> candidate_samples, reference_samples;
+  int timings = 1;                     ///< benches this result took: 2 when re-timed (check_and_bench)
+  bool retried = false;                ///< as CheckResult::retried
   /// A TritonBench task (bench_tritonbench): each performance input; candidate_ms and
   /// reference_ms are then their sums, speedup TritonBench's Speed Up.
   std::vector<PerfInputTiming> perf_inputs;
@@ -418,11 +277,11 @@ class RunnerClient {
 
  private:
   struct Reply;
-  Reply request(nlohmann::json req, std::chrono::milliseconds timeout);
+  Reply request(protocol::Request req, std::chrono::milliseconds timeout);
   int exclusive_holds_ = 0;  ///< this client's exclusive holds of its device's lock (hold_timed)
   /// Sends a check request (`check`, or `testblock` for a TritonBench task: judge.hpp
   /// check_testblock) and reads its reply.
-  CheckResult run_check(nlohmann::json req, int trials, std::chrono::milliseconds timeout);
+  CheckResult run_check(protocol::Request req, int trials, std::chrono::milliseconds timeout);
   /// The infra_error sub-kind for a request that got no reply (judge_timeout, judge_died, ...).
   static std::string reply_kind_name(const Reply& r);
   bool ensure_started(std::string* error);
@@ -436,12 +295,21 @@ class RunnerClient {
   TimedHold hold_for_load();
   /// One load request (no retry).
   Expected<LoadResult> load_once(const TaskRef& task);
+  /// The worker's hello, typed.
+  Expected<protocol::HelloReply> hello_reply();
+  /// A request's typed reply: the decoded body, or the failure the wait or the reply reports
+  /// (judge_failure of an error reply; judge_protocol for a body that does not fit R).
+  template <class R>
+  Expected<R> ask(protocol::Request req, std::chrono::milliseconds timeout);
   CheckResult check_once(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
                          HostKind host);
   BenchResult bench_once(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt,
                          HostKind host);
   /// Records that the task's reference failed on a fresh worker (`detail`: the full text).
-  void mark_unusable(const TaskRef& task, const std::string& detail);
+  void mark_unusable(const TaskRef& task, const Failure& failure);
+  /// The failure that made the task unusable (its sub-kind as typed then: reference_failed or
+  /// unjudgeable), with `message`; std::nullopt when it is usable.
+  std::optional<Failure> unusable_failure(const TaskRef& task, const std::string& message) const;
   /// The remembered failure of an unusable task, as a load error; nullopt when it is usable.
   std::optional<std::string> known_unusable(const TaskRef& task) const;
 
@@ -455,11 +323,11 @@ class RunnerClient {
   int candidates_on_worker_ = 0;
   int workers_started_ = 0;
   uint64_t request_seq_ = 0;
-  int task_requests_on_worker_ = 0;  ///< load/check/bench/... sent to the current worker
-  bool last_request_fresh_ = false;  ///< the last request was the worker's first task request
-  std::map<std::string, std::string> unusable_detail_;  ///< TaskRef::cache_key -> full failure text
-  std::map<std::string, std::string> unusable_by_id_;   ///< task id -> headline
-  std::string lock_name_;                               ///< timed_lock_name(), once known
+  int task_requests_on_worker_ = 0;                 ///< load/check/bench/... sent to the current worker
+  bool last_request_fresh_ = false;                 ///< the last request was the worker's first task request
+  std::map<std::string, Failure> unusable_detail_;  ///< TaskRef::cache_key -> the failure, its full text
+  std::map<std::string, std::string> unusable_by_id_;  ///< task id -> headline
+  std::string lock_name_;                              ///< timed_lock_name(), once known
 };
 
 }  // namespace kforge::backends
