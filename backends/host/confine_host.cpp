@@ -18,6 +18,7 @@
 
 #include "host.hpp"
 #include "kforge/sandbox/confine.hpp"
+#include "kforge/sandbox/sealed_copy.hpp"
 
 namespace kforge::host {
 
@@ -131,18 +132,16 @@ std::string confine_and_load(int artifact_fd, int device, const std::string& scr
 
 std::string confine_and_load(const std::string& artifact, int device, const std::string& scratch,
                              KfForward* fn) {
-  // Copied into a memfd before confinement, as the judge does (the read limits then cover no
+  // Copied into a sealed memfd before confinement, as the judge does (the read limits then cover no
   // path of the artifact's, and the host may no longer reach its directory).
   const int src = ::open(artifact.c_str(), O_RDONLY | O_CLOEXEC);
   if (src < 0) return "infra cannot open the artifact " + artifact + ": " + std::strerror(errno);
-  const int fd = ::memfd_create("kforge-artifact", MFD_CLOEXEC);
-  char buf[1 << 16];
-  bool ok = fd >= 0;
-  for (ssize_t n; ok && (n = ::read(src, buf, sizeof buf)) > 0;)
-    ok = ::write(fd, buf, static_cast<std::size_t>(n)) == n;
+  const sandbox::SealedCopy copy = sandbox::sealed_copy(src);
   ::close(src);
-  if (!ok) return "infra cannot copy the artifact " + artifact + ": " + std::strerror(errno);
-  return confine_and_load(fd, device, scratch, fn);
+  if (!copy)
+    return "infra cannot copy the artifact " + artifact + " (" + copy.step +
+           "): " + std::strerror(copy.error);
+  return confine_and_load(copy.fd, device, scratch, fn);
 }
 
 }  // namespace kforge::host

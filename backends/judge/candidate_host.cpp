@@ -21,6 +21,7 @@
 #include <stdexcept>
 
 #include "kforge/sandbox/confine.hpp"
+#include "kforge/sandbox/sealed_copy.hpp"
 #include "zygote.hpp"
 
 extern char** environ;
@@ -93,28 +94,11 @@ int sealed_artifact(const std::string& path, std::string* error) {
     *error = "the judge cannot read the artifact " + path + ": " + std::strerror(errno);
     return -1;
   }
-  // MFD_EXEC (Linux 6.3) where the kernel knows it, so that vm.memfd_noexec cannot refuse the
-  // host's executable mapping; older kernels reject the flag and map any memfd executable.
-  constexpr unsigned kMfdExec = 0x0010U;
-  int fd = ::memfd_create("kforge-artifact", MFD_CLOEXEC | MFD_ALLOW_SEALING | kMfdExec);
-  if (fd < 0 && errno == EINVAL) fd = ::memfd_create("kforge-artifact", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  bool ok = fd >= 0;
-  char buf[1 << 16];
-  for (ssize_t n; ok && (n = ::read(src, buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    for (ssize_t off = 0; ok && n > 0 && off < n;) {
-      const ssize_t w = ::write(fd, buf + off, static_cast<std::size_t>(n - off));
-      ok = w > 0;
-      off += ok ? w : 0;
-    }
-    ok = ok && n > 0;
-  }
-  ok = ok && ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
-  const int saved = errno;
+  const sandbox::SealedCopy copy = sandbox::sealed_copy(src);
   ::close(src);
-  if (ok) return fd;
-  *error = "the judge cannot copy the artifact " + path + " into a sealed memfd: " + std::strerror(saved);
-  if (fd >= 0) ::close(fd);
+  if (copy) return copy.fd;
+  *error = "the judge cannot copy the artifact " + path + " into a sealed memfd (" + copy.step +
+           "): " + std::strerror(copy.error);
   return -1;
 }
 

@@ -13,6 +13,7 @@ call (microseconds to milliseconds: for correctness-first use, not for speed).
 Where kforge-host is found: enable(host=...), else $KFORGE_HOST, else `kforge-host` on PATH,
 else $KFORGE_HOME/build/backends/host/kforge-host. CPU only: a cuda kernel is refused here.
 """
+import errno
 import fcntl
 import mmap
 import os
@@ -45,14 +46,31 @@ def _host_env():
 
 
 
+# MFD_EXEC (Linux 6.3), so that vm.memfd_noexec cannot refuse the host's executable mapping;
+# older kernels reject the flag (EINVAL) and map any memfd executable.
+_MFD_EXEC = getattr(os, "MFD_EXEC", 0x0010)
+
+
 def _sealed(data):
-    """`data` in a memfd sealed against every change (as the judge's sealed_artifact)."""
-    fd = os.memfd_create("kforge-artifact", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
-                fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
+    """`data` in a memfd sealed against every change, as the C++ side's sealed_copy
+    (sandbox/confine/include/kforge/sandbox/sealed_copy.hpp): the same flags and seals, partial
+    writes completed (os.write retries EINTR itself, PEP 475)."""
+    flags = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+    try:
+        fd = os.memfd_create("kforge-artifact", flags | _MFD_EXEC)
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
+        fd = os.memfd_create("kforge-artifact", flags)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 class _Host:

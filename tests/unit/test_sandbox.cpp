@@ -1,4 +1,6 @@
-// Tests of kforge::sandbox subprocess confinement: real child processes, real signals.
+// Tests of kforge::sandbox subprocess confinement (real child processes, real signals) and of
+// sealed_copy (real memfds and seals).
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "catch.hpp"
+#include "kforge/sandbox/sealed_copy.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
 using namespace kforge::sandbox;
@@ -450,4 +453,78 @@ TEST_CASE("LineChild kills its whole group when destroyed", "[sandbox]") {
   child.reset();
   CHECK(wait_dead(grandchild, 2000ms));
   CHECK(wait_dead(pid, 2000ms));
+}
+
+namespace {
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(out.size()))) > 0;)
+    out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("sealed_copy copies a file's bytes into a memfd sealed against every change", "[sealed_copy]") {
+  const fs::path dir = fresh_dir("sealed");
+  // Several reads' worth (the copy reads 64 KiB at a time), every byte value.
+  std::string bytes(200'000, '\0');
+  std::mt19937 rng(7);
+  for (char& c : bytes) c = static_cast<char>(rng());
+  { std::ofstream(dir / "artifact.so", std::ios::binary) << bytes; }
+  const int src = ::open((dir / "artifact.so").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(src >= 0);
+  const SealedCopy copy = sealed_copy(src);
+  ::close(src);
+  REQUIRE(copy);
+  CHECK(copy.error == 0);
+  CHECK(read_all(copy.fd) == bytes);
+  const int seals = ::fcntl(copy.fd, F_GET_SEALS);
+  CHECK(seals == (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL));
+  CHECK((::fcntl(copy.fd, F_GETFD) & FD_CLOEXEC) != 0);
+  // No change gets through: writes, growth, shrinking, removing a seal.
+  errno = 0;
+  CHECK(::pwrite(copy.fd, "x", 1, 0) == -1);
+  CHECK(errno == EPERM);
+  CHECK(::write(copy.fd, "x", 1) == -1);
+  CHECK(::ftruncate(copy.fd, 10) == -1);
+  CHECK(::ftruncate(copy.fd, static_cast<off_t>(bytes.size()) + 1) == -1);
+  CHECK(::fcntl(copy.fd, F_ADD_SEALS, F_SEAL_WRITE) == -1);
+  CHECK(read_all(copy.fd) == bytes);
+  ::close(copy.fd);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sealed_copy copies from a pipe whose writer delivers in pieces", "[sealed_copy]") {
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  const std::string bytes(300'000, 'k');
+  bool wrote_all = true;
+  std::thread writer([&] {
+    for (std::size_t off = 0; off < bytes.size(); off += 1000) {
+      const std::size_t n = std::min<std::size_t>(1000, bytes.size() - off);
+      wrote_all = wrote_all && ::write(p[1], bytes.data() + off, n) == static_cast<ssize_t>(n);
+    }
+    ::close(p[1]);
+  });
+  const SealedCopy copy = sealed_copy(p[0], "kforge-test");
+  writer.join();
+  ::close(p[0]);
+  CHECK(wrote_all);
+  REQUIRE(copy);
+  CHECK(read_all(copy.fd) == bytes);
+  ::close(copy.fd);
+}
+
+TEST_CASE("sealed_copy returns the failed read as a value", "[sealed_copy]") {
+  const fs::path dir = fresh_dir("sealed-dir");
+  const int src = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(src >= 0);
+  const SealedCopy copy = sealed_copy(src);  // read(2) of a directory: EISDIR
+  ::close(src);
+  CHECK_FALSE(copy);
+  CHECK(copy.fd == -1);
+  CHECK(std::string(copy.step) == "read");
+  CHECK(copy.error == EISDIR);
+  fs::remove_all(dir);
 }
