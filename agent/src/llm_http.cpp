@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 
+#include "kforge/common/ascii.hpp"
 #include "llm_internal.hpp"
 
 namespace kforge::llm_detail {
@@ -41,12 +42,6 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   return len;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::optional<double> parse_seconds(std::string_view v) {
   std::string t(v);
   char* end = nullptr;
@@ -67,7 +62,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   }
   const auto colon = line.find(':');
   if (colon == std::string_view::npos) return len;
-  const std::string name = lower(line.substr(0, colon));
+  const std::string name = ascii_lower(line.substr(0, colon));
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   if (name == "retry-after-ms") {
@@ -84,7 +79,7 @@ bool is_loopback_url(std::string_view url) {
   std::string_view rest = url.substr(p + 3);
   if (rest.substr(0, 5) == "[::1]") return true;
   const auto end = rest.find_first_of(":/");
-  const std::string host = lower(rest.substr(0, end));
+  const std::string host = ascii_lower(rest.substr(0, end));
   return host == "localhost" || host.rfind("127.", 0) == 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "kforge/common/ascii.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
@@ -33,12 +34,6 @@ std::string_view to_string(ExtractError e) {
 // Fenced blocks
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
 
 /// If `line` opens/closes a fence, returns the fence char and length and the info string.
 bool parse_fence(std::string_view line, char& ch, std::size_t& len, std::string_view& info) {
@@ -65,7 +60,7 @@ std::string info_language(std::string_view info) {
   while (end < v.size() && !std::isspace(static_cast<unsigned char>(v[end])) && v[end] != '}' &&
          v[end] != ',')
     ++end;
-  return lower(v.substr(0, end));
+  return ascii_lower(v.substr(0, end));
 }
 
 bool is_ident_char(char c) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "kforge/common/ascii.hpp"
 #include "kforge/common/utf8.hpp"
 #include "kforge/common/util.hpp"
 
@@ -47,12 +48,6 @@ std::string ascii_quotes(std::string s) {
     }
   }
   return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
 }
 
 std::string base_name(std::string_view p) {
@@ -193,7 +188,7 @@ const Diagnostic* first_error(const std::vector<Diagnostic>& diags) {
 }
 
 CompileErrorKind classify(const Diagnostic& d) {
-  const std::string m = lower(d.message);
+  const std::string m = ascii_lower(d.message);
   if (contains_any(m, {"no such file or directory", "cannot open source file", "cannot open include file"}))
     return CompileErrorKind::missing_include;
   if (d.tool == "linker" || d.tool == "nvlink" ||

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "kforge/common/ascii.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge::backends {
@@ -108,11 +109,6 @@ std::string first_line(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 std::string rstrip(std::string s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
   return s;
@@ -158,7 +154,7 @@ bool is_compilation_error(const std::string& t) {
 
 // A RuntimeError's message names the CUDA failure.
 RuntimeErrorKind runtime_kind_of_message(const std::string& message, RuntimeErrorKind otherwise) {
-  const std::string m = lower(message);
+  const std::string m = ascii_lower(message);
   if (m.find("illegal memory access") != std::string::npos) return RuntimeErrorKind::illegal_memory_access;
   if (m.find("misaligned address") != std::string::npos) return RuntimeErrorKind::misaligned_address;
   if (m.find("out of memory") != std::string::npos) return RuntimeErrorKind::out_of_memory;
@@ -295,7 +291,7 @@ PythonErrorVerdict classify_python_error(std::string_view type_in, std::string_v
     auto inner = v.inner_type.empty() ? std::nullopt : mapping_of(v.inner_type);
     if (inner && inner->compile)
       v.compile_kind = *inner->compile;
-    else if (lower(d.inner_message).find("type") != std::string::npos)
+    else if (ascii_lower(d.inner_message).find("type") != std::string::npos)
       v.compile_kind = CompileErrorKind::type_mismatch;  // "must be of type tl.constexpr", "block type"
     else
       v.compile_kind = CompileErrorKind::other;

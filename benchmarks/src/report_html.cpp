@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "kforge/common/ascii.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 
@@ -69,9 +70,7 @@ std::string script_safe(const std::string& js) {
   out.reserve(js.size());
   for (std::size_t i = 0; i < js.size(); ++i) {
     if (js[i] == '<' && i + 1 < js.size() && js[i + 1] == '/' && i + 8 <= js.size()) {
-      std::string tag = js.substr(i + 2, 6);
-      for (auto& c : tag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (tag == "script") {
+      if (ascii_lower(std::string_view(js).substr(i + 2, 6)) == "script") {
         out += "<\\/";
         ++i;
         continue;

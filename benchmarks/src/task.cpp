@@ -9,6 +9,7 @@
 
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/shapes.hpp"
+#include "kforge/common/ascii.hpp"
 #include "kforge/common/task_id.hpp"
 #include "kforge/common/util.hpp"
 #include "tritonbench.hpp"
@@ -40,8 +41,7 @@ std::string category_of_folder(const std::string& folder) {
 std::string kernelbench_category(int level, const std::string& file_stem) {
   if (level == 2) return "fusion";
   if (level >= 3) return "full_architecture";
-  std::string n = file_stem;
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string n = ascii_lower(file_stem);
   auto has = [&](std::initializer_list<const char*> words) {
     for (const char* w : words)
       if (n.find(w) != std::string::npos) return true;

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "kforge/common/ascii.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge::retrieval {
@@ -38,10 +39,6 @@ std::string_view to_string(Strategy s) {
 }
 
 namespace {
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 bool ident_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
@@ -49,7 +46,7 @@ bool ident_char(char c) {
 void split_identifier(const std::string& id, std::vector<std::string>& out) {
   std::string cur;
   auto flush = [&] {
-    if (!cur.empty()) out.push_back(lower(cur));
+    if (!cur.empty()) out.push_back(ascii_lower(cur));
     cur.clear();
   };
   for (std::size_t i = 0; i < id.size(); ++i) {
@@ -86,7 +83,7 @@ std::vector<std::string> tokenize_code(std::string_view text) {
     i = j;
     if (std::isdigit(static_cast<unsigned char>(word[0]))) continue;
     if (word.find('.') != std::string::npos) {
-      out.push_back(lower(word));  // torch.softmax, F.relu as one token
+      out.push_back(ascii_lower(word));  // torch.softmax, F.relu as one token
       std::size_t s = 0;
       while (s <= word.size()) {
         std::size_t d = word.find('.', s);
@@ -95,7 +92,7 @@ std::vector<std::string> tokenize_code(std::string_view text) {
         if (!part.empty()) {
           std::vector<std::string> sub;
           split_identifier(part, sub);
-          if (sub.size() > 1) out.push_back(lower(part));
+          if (sub.size() > 1) out.push_back(ascii_lower(part));
           out.insert(out.end(), sub.begin(), sub.end());
         }
         s = d + 1;
@@ -103,7 +100,7 @@ std::vector<std::string> tokenize_code(std::string_view text) {
     } else {
       std::vector<std::string> sub;
       split_identifier(word, sub);
-      if (sub.size() > 1) out.push_back(lower(word));
+      if (sub.size() > 1) out.push_back(ascii_lower(word));
       out.insert(out.end(), sub.begin(), sub.end());
     }
   }

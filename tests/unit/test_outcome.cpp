@@ -1,4 +1,5 @@
 #include "catch.hpp"
+#include "kforge/common/ascii.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/outcome.hpp"
 #include "kforge/common/util.hpp"
@@ -35,4 +36,14 @@ TEST_CASE("truncate_middle keeps head and tail") {
   CHECK(t.rfind("HEAD_", 0) == 0);
   CHECK(t.substr(t.size() - 5) == "_TAIL");
   CHECK(t.find("truncated") != std::string::npos);
+}
+
+TEST_CASE("ascii_lower folds A-Z only", "[util]") {
+  CHECK(ascii_lower("Content-Type: HOST.Example") == "content-type: host.example");
+  CHECK(ascii_lower("") == "");
+  CHECK(ascii_lower("@[`{ 09_") == "@[`{ 09_");  // the neighbours of 'A'..'Z' stay
+  // UTF-8 bytes pass unchanged ("\xc3\x89" is E-acute; no locale turns it into anything else).
+  const std::string utf8 = "\xc3\x89T\xc3\xa9";
+  CHECK(ascii_lower(utf8) == "\xc3\x89t\xc3\xa9");
+  CHECK(ascii_lower(std::string_view("</SCRIPT>").substr(2, 6)) == "script");
 }
