@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "compare_core.hpp"
+#include "kforge/common/tolerance.hpp"
 #include "runner.hpp"
 #ifdef KFORGE_RUNNER_CUDA
 #include "compare_cuda.hpp"
@@ -118,10 +119,8 @@ std::pair<double, double> Tolerances::for_dtype(const std::string& dtype) const 
   if (dtype == "complex128") return for_dtype("float64");
   if (auto it = by_dtype.find(dtype); it != by_dtype.end()) return it->second;
   if (auto it = by_dtype.find("*"); it != by_dtype.end()) return it->second;
-  if (dtype == "float32") return {1e-4, 1e-4};
-  if (dtype == "float16" || dtype == "bfloat16") return {1e-2, 1e-2};
-  if (dtype == "float64") return {1e-8, 1e-8};
-  return {0, 0};
+  const AtolRtol t = kernelbench_tolerance(dtype);
+  return {t.atol, t.rtol};
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/common/ascii.hpp"
 #include "kforge/common/task_id.hpp"
+#include "kforge/common/tolerance.hpp"
 #include "kforge/common/util.hpp"
 #include "tritonbench.hpp"
 
@@ -101,10 +102,8 @@ bool natural_less(const std::string& a, const std::string& b) {
 }
 
 Tolerance default_tolerance(const std::string& dtype) {
-  if (dtype == "float32") return {1e-4, 1e-4};
-  if (dtype == "float16" || dtype == "bfloat16") return {1e-2, 1e-2};
-  if (dtype == "float64") return {1e-8, 1e-8};
-  return {0, 0};  // integers and bool: exact
+  const AtolRtol t = kernelbench_tolerance(dtype);
+  return {t.atol, t.rtol};
 }
 
 Tolerance Task::tolerance_for(const std::string& dtype) const {

@@ -6,6 +6,7 @@
 #include <regex>
 #include <stdexcept>
 
+#include "kforge/common/tolerance.hpp"
 #include "kforge/common/util.hpp"
 
 namespace kforge::prompts {
@@ -308,10 +309,8 @@ std::string module_mode_paragraph(const std::string& reference, const std::strin
 }
 
 DtypeTolerance default_tolerance(const std::string& dtype) {
-  if (dtype == "float32") return {dtype, 1e-4, 1e-4};
-  if (dtype == "float16" || dtype == "bfloat16") return {dtype, 1e-2, 1e-2};
-  if (dtype == "float64") return {dtype, 1e-8, 1e-8};
-  return {dtype, 0, 0};  // integers and bool: exact
+  const AtolRtol t = kernelbench_tolerance(dtype);
+  return {dtype, t.atol, t.rtol};
 }
 
 std::string render_tolerances(const PromptInput& in) {

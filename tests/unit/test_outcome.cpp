@@ -2,6 +2,7 @@
 #include "kforge/common/ascii.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/outcome.hpp"
+#include "kforge/common/tolerance.hpp"
 #include "kforge/common/util.hpp"
 
 using namespace kforge;
@@ -46,4 +47,15 @@ TEST_CASE("ascii_lower folds A-Z only", "[util]") {
   const std::string utf8 = "\xc3\x89T\xc3\xa9";
   CHECK(ascii_lower(utf8) == "\xc3\x89t\xc3\xa9");
   CHECK(ascii_lower(std::string_view("</SCRIPT>").substr(2, 6)) == "script");
+}
+
+TEST_CASE("kernelbench_tolerance: KernelBench's defaults, integers exact", "[util]") {
+  CHECK(kernelbench_tolerance("float32").atol == 1e-4);
+  CHECK(kernelbench_tolerance("float32").rtol == 1e-4);
+  CHECK(kernelbench_tolerance("bfloat16").rtol == 1e-2);
+  CHECK(kernelbench_tolerance("float16").atol == 1e-2);
+  CHECK(kernelbench_tolerance("float64").atol == 1e-8);
+  CHECK(kernelbench_tolerance("int64").atol == 0);
+  CHECK(kernelbench_tolerance("bool").rtol == 0);
+  static_assert(kernelbench_tolerance("float64").rtol == 1e-8);
 }
