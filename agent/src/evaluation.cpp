@@ -766,6 +766,12 @@ RunTally judge_episodes(const EvalCommand& cmd, EvalSetup& es, std::vector<Episo
 
 }  // namespace
 
+std::map<std::string, AttemptRecord> eval_records(const fs::path& out) {
+  std::map<std::string, AttemptRecord> m;
+  for (auto& r : load_attempts(out).records) m[r.task] = std::move(r);
+  return m;
+}
+
 int run_eval(const EvalCommand& cmd) {
   EvalSetup es;
   if (int rc = select_kernels(cmd, es)) return rc;

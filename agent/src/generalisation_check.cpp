@@ -94,7 +94,7 @@ std::optional<std::string> unseen_of(const Task& t, const std::string& profile, 
 }
 
 /// The eval's verdict on one task as a Generalisation.
-Generalisation verdict(const LibraryKernel& k, const std::map<std::string, json>& recs,
+Generalisation verdict(const LibraryKernel& k, const std::map<std::string, AttemptRecord>& recs,
                        const std::map<std::string, std::string>& unusable, const std::string& task) {
   Generalisation g = unknown(k, "");
   auto it = recs.find(task);
@@ -104,10 +104,10 @@ Generalisation verdict(const LibraryKernel& k, const std::map<std::string, json>
                                    : "not judged (the eval recorded nothing for it)";
     return g;
   }
-  const json& r = it->second;
-  g.outcome = r.value("outcome", "");
-  g.sub_kind = r.value("sub_kind", "");
-  std::string msg = r.value("message", "");
+  const AttemptRecord& r = it->second;
+  g.outcome = std::string(to_string(r.outcome));
+  g.sub_kind = r.sub_kind;
+  std::string msg = r.message;
   if (msg.size() > 240) msg = msg.substr(0, 240) + "...";
   if (g.outcome == "pass") {
     g.generalises = true;
@@ -120,16 +120,6 @@ Generalisation verdict(const LibraryKernel& k, const std::map<std::string, json>
                (msg.empty() ? "" : ": " + msg);
   }
   return g;
-}
-
-std::map<std::string, json> latest_records(const fs::path& out) {
-  std::map<std::string, json> m;
-  if (!fs::is_regular_file(out / "attempts.jsonl")) return m;
-  for (const auto& line : split_lines(read_file(out / "attempts.jsonl"))) {
-    auto j = json::parse(line, nullptr, false);
-    if (j.is_object()) m[j.value("task", "")] = j;
-  }
-  return m;
 }
 
 std::map<std::string, std::string> unusable_of(const fs::path& out) {
@@ -210,7 +200,7 @@ GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
     std::fflush(stdout);
     const int status = run_eval(ev);
     if (status != 0 && status != kExitInfraError) tally.status = status;
-    const auto recs = latest_records(ev.out);
+    const auto recs = eval_records(ev.out);
     const auto unusable = unusable_of(ev.out);
     for (const auto& task : todo) {
       Generalisation g = verdict(kernels.at(task), recs, unusable, task);

@@ -48,17 +48,6 @@ std::vector<std::string> environment_changes(const json& then, const json& now) 
   return out;
 }
 
-/// The latest record per operator of the eval's attempts.jsonl.
-std::map<std::string, json> verdicts(const fs::path& out) {
-  std::map<std::string, json> m;
-  if (!fs::is_regular_file(out / "attempts.jsonl")) return m;
-  for (const auto& line : split_lines(read_file(out / "attempts.jsonl"))) {
-    auto j = json::parse(line, nullptr, false);
-    if (j.is_object()) m[j.value("task", "")] = j;
-  }
-  return m;
-}
-
 /// What the judge said about one operator's kernel now.
 struct VerdictNow {
   std::string outcome = "not_judged", sub_kind, message;
@@ -111,9 +100,8 @@ int judge_triton(const fs::path& pkg, const json& manifest, const std::map<std::
   ev.reps = cmd.reps;
   ev.profiler = "none";
   const int rc = run_eval(ev);
-  for (const auto& [op, j] : verdicts(work / "eval"))
-    got[op] = {j.value("outcome", "?"), j.value("sub_kind", ""), j.value("message", ""),
-               j.value("speedup", json()).is_number() ? j["speedup"].get<double>() : 0.0};
+  for (const auto& [op, r] : eval_records(work / "eval"))
+    got[op] = {std::string(to_string(r.outcome)), r.sub_kind, r.message, r.speedup};
   return rc;
 }
 

@@ -210,6 +210,11 @@ int finished_run_exit_status(const std::filesystem::path& run_dir, std::ostream&
 /// after the table and a count on stderr.
 int run_eval(const EvalCommand& cmd);
 
+/// What an eval wrote to `out` (EvalCommand::out): the last record of each task of its
+/// attempts.jsonl (runs/run_dir.hpp load_attempts; none when the file is missing). Throws
+/// RecordError on a malformed line, as load_attempts does.
+std::map<std::string, AttemptRecord> eval_records(const std::filesystem::path& out);
+
 /// ISO-8601 UTC timestamp with milliseconds, e.g. "2026-11-22T13:50:28.123Z".
 std::string utc_now();
 
