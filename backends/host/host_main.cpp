@@ -57,6 +57,7 @@
 #include "host.hpp"
 #include "kforge/kernel_abi.h"
 #include "kforge/sandbox/confine.hpp"
+#include "line_channel.hpp"
 
 #ifdef KFORGE_HOST_CUDA
 #include <cuda_runtime.h>
@@ -66,19 +67,14 @@ namespace {
 
 using kforge::host::kChannel;
 
-void write_all(int fd, const std::string& s) {
-  const char* p = s.data();
-  std::size_t left = s.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n <= 0) std::_Exit(2);
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+kforge::host::LineChannel& channel() {
+  static kforge::host::LineChannel ch(kChannel);
+  return ch;
 }
 
+/// One line to the judge; a channel that cannot be written ends the host.
 void reply(const std::string& s) {
-  write_all(kChannel, s + "\n");
+  if (!channel().write_line(s)) std::_Exit(2);
 }
 
 }  // namespace
@@ -86,22 +82,6 @@ void reply(const std::string& s) {
 namespace {
 using kforge::host::elem_size;
 using kforge::host::KfForward;
-
-/// Reads one line from the channel (blocking); false at end of stream.
-bool read_line(std::string* line) {
-  static std::string buf;
-  for (;;) {
-    if (auto nl = buf.find('\n'); nl != std::string::npos) {
-      *line = buf.substr(0, nl);
-      buf.erase(0, nl + 1);
-      return true;
-    }
-    char tmp[4096];
-    ssize_t n = ::read(kChannel, tmp, sizeof tmp);
-    if (n <= 0) return false;
-    buf.append(tmp, static_cast<std::size_t>(n));
-  }
-}
 
 struct Arena {
   char* base = nullptr;
@@ -402,7 +382,7 @@ int main(int argc, char** argv) {
   }
   reply("ready");
   std::string line;
-  while (read_line(&line)) {
+  while (channel().read_line(&line)) {
     if (line == "quit") break;
     reply(host.handle(line));
   }

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "line_channel.hpp"
 #include "op_tally.hpp"
 #include "out_slots.hpp"
 
@@ -370,35 +371,6 @@ PyMethodDef g_slots_taken_def = {"slots_taken", slots_taken, METH_NOARGS, nullpt
 
 // --- the protocol loop ----------------------------------------------------------------------
 
-struct Channel {
-  int fd;
-  std::string buf;
-  bool read_line(std::string* line) {
-    for (;;) {
-      if (auto nl = buf.find('\n'); nl != std::string::npos) {
-        *line = buf.substr(0, nl);
-        buf.erase(0, nl + 1);
-        return true;
-      }
-      char tmp[65536];
-      ssize_t n = ::read(fd, tmp, sizeof tmp);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      buf.append(tmp, static_cast<std::size_t>(n));
-    }
-  }
-  void write_line(const std::string& s) {
-    std::string data = s + "\n";
-    std::size_t off = 0;
-    while (off < data.size()) {
-      ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;
-      off += static_cast<std::size_t>(n);
-    }
-  }
-};
-
 std::string word(const std::string& line, int i) {
   std::size_t pos = 0;
   for (int k = 0;; ++k) {
@@ -578,7 +550,7 @@ __attribute__((visibility("default"))) int kf_seal_serve(PyObject* host, PyObjec
   kforge::optally::allow(allowed);
   kforge::optally::install();
   if (PySys_AddAuditHook(audit, nullptr) != 0) return 2;
-  Channel ch{channel, {}};
+  kforge::host::LineChannel ch(channel);
   std::string line, key;
   if (!ch.read_line(&line) || word(line, 0) != "key" || (key = word(line, 1)).size() < 32) return 2;
   std::fill(line.begin(), line.end(), '\0');
