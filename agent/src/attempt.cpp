@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/prompt_context.hpp"
+#include "kforge/backends/python_errors.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
@@ -15,6 +17,14 @@
 namespace kforge::agent {
 
 namespace fs = std::filesystem;
+
+std::string unusable_reason(const Failure& load_failure) {
+  // The runner's python_exception text is a traceback; its last line names the error.
+  std::string e = trim(load_failure.message);
+  if (load_failure.sub_kind == "unjudgeable") return e.substr(0, e.find('\n'));  // the judge's words
+  return e.empty() ? "the reference did not load"
+                   : "the reference did not load: " + backends::failure_headline(e);
+}
 
 Expected<backends::LoadResult> load_task(backends::RunnerClient& runner, const backends::TaskRef& ref) {
   if (ref.test_block()) return backends::LoadResult{};  // no model to load: the test block is the check
@@ -36,7 +46,7 @@ AttemptRecord new_record(const Task& task, const std::string& backend, int sampl
   rec.sample = sample;
   rec.turn = turn;
   rec.backend = backend;
-  rec.started_at = utc_now();
+  rec.started_at = iso8601_utc_now();
   rec.attempt_dir = attempt_rel_path(task.id, sample, turn).string();
   return rec;
 }

@@ -256,7 +256,7 @@ int open_run(RunSetup& rs) {
       {"devices", rs.devices},
       {"toolchain", {{"compiler", compiler ? compiler->string() : ""}}},
       {"seeds", {{"llm_seed", "sample index"}, {"check_seed", "random per attempt, in attempts.jsonl"}}},
-      {"started_at", utc_now()}};
+      {"started_at", iso8601_utc_now()}};
   try {
     if (rs.resuming) {  // --out on an existing run: RunDir::create refuses, pointing to --resume
       rs.run.emplace(RunDir::open_for_resume(rs.cmd.out));
@@ -265,7 +265,7 @@ int open_run(RunSetup& rs) {
       json m = rs.run->manifest();
       for (const char* k : {"config", "option_rules", "runner", "devices"}) m[k] = manifest[k];
       if (!m.contains("resumes") || !m["resumes"].is_array()) m["resumes"] = json::array();
-      m["resumes"].push_back({{"at", utc_now()}, {"given", rs.cmd.given}});
+      m["resumes"].push_back({{"at", iso8601_utc_now()}, {"given", rs.cmd.given}});
       rs.run->update_manifest(m);
     } else {
       rs.run.emplace(RunDir::create(rs.cmd.out, manifest));

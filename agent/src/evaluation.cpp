@@ -42,18 +42,6 @@ namespace {
 std::string fmt(const char* f, double v);
 }
 
-std::string utc_now() {
-  auto now = std::chrono::system_clock::now();
-  auto t = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
-}
-
 backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   backends::TaskRef r;
   r.id = task.id;
@@ -195,7 +183,7 @@ std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const st
     return p;
   auto m = runner.measure_peaks();
   if (!m) return std::nullopt;
-  DevicePeaks p{device_name, m->dram_bytes_per_s, m->flops_per_s, utc_now(), m->method};
+  DevicePeaks p{device_name, m->dram_bytes_per_s, m->flops_per_s, iso8601_utc_now(), m->method};
   try {
     save_peaks(default_peaks_file(), p);
   } catch (const std::exception& e) {
@@ -377,14 +365,6 @@ std::vector<std::string> judged_checks(const Task& task, const std::vector<backe
   }
   v.push_back(precision_check(precision));
   return v;
-}
-
-std::string unusable_reason(const Failure& load_failure) {
-  // The runner's python_exception text is a traceback; its last line names the error.
-  std::string e = trim(load_failure.message);
-  if (load_failure.sub_kind == "unjudgeable") return e.substr(0, e.find('\n'));  // the judge's words
-  return e.empty() ? "the reference did not load"
-                   : "the reference did not load: " + backends::failure_headline(e);
 }
 
 void write_unusable(const fs::path& run_dir, const std::map<std::string, std::string>& unusable) {

@@ -212,7 +212,7 @@ GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
     }
     out.profile = trace.empty() ? ev.profile : "unseen operator cases";
     out.device = ev.device.empty() ? "(the backend's default)" : ev.device;
-    out.checked_at = utc_now();
+    out.checked_at = iso8601_utc_now();
   }
   out.rule = unseen_rule_text();
   out.kernels = verdicts;

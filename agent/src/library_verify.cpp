@@ -319,7 +319,7 @@ int run_library_verify(const VerifyCommand& cmd) {
   if (int rc = judge_native(pkg, manifest, bytes, cmd, device, work, got)) return rc;
   if (int rc = judge_triton(pkg, manifest, bytes, cmd, device, work, got); rc != 0 && rc != kExitInfraError)
     return rc;
-  cx.at = utc_now();
+  cx.at = iso8601_utc_now();
   int bad = 0, stale = 0, ok = 0;
   std::printf("\n%-34s %-10s %-18s %-18s %s\n", "operator", "kernel", "outcome now", "status", "reasons");
   for (auto& e : manifest["operators"]) {

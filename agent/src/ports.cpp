@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "kforge/common/hash.hpp"
+#include "kforge/runs/attempt.hpp"
 #include "kforge/runs/run_dir.hpp"
 
 namespace kforge::agent {
@@ -142,7 +143,7 @@ class SteadyClock final : public ClockPort {
  public:
   Stamp now() override {
     const auto t = std::chrono::steady_clock::now().time_since_epoch();
-    return {utc_now(), std::chrono::duration<double, std::milli>(t).count()};
+    return {iso8601_utc_now(), std::chrono::duration<double, std::milli>(t).count()};
   }
 };
 

@@ -18,10 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/reference_times.hpp"
+#include "kforge/agent/run_profile.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/evaluate.hpp"
+#include "kforge/backends/runner_client.hpp"
+#include "kforge/benchmarks/roofline.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/failure.hpp"
 #include "kforge/prompts/prompts.hpp"
@@ -63,6 +65,13 @@ std::string module_suffix_for(const AttemptSetup& setup, const Task& task);
 
 /// Loads `ref` in `runner` (kept warm there); a test-block task loads nothing and is ok.
 Expected<backends::LoadResult> load_task(backends::RunnerClient& runner, const backends::TaskRef& ref);
+
+/// The one-line reason a task is unusable, from a failed load (LoadResult's failure): the
+/// judge's first line when it found the reference unjudgeable (sub_kind "unjudgeable", typed by
+/// the runner: its outputs are random), else "the reference did not load: <the error's
+/// headline>" (a traceback's exception line: backends::failure_headline; the whole text belongs
+/// in the attempt directory).
+std::string unusable_reason(const Failure& load_failure);
 
 /// The task's TaskRef for `profile` with the run's extra --allow-ops. Throws
 /// std::invalid_argument when the task has no such profile.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/agent/run_profile.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/backends/profile_step.hpp"
 #include "kforge/benchmarks/roofline.hpp"
@@ -56,15 +57,6 @@ void record_tritonbench_roofline(AttemptRecord& rec, const std::optional<DeviceP
 /// KFORGE_PEAKS_FILE) when it holds `device_name`'s, else measured once by the judge
 /// (RunnerClient::measure_peaks) and cached there; nullopt when the measurement failed.
 std::optional<DevicePeaks> device_peaks(backends::RunnerClient& runner, const std::string& device_name);
-
-/// The profile step of a run (issue 11 §1): the profiler --profiler resolves to for the
-/// backend and, for ncu, the profiler itself. One per run, shared by its episodes.
-struct ProfileStep {
-  std::string profiler = "basic";  ///< none | basic | ncu
-  std::string note;                ///< why ncu is not used although it was asked for (or auto)
-  bool failing = false;            ///< also profile attempts that ran but failed the check (output_mismatch)
-  std::unique_ptr<backends::NcuProfiler> ncu;
-};
 
 /// The profile step's smaller version of a task with huge inputs (backends::ScaleTaskFn): the
 /// shape profiles' scaling rule (benchmarks/shapes.hpp scale_to_bytes, lines marked
@@ -131,13 +123,6 @@ PrecisionContract precision_contract(const std::string& backend, const std::stri
 /// ("none" included), the task's own with its reason, detection only where it happens.
 std::vector<std::string> judged_checks(const Task& task, const std::vector<backends::TensorSpec>& outputs,
                                        int trials, const PrecisionContract& precision);
-
-/// The one-line reason a task is unusable, from a failed load (LoadResult's failure): the
-/// judge's first line when it found the reference unjudgeable (sub_kind "unjudgeable", typed by
-/// the runner: its outputs are random), else "the reference did not load: <the error's
-/// headline>" (a traceback's exception line: backends::failure_headline; the whole text belongs
-/// in the attempt directory).
-std::string unusable_reason(const Failure& load_failure);
 
 /// Writes <run_dir>/unusable.json: {task id: reason} for the tasks whose reference could not be
 /// loaded or judged in this invocation (summarize_run lists them in the summary and report).
@@ -214,8 +199,5 @@ int run_eval(const EvalCommand& cmd);
 /// attempts.jsonl (runs/run_dir.hpp load_attempts; none when the file is missing). Throws
 /// RecordError on a malformed line, as load_attempts does.
 std::map<std::string, AttemptRecord> eval_records(const std::filesystem::path& out);
-
-/// ISO-8601 UTC timestamp with milliseconds, e.g. "2026-11-22T13:50:28.123Z".
-std::string utc_now();
 
 }  // namespace kforge::agent
