@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "kforge/agent/attempt.hpp"
 #include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/backends/precision.hpp"
