@@ -12,6 +12,7 @@
 // a C++ file (<regex> and <map> instantiations, g++ -O2) again and again, or spinning; all are
 // started before the first judgement and ended (their process group) after the last.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,9 +95,15 @@ pid_t start_load(const Options& o, const fs::path& work) {
   const pid_t pid = fork();
   if (pid < 0) return 0;
   if (pid == 0) {
+    // Each loop dies with its parent, and the group's leader with this program: a bench stopped
+    // by a signal (a `timeout`) leaves no load behind.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     setpgid(0, 0);
     for (int j = 1; j < o.jobs; ++j)
-      if (fork() == 0) execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
+      if (fork() == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
+      }
     execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
