@@ -404,7 +404,9 @@ TEST_CASE("profile step: ncu's wall-clock budget; a run it leaves no time for is
   auto p = prof.profile(runner, c.task, c.artifact, work / "a1");
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(p.note);
-  CHECK(s < 6);                                                     // the budget, not ncu's 120 s per run
+  // The budget, not ncu's 120 s per run (240 s for both): a bound well below that, and well above
+  // the 3 s budget plus the profile setup's requests on a loaded machine (46 s measured there).
+  CHECK(s < 90);
   CHECK(fake.log == std::vector<std::string>{"candidate kernel"});  // no time left for the reference
   CHECK_THAT(p.note, Catch::Contains("ncu did not finish within"));
   CHECK_THAT(p.note, Catch::Contains("the profile budget of 3 s"));
