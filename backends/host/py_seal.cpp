@@ -166,9 +166,7 @@ PyObject* host_array_call(PyObject* self, PyObject* args, PyObject* kwargs, bool
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "kforge: no Tensor.numpy to call");
     return nullptr;
   }
-  PyObject* empty = PyTuple_New(0);
-  PyObject* r = numpy ? PyObject_Call(bound, args, kwargs) : PyObject_Call(bound, empty, nullptr);
-  Py_XDECREF(empty);
+  PyObject* r = numpy ? PyObject_Call(bound, args, kwargs) : PyObject_CallNoArgs(bound);
   Py_DECREF(bound);
   PyObject* dtype = numpy                                               ? nullptr
                     : PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
