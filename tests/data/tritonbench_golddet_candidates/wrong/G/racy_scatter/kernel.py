@@ -1,0 +1,25 @@
+# kforge's fixture: G/racy_scatter wrong in one destination row (5) that no two sources share.
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scatter_rows_kernel(src_ptr, idx_ptr, order_ptr, out_ptr, D: tl.constexpr):
+    row = tl.load(order_ptr + tl.program_id(0))  # the source row this program copies
+    dest = tl.load(idx_ptr + row)
+    offs = tl.arange(0, D)
+    tl.store(out_ptr + dest * D + offs, tl.load(src_ptr + row * D + offs) * tl.where(dest == 5, 2.0, 1.0))
+
+
+def scatter_rows(src, idx, out):
+    # out[idx[r]] = src[r]. Where idx repeats a destination, which source row wins depends on the
+    # order the programs run in, as on a GPU (G/quantize_copy_kv's random locations,
+    # G/index_select_bwd's repeated indices). Triton's interpreter runs programs in order, so the
+    # order comes from the clock here: the race shows on the CPU too.
+    gen = torch.Generator().manual_seed(time.perf_counter_ns())
+    order = torch.randperm(src.shape[0], generator=gen).to(device=src.device, dtype=torch.int32)
+    _scatter_rows_kernel[(src.shape[0],)](src, idx, order, out, D=src.shape[1])
+    return out
