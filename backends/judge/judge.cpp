@@ -1209,7 +1209,7 @@ double cpu_stall_us() {
 json bench_candidate(const JudgeContext& ctx, LoadedTask& task, const protocol::BenchRequest& req,
                      std::unique_ptr<CandidateSession> session) {
   const auto t0 = Clock::now();
-  const double stall0 = ctx.device.is_cuda() ? -1 : cpu_stall_us();
+  const double stall0 = cpu_stall_us();  // on a GPU too: the candidate's host queues its launches on a CPU
   BenchPlan plan{req.warmup, req.reps, req.min_reps, req.budget_ms};
   const Deadline dl(req.deadline_ms);
   int K = choose_sets(ctx, task);

@@ -44,11 +44,15 @@ inline std::string unstable_reason(double before_ms, double after_ms, double ref
   return why;
 }
 
-/// On the CPU, the bench's span may see runnable tasks kept waiting for a CPU this fraction of
-/// its wall time (Linux PSI, /proc/pressure/cpu "some": the share of time at least one task
-/// waited) before the bench is timing_unstable: a loaded machine (a parallel compile beside the
-/// judge) slows a multi-threaded candidate and the reference by different factors, so their
-/// ratio is not the kernel's. A quiet machine stays within a few percent.
+/// The bench's span may see runnable tasks kept waiting for a CPU this fraction of its wall time
+/// (Linux PSI, /proc/pressure/cpu "some": the share of time at least one task waited) before the
+/// bench is timing_unstable: a loaded machine (a parallel compile beside the judge) slows a
+/// multi-threaded CPU candidate and the reference by different factors, so their ratio is not
+/// the kernel's. On a GPU the same holds for another reason: the candidate's host, a separate
+/// process, queues its launches on a CPU after the judge's lead-in, so a descheduled host shows
+/// up as candidate time while the reference, launched by the judge, does not (an H200 with 32
+/// compiles on its 16 cores: KernelBench 19_ReLU's candidate 3.4 to 14.9 ms, its reference a
+/// steady 3.03 ms). A quiet machine stays within a few percent.
 constexpr double kCpuContention = 0.25;
 
 /// The "total=" microseconds of PSI's "some" line in the text of /proc/pressure/cpu; -1 when
