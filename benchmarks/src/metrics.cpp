@@ -369,6 +369,83 @@ std::vector<BudgetPoint> budget_points(const std::vector<AttemptRecord>& all, co
   return out;
 }
 
+/// Every k up to the most samples any problem has (model outcomes only).
+std::vector<int> every_k(const std::vector<AttemptRecord>& records) {
+  std::map<ProblemKey, std::set<int>> samples;
+  for (const auto& r : records)
+    if (is_model_outcome(r.outcome)) samples[problem_of(r)].insert(r.sample);
+  std::size_t n = 0;
+  for (const auto& [key, ss] : samples) n = std::max(n, ss.size());
+  std::vector<int> ks;
+  for (int k = 1; k <= static_cast<int>(n); ++k) ks.push_back(k);
+  return ks;
+}
+
+/// The last record of each (backend, model, task, sample, turn), in key order. A later record
+/// replaces an llm_error / infra_error turn silently (asked again by --resume); a later one of a
+/// model outcome also wins, with a warning.
+std::vector<const AttemptRecord*> latest_records(const std::vector<AttemptRecord>& records,
+                                                 std::vector<std::string>& warnings) {
+  std::map<std::tuple<std::string, std::string, std::string, int, int>, std::size_t> last;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    auto [it, fresh] = last.try_emplace({r.backend, r.model, r.task, r.sample, r.turn}, i);
+    if (!fresh && is_model_outcome(records[it->second].outcome))
+      warnings.push_back("duplicate record for task '" + r.task + "' sample " + std::to_string(r.sample) +
+                         " turn " + std::to_string(r.turn) +
+                         (r.backend.empty() ? std::string() : " backend " + r.backend) +
+                         ": the later one counts");
+    it->second = i;
+  }
+  std::vector<const AttemptRecord*> rs;
+  rs.reserve(last.size());
+  for (const auto& [key, i] : last) rs.push_back(&records[i]);
+  return rs;
+}
+
+/// The best-attempt figures were every pass credited whatever precision it used; counts the
+/// passes that used a disallowed one into `*disallowed`.
+Scores best_with_all_precision(const std::vector<const AttemptRecord*>& rs, const MetricsConfig& cfg,
+                               int* disallowed) {
+  std::vector<AttemptRecord> credited;
+  for (const AttemptRecord* r : rs) {
+    credited.push_back(*r);
+    if (r->precision_disallowed && r->passed()) ++*disallowed;
+    credited.back().precision_disallowed = false;
+  }
+  std::vector<const AttemptRecord*> cp;
+  for (const auto& r : credited) cp.push_back(&r);
+  return make_slice("all", cp, cfg).best;
+}
+
+/// The median relative half-width of the speedups' confidence intervals (0 when none has one).
+double median_ci_halfwidth(const std::vector<const AttemptRecord*>& rs) {
+  std::vector<double> halfwidths;
+  for (const AttemptRecord* r : rs)
+    if (r->has_speedup() && r->speedup_ci_high > r->speedup_ci_low && r->speedup_ci_low > 0)
+      halfwidths.push_back((r->speedup_ci_high - r->speedup_ci_low) / 2 / r->speedup);
+  if (halfwidths.empty()) return 0;
+  std::nth_element(halfwidths.begin(), halfwidths.begin() + static_cast<long>(halfwidths.size() / 2),
+                   halfwidths.end());
+  return halfwidths[halfwidths.size() / 2];
+}
+
+/// One slice per value of cut dimension `dim`; difficulty sorts numerically ("unknown" last),
+/// the others by name.
+std::vector<Slice> cut_slices(const std::vector<const AttemptRecord*>& rs, const std::string& dim,
+                              const MetricsConfig& cfg) {
+  std::map<std::string, std::vector<const AttemptRecord*>> parts;
+  for (const AttemptRecord* r : rs) parts[cut_label(*r, dim)].push_back(r);
+  std::vector<Slice> slices;
+  for (const auto& [value, part] : parts) slices.push_back(make_slice(value, part, cfg));
+  if (dim == "difficulty")
+    std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+      auto num = [](const std::string& v) { return v == "unknown" ? 1000 : std::stoi(v); };
+      return num(a.value) < num(b.value);
+    });
+  return slices;
+}
+
 }  // namespace
 
 Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig& config) {
@@ -377,59 +454,16 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
   Summary s;
   s.config = config;
   s.attempts = records.size();
-  if (s.config.ks.empty()) {
-    // Every k up to the most samples any problem has.
-    std::map<ProblemKey, std::set<int>> samples;
-    for (const auto& r : records)
-      if (is_model_outcome(r.outcome)) samples[problem_of(r)].insert(r.sample);
-    std::size_t n = 0;
-    for (const auto& [key, ss] : samples) n = std::max(n, ss.size());
-    for (int k = 1; k <= static_cast<int>(n); ++k) s.config.ks.push_back(k);
-  }
+  if (s.config.ks.empty()) s.config.ks = every_k(records);
   const MetricsConfig& cfg = s.config;
 
-  // Deduplicate: the last record of a (problem, sample, turn) wins.
-  std::map<std::tuple<std::string, std::string, std::string, int, int>, std::size_t> last;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& r = records[i];
-    auto [it, fresh] = last.try_emplace({r.backend, r.model, r.task, r.sample, r.turn}, i);
-    if (!fresh && !is_model_outcome(records[it->second].outcome)) {
-      it->second = i;  // an llm_error / infra_error turn asked again by --resume
-    } else if (!fresh) {
-      s.warnings.push_back("duplicate record for task '" + r.task + "' sample " + std::to_string(r.sample) +
-                           " turn " + std::to_string(r.turn) +
-                           (r.backend.empty() ? std::string() : " backend " + r.backend) +
-                           ": the later one counts");
-      it->second = i;
-    }
-  }
-  std::vector<const AttemptRecord*> rs;
-  rs.reserve(last.size());
-  for (const auto& [key, i] : last) rs.push_back(&records[i]);
+  const std::vector<const AttemptRecord*> rs = latest_records(records, s.warnings);
 
   s.overall = make_slice("all", rs, cfg);
-  {
-    std::vector<AttemptRecord> credited;
-    for (const AttemptRecord* r : rs) {
-      credited.push_back(*r);
-      if (r->precision_disallowed && r->passed()) ++s.precision_disallowed;
-      credited.back().precision_disallowed = false;
-    }
-    std::vector<const AttemptRecord*> cp;
-    for (const auto& r : credited) cp.push_back(&r);
-    s.credit_all_precision = make_slice("all", cp, cfg).best;
-  }
-  std::vector<double> halfwidths;
-  for (const AttemptRecord* r : rs) {
+  s.credit_all_precision = best_with_all_precision(rs, cfg, &s.precision_disallowed);
+  for (const AttemptRecord* r : rs)
     if (r->passed() && !r->timing_anomaly.empty()) ++s.timing_anomalies;
-    if (r->has_speedup() && r->speedup_ci_high > r->speedup_ci_low && r->speedup_ci_low > 0)
-      halfwidths.push_back((r->speedup_ci_high - r->speedup_ci_low) / 2 / r->speedup);
-  }
-  if (!halfwidths.empty()) {
-    std::nth_element(halfwidths.begin(), halfwidths.begin() + static_cast<long>(halfwidths.size() / 2),
-                     halfwidths.end());
-    s.speedup_ci_rel_halfwidth = halfwidths[halfwidths.size() / 2];
-  }
+  s.speedup_ci_rel_halfwidth = median_ci_halfwidth(rs);
   if (s.timing_anomalies > 0)
     s.warnings.push_back(std::to_string(s.timing_anomalies) +
                          " pass(es) timed faster than the device can write their outputs or run one kernel "
@@ -448,18 +482,7 @@ Summary summarize(const std::vector<AttemptRecord>& records, const MetricsConfig
         "failed; not scored): `kforge run --resume RUN_DIR` asks them again");
   s.max_turn = s.overall.max_turn;
   s.budget = budget_points(records, s.overall, cfg.ks);
-  for (const auto& dim : cut_dimensions()) {
-    std::map<std::string, std::vector<const AttemptRecord*>> parts;
-    for (const AttemptRecord* r : rs) parts[cut_label(*r, dim)].push_back(r);
-    auto& slices = s.cuts[dim];
-    for (const auto& [value, part] : parts) slices.push_back(make_slice(value, part, cfg));
-    // Difficulty sorts numerically ("unknown" last), others by name.
-    if (dim == "difficulty")
-      std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
-        auto num = [](const std::string& v) { return v == "unknown" ? 1000 : std::stoi(v); };
-        return num(a.value) < num(b.value);
-      });
-  }
+  for (const auto& dim : cut_dimensions()) s.cuts[dim] = cut_slices(rs, dim, cfg);
   for (const auto& p : group(rs)) s.tasks.push_back(task_result(p));
   std::sort(s.tasks.begin(), s.tasks.end(), [](const TaskResult& a, const TaskResult& b) {
     return std::tie(a.task, a.backend, a.model) < std::tie(b.task, b.backend, b.model);

@@ -315,6 +315,38 @@ void decode_wait_status(int wstatus, Result* r) {
   }
 }
 
+namespace {
+
+/// The child's rlimits from `L`: CPU seconds (the soft limit sends SIGXCPU, the hard one a
+/// second later SIGKILL), processes, file size where set; core dumps always off.
+void set_rlimits(ChildPlan& plan, const Limits& L) {
+  if (L.cpu_seconds > 0)
+    plan.rlimits[plan.n_rlimits++] = {RLIMIT_CPU, static_cast<rlim_t>(L.cpu_seconds),
+                                      static_cast<rlim_t>(L.cpu_seconds + 1)};
+  if (L.max_processes > 0)
+    plan.rlimits[plan.n_rlimits++] = {RLIMIT_NPROC, static_cast<rlim_t>(L.max_processes),
+                                      static_cast<rlim_t>(L.max_processes)};
+  if (L.max_file_bytes > 0)
+    plan.rlimits[plan.n_rlimits++] = {RLIMIT_FSIZE, static_cast<rlim_t>(L.max_file_bytes),
+                                      static_cast<rlim_t>(L.max_file_bytes)};
+  plan.rlimits[plan.n_rlimits++] = {RLIMIT_CORE, 0, 0};
+}
+
+/// Reads the status pipe to its end: true when it carried a whole ChildReport (the child failed
+/// before execve and says where), false at EOF (the pipe is O_CLOEXEC: execve closed it).
+bool read_child_report(int fd, ChildReport* rep) {
+  std::size_t got = 0;
+  while (got < sizeof *rep) {
+    ssize_t n = ::read(fd, reinterpret_cast<char*>(rep) + got, sizeof *rep - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got == sizeof *rep;
+}
+
+}  // namespace
+
 bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) {
   *out = Spawned{};
   if (spec.argv.empty() || spec.argv[0].empty()) {
@@ -349,17 +381,7 @@ bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) 
   plan.netns_only_as_root = spec.network_without_userns_as_root;
   plan.uid_map = uid_map.c_str();
   plan.gid_map = gid_map.c_str();
-  const Limits& L = spec.limits;
-  if (L.cpu_seconds > 0)  // soft limit sends SIGXCPU, the hard one a second later SIGKILL
-    plan.rlimits[plan.n_rlimits++] = {RLIMIT_CPU, static_cast<rlim_t>(L.cpu_seconds),
-                                      static_cast<rlim_t>(L.cpu_seconds + 1)};
-  if (L.max_processes > 0)
-    plan.rlimits[plan.n_rlimits++] = {RLIMIT_NPROC, static_cast<rlim_t>(L.max_processes),
-                                      static_cast<rlim_t>(L.max_processes)};
-  if (L.max_file_bytes > 0)
-    plan.rlimits[plan.n_rlimits++] = {RLIMIT_FSIZE, static_cast<rlim_t>(L.max_file_bytes),
-                                      static_cast<rlim_t>(L.max_file_bytes)};
-  plan.rlimits[plan.n_rlimits++] = {RLIMIT_CORE, 0, 0};
+  set_rlimits(plan, spec.limits);
 
   // --- descriptors (parent ends O_CLOEXEC; child ends are dup2'ed onto 0/1/2) ---
   int out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, st_p[2] = {-1, -1}, in_s[2] = {-1, -1};
@@ -401,15 +423,9 @@ bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) 
 
   // The status pipe reaches EOF at execve (O_CLOEXEC) or carries the failure.
   ChildReport rep{};
-  std::size_t got = 0;
-  while (got < sizeof rep) {
-    ssize_t n = ::read(st_p[0], reinterpret_cast<char*>(&rep) + got, sizeof rep - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
+  const bool failed = read_child_report(st_p[0], &rep);
   close_fd(st_p[0]);
-  if (got == sizeof rep) {
+  if (failed) {
     *error = describe_failure(rep, spec);
     int ws = 0;
     while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {

@@ -304,16 +304,13 @@ double branch_uniformity(const ProfileReport& r) {
   return s / w;
 }
 
-}  // namespace
+using Findings = std::vector<MetricFinding>;
+const std::string kLdSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
 
-std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max) {
-  std::vector<MetricFinding> f;
-  if (r.kernels.empty()) return f;
+/// Launch overhead: many short kernels in one call.
+void launch_overhead(const ProfileReport& r, Findings& f) {
   const double n = static_cast<double>(r.kernels.size());
-  const double total_ms = r.total_ms();
-  const double mean_us = total_ms * 1e3 / n;
-
-  // Launch overhead: many short kernels in one call.
+  const double mean_us = r.total_ms() * 1e3 / n;
   if (r.kernels.size() >= 4 && mean_us < 10)
     f.push_back(
         {kTime, "launch overhead", n, "launches",
@@ -321,29 +318,32 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
              "kernel (or a few)",
              n, mean_us),
          0.6 + std::min(0.4, n / 100.0)});
+}
 
-  // Coalescing.
-  const std::string ld_sec = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+/// Uncoalesced global loads: sectors per load request.
+void coalescing(const ProfileReport& r, Findings& f) {
   const std::string ld_req = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
   if (summed(r, ld_req) > 0) {
-    const double spr = summed(r, ld_sec) / summed(r, ld_req);
+    const double spr = summed(r, kLdSectors) / summed(r, ld_req);
     // A warp's coalesced request of 4-byte loads takes 4 sectors, of 16-byte vector loads 16:
     // beyond 16 some lanes fetch sectors of their own whatever the load width (on an H100 the
     // float4 exemplars measure exactly 16.0; a column-major walk 32).
     if (spr > 16.5)
       f.push_back(
-          {ld_sec, "uncoalesced global access", spr, "sectors/request",
+          {kLdSectors, "uncoalesced global access", spr, "sectors/request",
            fmt("uncoalesced global loads: %.1f sectors per request (coalesced: 4 for 4-byte loads, 16 for "
                "16-byte vector loads); make consecutive threads (threadIdx.x) read consecutive addresses",
                spr),
            0.55 + std::min(0.45, (spr - 16) / 32)});
   }
+}
 
-  // Spills / local memory.
+/// Register spills and run-time-indexed local arrays: local-memory traffic.
+void spills(const ProfileReport& r, Findings& f) {
   const double local = summed(r, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") +
                        summed(r, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum");
   if (local > 0) {
-    const double share = local / (local + summed(r, ld_sec));
+    const double share = local / (local + summed(r, kLdSectors));
     f.push_back(
         {"l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "local memory (spills)", local, "sectors",
          fmt("%.0f local-memory sectors (%.0f%% of load/store traffic): registers spill or a local array is "
@@ -355,8 +355,10 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
          // traffic (H100, the spilling slow kernel) outranks those symptoms.
          0.5 + std::min(0.45, share * 4)});
   }
+}
 
-  // Shared-memory bank conflicts.
+/// Shared-memory bank conflicts.
+void bank_conflicts(const ProfileReport& r, Findings& f) {
   const double wavefronts = summed(r, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum");
   const double conflicts = summed(r, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum");
   if (wavefronts > 0 && conflicts / wavefronts > 0.1) {
@@ -368,8 +370,10 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
              100 * share, 1 + conflicts / std::max(1.0, wavefronts - conflicts)),
          0.5 + std::min(0.45, share / 2)});
   }
+}
 
-  // Occupancy.
+/// Low occupancy, with what limits it.
+void occupancy(const ProfileReport& r, Findings& f) {
   const double occ = weighted(r, "sm__warps_active.avg.pct_of_peak_sustained_active");
   if (occ >= 0 && occ < 30) {
     const double theo = weighted(r, "sm__maximum_warps_per_active_cycle_pct");
@@ -396,8 +400,10 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
     f.push_back({"sm__warps_active.avg.pct_of_peak_sustained_active", "low occupancy", occ, "%", text,
                  0.5 + (30 - occ) / 70});
   }
+}
 
-  // Speed of light.
+/// DRAM or SM throughput near its peak, or neither (latency-bound).
+void speed_of_light(const ProfileReport& r, Findings& f) {
   const double dram = weighted(r, "dram__throughput.avg.pct_of_peak_sustained_elapsed");
   const double sm = weighted(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
   if (dram >= 60)
@@ -414,8 +420,10 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
     f.push_back({"sm__throughput.avg.pct_of_peak_sustained_elapsed", "speed of light", std::max(dram, sm),
                  "%", fmt("neither DRAM (%.0f%%) nor SM (%.0f%%) is near its peak: latency-bound", dram, sm),
                  0.25});
+}
 
-  // Warp stalls: the top three.
+/// Warp stalls: the top three.
+void warp_stalls(const ProfileReport& r, Findings& f) {
   std::vector<std::pair<double, std::string>> stalls;
   static const std::pair<const char*, const char*> kStalls[] = {
       {"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
@@ -437,15 +445,26 @@ std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max)
     f.push_back({kStalls[0].first, "warp stalls", stalls[0].first, "warps/issue", text,
                  0.3 + std::min(0.2, stalls[0].first / 50)});
   }
+}
 
-  // Divergence.
+/// Branch divergence: the share of warp-uniform branches.
+void divergence(const ProfileReport& r, Findings& f) {
   const double uniform = branch_uniformity(r);
   if (uniform >= 0 && uniform < 80)
     f.push_back(
         {"smsp__sass_average_branch_targets_threads_uniform.pct", "branch divergence", uniform, "%",
          fmt("only %.0f%% of branches are warp-uniform: threads of a warp take different paths", uniform),
          0.3 + (80 - uniform) / 300});
+}
 
+}  // namespace
+
+std::vector<MetricFinding> ncu_findings(const ProfileReport& r, std::size_t max) {
+  std::vector<MetricFinding> f;
+  if (r.kernels.empty()) return f;
+  for (auto rule : {launch_overhead, coalescing, spills, bank_conflicts, occupancy, speed_of_light,
+                    warp_stalls, divergence})
+    rule(r, f);
   std::stable_sort(f.begin(), f.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
   if (f.size() > max) f.resize(max);
   return f;
