@@ -131,6 +131,45 @@ std::map<std::string, std::string> unusable_of(const fs::path& out) {
   return m;
 }
 
+/// The eval that judges the library's kernels (written under `work`/kernels) on unseen shapes:
+/// the run's backend, trials and allowances, no bench, no profile; an operator suite's unseen
+/// cases (`trace`, written to `work`/unseen) or the run's suite at its profile's unseen shapes.
+EvalCommand unseen_eval(const RunConfig& rc, const GeneralisationCommand& cmd, const fs::path& work,
+                        const std::string& trace) {
+  EvalCommand ev;
+  ev.backend = rc.backend;
+  ev.kernels = work / "kernels";
+  ev.out = work / "eval";
+  ev.device = cmd.device.empty() ? rc.device : cmd.device;
+  ev.trials = rc.trials;
+  ev.bench = false;
+  ev.profiler = "none";
+  ev.allow_ops = rc.allow_ops;
+  ev.allow_precision = rc.allow_precision;
+  if (!trace.empty()) {
+    write_file(work / "unseen" / "operators.txt", trace);
+    ev.suite = (work / "unseen").string();
+  } else {
+    ev.suite = rc.suite_root;
+    ev.profile = rc.profile.empty() || rc.profile == "default" ? "unseen" : rc.profile + "+unseen";
+  }
+  return ev;
+}
+
+/// Prints one line per library kernel and the closing count; counts the verdicts into `tally`.
+void print_verdicts(const std::map<std::string, Generalisation>& verdicts, const fs::path& run_dir,
+                    GeneralisationTally& tally) {
+  std::printf("\n%-40s %-12s %s\n", "library kernel", "generalises", "reason");
+  for (const auto& [task, g] : verdicts) {
+    (!g.generalises ? tally.unknown : *g.generalises ? tally.yes : tally.no)++;
+    std::printf("%-40s %-12s %s\n", task.c_str(), generalises_text(g.generalises).c_str(), g.reason.c_str());
+  }
+  std::printf(
+      "kforge library export: on unseen shapes %d generalise, %d do not, %d unknown (%d judged now) -> %s\n",
+      tally.yes, tally.no, tally.unknown, tally.judged, generalisation_path(run_dir).string().c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
@@ -178,23 +217,7 @@ GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
     todo.insert(task);
   }
   if (!todo.empty()) {
-    EvalCommand ev;
-    ev.backend = rc.backend;
-    ev.kernels = work / "kernels";
-    ev.out = work / "eval";
-    ev.device = cmd.device.empty() ? rc.device : cmd.device;
-    ev.trials = rc.trials;
-    ev.bench = false;
-    ev.profiler = "none";
-    ev.allow_ops = rc.allow_ops;
-    ev.allow_precision = rc.allow_precision;
-    if (!trace.empty()) {
-      write_file(work / "unseen" / "operators.txt", trace);
-      ev.suite = (work / "unseen").string();
-    } else {
-      ev.suite = rc.suite_root;
-      ev.profile = rc.profile.empty() || rc.profile == "default" ? "unseen" : rc.profile + "+unseen";
-    }
+    const EvalCommand ev = unseen_eval(rc, cmd, work, trace);
     std::printf("kforge library export: judging %zu library kernel(s) on unseen shapes (%s)\n", todo.size(),
                 trace.empty() ? ev.profile.c_str() : "unseen operator cases");
     std::fflush(stdout);
@@ -217,15 +240,7 @@ GeneralisationTally check_generalisation(const GeneralisationCommand& cmd) {
   out.rule = unseen_rule_text();
   out.kernels = verdicts;
   write_generalisation(cmd.run_dir, out);
-  std::printf("\n%-40s %-12s %s\n", "library kernel", "generalises", "reason");
-  for (const auto& [task, g] : verdicts) {
-    (!g.generalises ? tally.unknown : *g.generalises ? tally.yes : tally.no)++;
-    std::printf("%-40s %-12s %s\n", task.c_str(), generalises_text(g.generalises).c_str(), g.reason.c_str());
-  }
-  std::printf(
-      "kforge library export: on unseen shapes %d generalise, %d do not, %d unknown (%d judged now) -> %s\n",
-      tally.yes, tally.no, tally.unknown, tally.judged, generalisation_path(cmd.run_dir).string().c_str());
-  std::fflush(stdout);
+  print_verdicts(verdicts, cmd.run_dir, tally);
   return tally;
 }
 

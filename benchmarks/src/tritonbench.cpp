@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -151,6 +152,62 @@ std::string list_names(const std::vector<std::string>& v, std::size_t max = 12) 
   return out;
 }
 
+/// TritonBench-T's entry (into `t.entries`): the function named as the file, else the one
+/// function of the implementation the test block calls; the test block must not redefine it
+/// (`sep`: the separator's line index, for the message's line number).
+std::optional<LoadError> t_entries(const fs::path& file, const std::vector<std::string>& impl,
+                                   const std::vector<std::string>& test, std::size_t sep,
+                                   const std::set<std::string>& used, Task& t) {
+  static const std::regex kDef(R"(^(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\()");
+  const std::string stem = file.stem().string();
+  std::vector<std::string> defs;
+  for (const auto& l : impl) {
+    std::smatch m;
+    if (std::regex_search(l, m, kDef)) defs.push_back(m[1].str());
+  }
+  if (std::find(defs.begin(), defs.end(), stem) != defs.end()) {
+    t.entries = {stem};
+  } else {
+    std::vector<std::string> called;
+    for (const auto& d : defs)
+      if (used.count(d)) called.push_back(d);
+    if (called.size() != 1)
+      return LoadError{
+          file, "entry",
+          "defines no function `" + stem + "` and the test block calls " +
+              (called.empty() ? std::string("none of its functions")
+                              : std::to_string(called.size()) + " (" + list_names(called) + ")") +
+              "; cannot tell the entry function"};
+    t.entries = called;
+  }
+  const std::regex redef(R"(^\s*def\s+)" + t.entries[0] + R"(\s*\()");
+  for (std::size_t i = 0; i < test.size(); ++i)
+    if (std::regex_search(test[i], redef))
+      return LoadError{file, "test block",
+                       "line " + std::to_string(sep + 2 + i) + " redefines the entry `" + t.entries[0] +
+                           "`, which would override the candidate's (TritonBench before its leakage fix "
+                           "46c3b97)"};
+  return std::nullopt;
+}
+
+/// TritonBench-G's entries (into `t.entries`): every top-level name of the implementation (def,
+/// class, assignment) its test block uses, in order.
+std::optional<LoadError> g_entries(const fs::path& file, const std::vector<std::string>& impl,
+                                   const std::set<std::string>& used, Task& t) {
+  static const std::regex kDefOrClass(R"(^(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*))");
+  static const std::regex kAssign(R"(^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]*)?=[^=])");
+  std::set<std::string> seen;
+  for (const auto& l : impl) {
+    std::smatch m;
+    if (!std::regex_search(l, m, kDefOrClass) && !std::regex_search(l, m, kAssign)) continue;
+    const std::string name = m[1].str();
+    if (used.count(name) && seen.insert(name).second) t.entries.push_back(name);
+  }
+  if (t.entries.empty())
+    return LoadError{file, "entry", "the test block uses no top-level name of the implementation"};
+  return std::nullopt;
+}
+
 }  // namespace
 
 TaskFileResult parse_tritonbench_file(const fs::path& file, const std::string& id, TaskFormat format) {
@@ -178,9 +235,6 @@ TaskFileResult parse_tritonbench_file(const fs::path& file, const std::string& i
   const std::vector<std::string> test(lines.begin() + static_cast<std::ptrdiff_t>(sep) + 1, lines.end());
 
   static const std::regex kTestDef(R"(^def\s+(test_[A-Za-z0-9_]*)\s*\()");
-  static const std::regex kDef(R"(^(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\()");
-  static const std::regex kDefOrClass(R"(^(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*))");
-  static const std::regex kAssign(R"(^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]*)?=[^=])");
 
   Task t;
   t.format = format;
@@ -203,51 +257,12 @@ TaskFileResult parse_tritonbench_file(const fs::path& file, const std::string& i
     return r;
   }
   const auto used = identifiers(test);
-  const std::string stem = file.stem().string();
-  if (format == TaskFormat::tritonbench_t) {
-    std::vector<std::string> defs;
-    for (const auto& l : impl) {
-      std::smatch m;
-      if (std::regex_search(l, m, kDef)) defs.push_back(m[1].str());
-    }
-    if (std::find(defs.begin(), defs.end(), stem) != defs.end()) {
-      t.entries = {stem};
-    } else {
-      std::vector<std::string> called;
-      for (const auto& d : defs)
-        if (used.count(d)) called.push_back(d);
-      if (called.size() != 1) {
-        r.error =
-            LoadError{file, "entry",
-                      "defines no function `" + stem + "` and the test block calls " +
-                          (called.empty() ? std::string("none of its functions")
-                                          : std::to_string(called.size()) + " (" + list_names(called) + ")") +
-                          "; cannot tell the entry function"};
-        return r;
-      }
-      t.entries = called;
-    }
-    const std::regex redef(R"(^\s*def\s+)" + t.entries[0] + R"(\s*\()");
-    for (std::size_t i = 0; i < test.size(); ++i)
-      if (std::regex_search(test[i], redef)) {
-        r.error = LoadError{file, "test block",
-                            "line " + std::to_string(sep + 2 + i) + " redefines the entry `" + t.entries[0] +
-                                "`, which would override the candidate's (TritonBench before its leakage fix "
-                                "46c3b97)"};
-        return r;
-      }
-  } else {
-    std::set<std::string> seen;
-    for (const auto& l : impl) {
-      std::smatch m;
-      if (!std::regex_search(l, m, kDefOrClass) && !std::regex_search(l, m, kAssign)) continue;
-      const std::string name = m[1].str();
-      if (used.count(name) && seen.insert(name).second) t.entries.push_back(name);
-    }
-    if (t.entries.empty()) {
-      r.error = LoadError{file, "entry", "the test block uses no top-level name of the implementation"};
-      return r;
-    }
+  const std::optional<LoadError> entry_error = format == TaskFormat::tritonbench_t
+                                                   ? t_entries(file, impl, test, sep, used, t)
+                                                   : g_entries(file, impl, used, t);
+  if (entry_error) {
+    r.error = *entry_error;
+    return r;
   }
   t.source = join_lines(impl, 0, impl.size());
   t.test_source = join_lines(test, 0, test.size());
