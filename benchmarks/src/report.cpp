@@ -212,10 +212,11 @@ static void library_section(std::ostringstream& os, const Summary& s) {
            cell(g.outcome + (g.sub_kind.empty() ? "" : "/" + g.sub_kind)), cell(g.unseen), cell(g.reason)});
 }
 
-std::string render_report_md(const Summary& s, const std::string& title, const RunInfo* info) {
-  std::ostringstream os;
+namespace {
+
+/// The title line, what the run holds, and its warnings.
+void intro_section(std::ostringstream& os, const Summary& s, const std::string& title) {
   const Slice& all = s.overall;
-  auto ks = present_ks(s, all.best);
   os << "# " << (title.empty() ? "kforge run report" : title) << "\n\n";
   os << all.stats.attempts << " attempts";
   if (all.stats.llm_errors) os << " (and " << all.stats.llm_errors << " llm_error turns, not scored)";
@@ -231,7 +232,10 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
     os << "\n**Warnings:**\n\n";
     for (const auto& w : s.warnings) os << "- " << w << "\n";
   }
-  if (info) settings_section(os, *info);
+}
+
+/// The tasks that could not be judged, with the reason.
+void unusable_section(std::ostringstream& os, const Summary& s) {
   if (!s.unusable.empty()) {
     os << "\n## Unusable tasks\n\n"
        << "These tasks could not be judged (their reference does not load or run, or its output is "
@@ -244,7 +248,12 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
       t.row({task, w});
     }
   }
+}
 
+/// The headline scores and what qualifies them: precision, untimed, pass@k, BackendBench, timing noise,
+/// anomalies.
+void headline_section(std::ostringstream& os, const Summary& s, const std::vector<int>& ks) {
+  const Slice& all = s.overall;
   if (s.precision_disallowed > 0) {
     os << "\n**Precision:** " << s.precision_disallowed
        << " passing attempt(s) used lower-precision math than their task allows (TF32/FP16/BF16 "
@@ -289,7 +298,11 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
        << " pass(es) read faster than the device can write their outputs at its measured peak bandwidth, "
           "or than one kernel launch takes on it; "
           "their speedups are not credited (see `timing_anomaly` in attempts.jsonl).\n";
+}
 
+/// Scores counting the attempts up to each turn.
+void repair_curve_section(std::ostringstream& os, const Summary& s, const std::vector<int>& ks) {
+  const Slice& all = s.overall;
   if (!all.by_turn.empty()) {
     os << "\n## Repair curve\n\n"
        << "Scores counting the attempts at turns <= t (a sample passes at t if any of its "
@@ -299,7 +312,11 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
     for (std::size_t i = 0; i < all.by_turn.size(); ++i)
       scores_row(t, std::to_string(i + 1), s, all.by_turn[i], ks);
   }
+}
 
+/// SpeedUp_α@k per α and k.
+void speedup_at_k_section(std::ostringstream& os, const Summary& s, const std::vector<int>& ks) {
+  const Slice& all = s.overall;
   if (!s.config.alphas.empty() && !ks.empty()) {
     os << "\n## SpeedUp_α@k\n\n"
        << "Fraction of tasks where one of k samples reaches speedup >= α (unbiased "
@@ -314,10 +331,11 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
       t.row(cells);
     }
   }
+}
 
-  for (const auto& dim : cut_dimensions()) cut_section(os, s, dim, ks);
-
-  const AttemptStats& st = all.stats;
+/// Outcomes and sub-kinds, and TritonBench's per-attempt figures.
+void outcomes_section(std::ostringstream& os, const Summary& s) {
+  const AttemptStats& st = s.overall.stats;
   os << "\n## Outcomes\n\n";
   {
     Table t(os, {"outcome", "sub-kind", "count", "share"});
@@ -340,7 +358,11 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
      << frac(st.exec_accuracy_correct()) << " correct / " << frac(st.exec_accuracy())
      << " pass (outputs match: any code / Triton-native); " << st.compile_cached << " of " << st.attempts
      << " compiles served from the cache.\n";
+}
 
+/// Tokens, cost and the time of each phase.
+void usage_section(std::ostringstream& os, const Summary& s) {
+  const AttemptStats& st = s.overall.stats;
   os << "\n## Usage\n\n"
      << "Tokens: " << st.prompt_tokens << " prompt + " << st.completion_tokens
      << " completion = " << (st.prompt_tokens + st.completion_tokens) << ". Cost: $" << usd(st.cost_usd)
@@ -356,7 +378,10 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
     row("bench", st.bench);
     row("total", st.total);
   }
+}
 
+/// One row per task: its samples, passes and best attempt's figures.
+void tasks_section(std::ostringstream& os, const Summary& s) {
   if (!s.tasks.empty()) {
     os << "\n## Tasks\n\n";
     bool multi = s.cuts.count("backend") && s.cuts.at("backend").size() > 1;
@@ -393,6 +418,23 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
       t.row(cells);
     }
   }
+}
+
+}  // namespace
+
+std::string render_report_md(const Summary& s, const std::string& title, const RunInfo* info) {
+  std::ostringstream os;
+  const auto ks = present_ks(s, s.overall.best);
+  intro_section(os, s, title);
+  if (info) settings_section(os, *info);
+  unusable_section(os, s);
+  headline_section(os, s, ks);
+  repair_curve_section(os, s, ks);
+  speedup_at_k_section(os, s, ks);
+  for (const auto& dim : cut_dimensions()) cut_section(os, s, dim, ks);
+  outcomes_section(os, s);
+  usage_section(os, s);
+  tasks_section(os, s);
   if (!s.generalisation.empty()) library_section(os, s);
   return os.str();
 }

@@ -345,6 +345,22 @@ bool read_child_report(int fd, ChildReport* rep) {
   return got == sizeof *rep;
 }
 
+/// The child's descriptors: stdout, stderr and status pipes and, with `stdin_pipe`, a socket
+/// pair for its stdin (the child's end read-only), all O_CLOEXEC and moved above 2. false, errno
+/// set, when one cannot be made (the caller closes those that were).
+bool open_pipes(bool stdin_pipe, int out_p[2], int err_p[2], int st_p[2], int in_s[2]) {
+  if (::pipe2(out_p, O_CLOEXEC) != 0 || ::pipe2(err_p, O_CLOEXEC) != 0 || ::pipe2(st_p, O_CLOEXEC) != 0 ||
+      (stdin_pipe && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_s) != 0))
+    return false;
+  for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &st_p[0], &st_p[1]}) *fd = fd_above_stdio(*fd);
+  if (stdin_pipe) {
+    in_s[0] = fd_above_stdio(in_s[0]);
+    in_s[1] = fd_above_stdio(in_s[1]);
+    ::shutdown(in_s[1], SHUT_WR);  // the child only reads its end
+  }
+  return true;
+}
+
 }  // namespace
 
 bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) {
@@ -389,17 +405,10 @@ bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) 
     for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &st_p[0], &st_p[1], &in_s[0], &in_s[1]})
       close_fd(*fd);
   };
-  if (::pipe2(out_p, O_CLOEXEC) != 0 || ::pipe2(err_p, O_CLOEXEC) != 0 || ::pipe2(st_p, O_CLOEXEC) != 0 ||
-      (stdin_pipe && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_s) != 0)) {
+  if (!open_pipes(stdin_pipe, out_p, err_p, st_p, in_s)) {
     *error = std::string("pipe: ") + std::strerror(errno);
     cleanup();
     return false;
-  }
-  for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &st_p[0], &st_p[1]}) *fd = fd_above_stdio(*fd);
-  if (stdin_pipe) {
-    in_s[0] = fd_above_stdio(in_s[0]);
-    in_s[1] = fd_above_stdio(in_s[1]);
-    ::shutdown(in_s[1], SHUT_WR);  // the child only reads its end
   }
   plan.in_fd = stdin_pipe ? in_s[1] : -1;
   plan.out_fd = out_p[1];
