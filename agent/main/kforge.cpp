@@ -222,205 +222,243 @@ std::optional<std::string> unknown_subcommand(int argc, char** argv, const std::
   return std::nullopt;
 }
 
+/// Every subcommand's CLI11 handle and the arguments it parses into: the CLI's one owner of
+/// them, filled by the declare_* functions and read by dispatch(). Not copyable (CLI11 keeps
+/// pointers into it).
+struct Cli {
+  CLI::App app{"kforge: LLM-written GPU kernels, compiled, tested, profiled and scored honestly"};
+  bool verbose = false, quiet = false;
+  CLI::App* suites = nullptr;
+  std::string suite_arg, suites_profile;
+  CLI::App* task = nullptr;
+  agent::TaskCommand tc;
+  CLI::App* eval = nullptr;
+  agent::EvalCommand ev;
+  agent::RunCommand ev_shared;  // the options eval shares with run, from run's one table
+  CLI::App* run = nullptr;
+  agent::RunCommand rn;
+  CLI::App* import_kb = nullptr;
+  agent::ImportCommand im;
+  CLI::App* merge = nullptr;
+  std::string merge_out;
+  std::vector<std::string> merge_in;
+  CLI::App* lib_export = nullptr;
+  std::string lib_run, lib_backend;
+  std::optional<double> lib_watermark;
+  bool lib_include_non_gen = false;
+  agent::GeneralisationCommand lib_gen;
+  CLI::App* lib_verify = nullptr;
+  agent::VerifyCommand vf;
+  CLI::App* table_export = nullptr;
+  agent::ExportCommand xc;
+  CLI::App* report = nullptr;
+  std::string report_dir;
+  CLI::App* stats = nullptr;
+  std::string stats_dir;
+  CLI::App* compare = nullptr;
+  CLI::Option* cmp_html_opt = nullptr;
+  std::string cmp_a, cmp_b, cmp_html, cmp_out;
+};
+
+/// suites, task, doctor: what kforge and its suites hold.
+void declare_inspection(Cli& c) {
+  c.suites = c.app.add_subcommand("suites", "list built-in suites, or the tasks of one suite");
+  c.suites->add_option(
+      "--suite", c.suite_arg,
+      "a built-in suite name or a suite directory (kforge, KernelBench or MultiKernelBench layout)");
+  c.suites->add_option("--profile", c.suites_profile,
+                       "with --suite: each task's input shapes and bytes under this shape profile (small "
+                       "and ci are derived for suites that define none)");
+  c.task = c.app.add_subcommand("task",
+                                "print what a kernel for one task must be: the prompt's task section, tensor "
+                                "table, tolerances, checks and kernel ABI");
+  c.task->add_option("suite", c.tc.suite, "suite name or directory")->required();
+  c.task->add_option("id", c.tc.id, "task id, e.g. level1/19_ReLU")->required();
+  c.task->add_option("--profile", c.tc.profile, "shape profile (e.g. ci); default: the task's own shapes");
+  add_backend_option(c.task, c.tc.backend);
+  c.task->add_option("--device", c.tc.device, "runner device: cpu or cuda:N");
+  c.task->add_option("--trials", c.tc.trials, "correctness trials the checks state")
+      ->check(CLI::Range(1, 100));
+  c.app.add_subcommand("doctor",
+                       "report compilers, GPUs, LibTorch/torch/Triton versions and usable backends");
+}
+
+/// eval, run, import-kernelbench, merge: kernels judged, written, imported, and runs merged.
+void declare_runs(Cli& c) {
+  c.eval = c.app.add_subcommand(
+      "eval",
+      "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} (or, several samples per task, "
+      "DIR/<task-id>/<sample>/kernel.{cpp,cu}) against a suite and report pass@k (no LLM)");
+  // The options eval shares with run come from run's one table (run_options.hpp); these are its own.
+  agent::add_eval_options(*c.eval, c.ev_shared);
+  c.eval
+      ->add_option("--kernels", c.ev.kernels,
+                   "directory of kernels, one folder per task id (a sample per numbered subfolder)")
+      ->required();
+  c.eval->add_option("--out", c.ev.out, "run directory to write (attempts.jsonl, per-attempt files)")
+      ->required();
+  c.eval->add_option("--arch", c.ev.arch, "CUDA target such as sm_90a (default: from the device)");
+  c.eval
+      ->add_option("--jobs", c.ev.jobs,
+                   "kernels compiled and scanned at once while each judge runner takes one kernel at a "
+                   "time (default 1: no compile beside a timed run)")
+      ->check(CLI::Range(1, 1024));
+  c.run = c.app.add_subcommand(
+      "run", "the agent loop: an LLM writes kernels for a suite, turn by turn with feedback");
+  agent::add_run_options(*c.run, c.rn);  // the one table of run options (run_options.hpp)
+  c.import_kb = c.app.add_subcommand(
+      "import-kernelbench",
+      "turn KernelBench generations (level_<L>_problem_<P>_sample_<S>_kernel.py, ModelNew with load_inline) "
+      "into cuda kernels OUT/<task-id>/<S>/kernel.cu for `kforge eval --backend cuda`");
+  c.import_kb->add_option("--suite", c.im.suite, "the KernelBench suite (root or level<N>/ folder)")
+      ->required();
+  c.import_kb->add_option("--generations", c.im.generations, "folder of KernelBench's generated kernels")
+      ->required();
+  c.import_kb->add_option("--out", c.im.out, "kernels folder to write")->required();
+  c.merge = c.app.add_subcommand(
+      "merge", "merge the runs of `kforge run --shard K/N` into one run (then `kforge report OUT`)");
+  c.merge->add_option("out", c.merge_out, "the merged run directory to create")->required();
+  c.merge->add_option("runs", c.merge_in, "the shards' run directories")->required();
+}
+
+/// library export, library verify: a run's kernel library.
+void declare_library(Cli& c) {
+  auto* library = c.app.add_subcommand("library", "a run's kernel library");
+  c.lib_export = library->add_subcommand("export",
+                                         "write the run's library/ again, or with --as-backend its "
+                                         "operator kernels as a PyTorch backend package");
+  c.lib_export->add_option("run_dir", c.lib_run, "run directory")->required();
+  c.lib_export->add_option("--as-backend", c.lib_backend,
+                           "write an installable Python package registering every passing operator kernel "
+                           "through torch.library");
+  c.lib_export->add_option(
+      "--watermark", c.lib_watermark,
+      "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
+  c.lib_export->add_flag("--include-non-generalising", c.lib_include_non_gen,
+                         "(with --as-backend) also export kernels not shown to generalise to unseen shapes");
+  c.lib_export->add_option("--device", c.lib_gen.device,
+                           "runner device of the unseen-shape check: cpu or cuda:N (default: the run's)");
+  c.lib_export->add_flag("--judge-again", c.lib_gen.again,
+                         "judge every kernel on unseen shapes again, even when a verdict for it exists");
+  c.lib_verify = library->add_subcommand(
+      "verify",
+      "judge every kernel of an exported backend package again here, as it is; record the ones the "
+      "package may load");
+  c.lib_verify->add_option("dir", c.vf.dir, "the package directory (kforge library export --as-backend DIR)")
+      ->required();
+  c.lib_verify->add_option("--device", c.vf.device, "runner device: cpu or cuda:N (default: the manifest's)");
+  c.lib_verify->add_flag("--bench", c.vf.bench, "time the kernels again (speedups recorded)");
+  c.lib_verify->add_option("--reps", c.vf.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
+  c.lib_verify->add_option("--records", c.vf.records,
+                           "where the records of the passing kernels go, the ones the package loads "
+                           "(default: $KFORGE_VERIFIED_DIR, else $XDG_DATA_HOME/kforge/verified)");
+  library->require_subcommand(1);
+}
+
+/// export, report, stats, compare: what a run found.
+void declare_reports(Cli& c) {
+  c.table_export = c.app.add_subcommand(
+      "export", "a run's attempts as one flat table, one row per attempt (docs/tables.md)");
+  c.table_export->add_option("run_dir", c.xc.run, "run directory")->required();
+  c.table_export->add_option("--format", c.xc.format, "csv, or parquet (pandas and pyarrow in the venv)")
+      ->check(CLI::IsMember({"csv", "parquet"}));
+  c.table_export->add_option("--out", c.xc.out,
+                             "the file to write (default: RUN/attempts.<format>; - for stdout, csv)");
+  c.report = c.app.add_subcommand(
+      "report", "regenerate summary.json, report.md and report.html of a run, and print report.md");
+  c.report->add_option("run_dir", c.report_dir, "run directory")->required();
+  c.stats = c.app.add_subcommand(
+      "stats", "where a run's judge slots spent their time: total per phase, busy fraction per slot");
+  c.stats->add_option("run_dir", c.stats_dir, "run directory")->required();
+  c.compare = c.app.add_subcommand(
+      "compare", "compare two runs on the tasks both attempted; prints the tables and writes compare.html");
+  c.compare->add_option("run_a", c.cmp_a, "first run directory")->required();
+  c.compare->add_option("run_b", c.cmp_b, "second run directory")->required();
+  c.cmp_html_opt = c.compare->add_option("--html", c.cmp_html,
+                                         "where to write the page (\"\" for none; default: see --out)");
+  c.compare->add_option("--out", c.cmp_out,
+                        "folder for compare.html (default: beside the runs, "
+                        "<parent of run_a>/compare-<run_a>-vs-<run_b>.html)");
+}
+
+/// Runs the parsed subcommand: its exit status.
+int dispatch(Cli& c) {
+  if (c.suites->parsed()) return cmd_suites(c.suite_arg, c.suites_profile);
+  if (c.task->parsed()) return agent::run_task_command(c.tc);
+  if (c.app.got_subcommand("doctor")) {
+    std::cout << agent::render_doctor(agent::run_doctor());
+    return 0;
+  }
+  if (c.eval->parsed()) {
+    agent::copy_eval_options(c.ev_shared, c.ev);
+    return agent::run_eval(c.ev);
+  }
+  if (c.run->parsed()) {
+    if (c.rn.resume.empty() && (c.rn.suite.empty() || c.rn.llm.empty() || c.rn.out.empty())) {
+      std::cerr << "kforge run: --suite, --llm and --out are required (or --resume RUN_DIR)\n";
+      return 2;
+    }
+    c.rn.given = agent::given_run_options(*c.run);
+    return agent::run_agent(c.rn);
+  }
+  if (c.import_kb->parsed()) return agent::run_import_kernelbench(c.im);
+  if (c.merge->parsed()) return cmd_merge(c.merge_out, c.merge_in);
+  if (c.lib_export->parsed()) {
+    c.lib_gen.run_dir = c.lib_run;
+    return cmd_library_export(c.lib_run, c.lib_backend, c.lib_watermark, c.lib_include_non_gen, c.lib_gen);
+  }
+  if (c.lib_verify->parsed()) return agent::run_library_verify(c.vf);
+  if (c.report->parsed()) return agent::run_report(c.report_dir);
+  if (c.stats->parsed()) return cmd_stats(c.stats_dir);
+  if (c.table_export->parsed()) return agent::run_export(c.xc);
+  if (c.compare->parsed()) {
+    if (c.cmp_html_opt->count() && !c.cmp_out.empty()) {
+      std::cerr << "kforge compare: --html and --out both given: give one\n";
+      return 2;
+    }
+    return agent::run_compare(c.cmp_a, c.cmp_b,
+                              c.cmp_html_opt->count()
+                                  ? std::filesystem::path(c.cmp_html)
+                                  : agent::compare_page_path(c.cmp_a, c.cmp_b, c.cmp_out));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Not dumpable: no other process of this user (a candidate host, which runs without
   // capabilities) can read this one's memory or /proc/<pid>/environ (API keys).
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  CLI::App app{"kforge: LLM-written GPU kernels, compiled, tested, profiled and scored honestly"};
-  app.require_subcommand(1);
-  app.option_defaults()->always_capture_default();  // --help shows each option's default
-  bool verbose = false, quiet = false;
-  app.add_flag("-v,--verbose", verbose, "debug logging");
-  app.add_flag("-q,--quiet", quiet, "warnings and errors only");
-
-  std::string suite_arg, suites_profile;
-  auto* suites = app.add_subcommand("suites", "list built-in suites, or the tasks of one suite");
-  suites->add_option(
-      "--suite", suite_arg,
-      "a built-in suite name or a suite directory (kforge, KernelBench or MultiKernelBench layout)");
-  suites->add_option("--profile", suites_profile,
-                     "with --suite: each task's input shapes and bytes under this shape profile (small "
-                     "and ci are derived for suites that define none)");
-
-  agent::TaskCommand tc;
-  auto* task =
-      app.add_subcommand("task",
-                         "print what a kernel for one task must be: the prompt's task section, tensor table, "
-                         "tolerances, checks and kernel ABI");
-  task->add_option("suite", tc.suite, "suite name or directory")->required();
-  task->add_option("id", tc.id, "task id, e.g. level1/19_ReLU")->required();
-  task->add_option("--profile", tc.profile, "shape profile (e.g. ci); default: the task's own shapes");
-  add_backend_option(task, tc.backend);
-  task->add_option("--device", tc.device, "runner device: cpu or cuda:N");
-  task->add_option("--trials", tc.trials, "correctness trials the checks state")->check(CLI::Range(1, 100));
-
-  app.add_subcommand("doctor", "report compilers, GPUs, LibTorch/torch/Triton versions and usable backends");
-
-  agent::EvalCommand ev;
-  auto* eval = app.add_subcommand(
-      "eval",
-      "evaluate existing kernels DIR/<task-id>/kernel.{cpp,cu} (or, several samples per task, "
-      "DIR/<task-id>/<sample>/kernel.{cpp,cu}) against a suite and report pass@k (no LLM)");
-  // The options eval shares with run come from run's one table (run_options.hpp); these are its own.
-  agent::RunCommand ev_shared;
-  agent::add_eval_options(*eval, ev_shared);
-  eval->add_option("--kernels", ev.kernels,
-                   "directory of kernels, one folder per task id (a sample per numbered subfolder)")
-      ->required();
-  eval->add_option("--out", ev.out, "run directory to write (attempts.jsonl, per-attempt files)")->required();
-  eval->add_option("--arch", ev.arch, "CUDA target such as sm_90a (default: from the device)");
-  eval->add_option("--jobs", ev.jobs,
-                   "kernels compiled and scanned at once while each judge runner takes one kernel at a "
-                   "time (default 1: no compile beside a timed run)")
-      ->check(CLI::Range(1, 1024));
-
-  agent::RunCommand rn;
-  auto* run = app.add_subcommand(
-      "run", "the agent loop: an LLM writes kernels for a suite, turn by turn with feedback");
-  agent::add_run_options(*run, rn);  // the one table of run options (run_options.hpp)
-
-  agent::ImportCommand im;
-  auto* import_kb = app.add_subcommand(
-      "import-kernelbench",
-      "turn KernelBench generations (level_<L>_problem_<P>_sample_<S>_kernel.py, ModelNew with load_inline) "
-      "into cuda kernels OUT/<task-id>/<S>/kernel.cu for `kforge eval --backend cuda`");
-  import_kb->add_option("--suite", im.suite, "the KernelBench suite (root or level<N>/ folder)")->required();
-  import_kb->add_option("--generations", im.generations, "folder of KernelBench's generated kernels")
-      ->required();
-  import_kb->add_option("--out", im.out, "kernels folder to write")->required();
-
-  std::string merge_out;
-  std::vector<std::string> merge_in;
-  auto* merge = app.add_subcommand(
-      "merge", "merge the runs of `kforge run --shard K/N` into one run (then `kforge report OUT`)");
-  merge->add_option("out", merge_out, "the merged run directory to create")->required();
-  merge->add_option("runs", merge_in, "the shards' run directories")->required();
-
-  std::string lib_run, lib_backend;
-  std::optional<double> lib_watermark;
-  auto* library = app.add_subcommand("library", "a run's kernel library");
-  auto* lib_export = library->add_subcommand("export",
-                                             "write the run's library/ again, or with --as-backend its "
-                                             "operator kernels as a PyTorch backend package");
-  lib_export->add_option("run_dir", lib_run, "run directory")->required();
-  lib_export->add_option(
-      "--as-backend", lib_backend,
-      "write an installable Python package registering every passing operator kernel through "
-      "torch.library");
-  lib_export->add_option(
-      "--watermark", lib_watermark,
-      "(with --as-backend) a watermark build: every kernel writes this value (routing test)");
-  bool lib_include_non_gen = false;
-  lib_export->add_flag("--include-non-generalising", lib_include_non_gen,
-                       "(with --as-backend) also export kernels not shown to generalise to unseen shapes");
-  agent::GeneralisationCommand lib_gen;
-  lib_export->add_option("--device", lib_gen.device,
-                         "runner device of the unseen-shape check: cpu or cuda:N (default: the run's)");
-  lib_export->add_flag("--judge-again", lib_gen.again,
-                       "judge every kernel on unseen shapes again, even when a verdict for it exists");
-  agent::VerifyCommand vf;
-  auto* lib_verify = library->add_subcommand(
-      "verify",
-      "judge every kernel of an exported backend package again here, as it is; record the ones the "
-      "package may load");
-  lib_verify->add_option("dir", vf.dir, "the package directory (kforge library export --as-backend DIR)")
-      ->required();
-  lib_verify->add_option("--device", vf.device, "runner device: cpu or cuda:N (default: the manifest's)");
-  lib_verify->add_flag("--bench", vf.bench, "time the kernels again (speedups recorded)");
-  lib_verify->add_option("--reps", vf.reps, "timed repetitions at most")->check(CLI::Range(1, 100000));
-  lib_verify->add_option("--records", vf.records,
-                         "where the records of the passing kernels go, the ones the package loads "
-                         "(default: $KFORGE_VERIFIED_DIR, else $XDG_DATA_HOME/kforge/verified)");
-  library->require_subcommand(1);
-
-  agent::ExportCommand xc;
-  auto* table_export = app.add_subcommand(
-      "export", "a run's attempts as one flat table, one row per attempt (docs/tables.md)");
-  table_export->add_option("run_dir", xc.run, "run directory")->required();
-  table_export->add_option("--format", xc.format, "csv, or parquet (pandas and pyarrow in the venv)")
-      ->check(CLI::IsMember({"csv", "parquet"}));
-  table_export->add_option("--out", xc.out,
-                           "the file to write (default: RUN/attempts.<format>; - for stdout, csv)");
-
-  std::string report_dir;
-  auto* report = app.add_subcommand(
-      "report", "regenerate summary.json, report.md and report.html of a run, and print report.md");
-  report->add_option("run_dir", report_dir, "run directory")->required();
-  std::string stats_dir;
-  auto* stats = app.add_subcommand(
-      "stats", "where a run's judge slots spent their time: total per phase, busy fraction per slot");
-  stats->add_option("run_dir", stats_dir, "run directory")->required();
-  std::string cmp_a, cmp_b;
-  auto* compare = app.add_subcommand(
-      "compare", "compare two runs on the tasks both attempted; prints the tables and writes compare.html");
-  compare->add_option("run_a", cmp_a, "first run directory")->required();
-  compare->add_option("run_b", cmp_b, "second run directory")->required();
-  std::string cmp_html, cmp_out;
-  auto* cmp_html_opt =
-      compare->add_option("--html", cmp_html, "where to write the page (\"\" for none; default: see --out)");
-  compare->add_option("--out", cmp_out,
-                      "folder for compare.html (default: beside the runs, "
-                      "<parent of run_a>/compare-<run_a>-vs-<run_b>.html)");
-
-  if (auto bad = unknown_subcommand(argc, argv, subcommand_names(app))) {
+  Cli c;
+  c.app.require_subcommand(1);
+  c.app.option_defaults()->always_capture_default();  // --help shows each option's default
+  c.app.add_flag("-v,--verbose", c.verbose, "debug logging");
+  c.app.add_flag("-q,--quiet", c.quiet, "warnings and errors only");
+  declare_inspection(c);
+  declare_runs(c);
+  declare_library(c);
+  declare_reports(c);
+  if (auto bad = unknown_subcommand(argc, argv, subcommand_names(c.app))) {
     std::string known;
-    for (const auto& n : subcommand_names(app)) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& n : subcommand_names(c.app)) known += (known.empty() ? "" : ", ") + n;
     std::cerr << "kforge: unknown subcommand '" << *bad << "' (known: " << known
               << "; kforge --help describes them)\n";
     return 2;
   }
   try {
-    app.parse(argc, argv);
+    c.app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with status 0; every other parse error is a bad
     // argument: exit 2 as README says (CLI11's own codes are 100 and up).
-    const int rc = app.exit(e);
+    const int rc = c.app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  setup_logging(verbose, quiet);
+  setup_logging(c.verbose, c.quiet);
   try {
-    if (suites->parsed()) return cmd_suites(suite_arg, suites_profile);
-    if (task->parsed()) return agent::run_task_command(tc);
-    if (app.got_subcommand("doctor")) {
-      std::cout << agent::render_doctor(agent::run_doctor());
-      return 0;
-    }
-    if (eval->parsed()) {
-      agent::copy_eval_options(ev_shared, ev);
-      return agent::run_eval(ev);
-    }
-    if (run->parsed()) {
-      if (rn.resume.empty() && (rn.suite.empty() || rn.llm.empty() || rn.out.empty())) {
-        std::cerr << "kforge run: --suite, --llm and --out are required (or --resume RUN_DIR)\n";
-        return 2;
-      }
-      rn.given = agent::given_run_options(*run);
-      return agent::run_agent(rn);
-    }
-    if (import_kb->parsed()) return agent::run_import_kernelbench(im);
-    if (merge->parsed()) return cmd_merge(merge_out, merge_in);
-    if (lib_export->parsed()) {
-      lib_gen.run_dir = lib_run;
-      return cmd_library_export(lib_run, lib_backend, lib_watermark, lib_include_non_gen, lib_gen);
-    }
-    if (lib_verify->parsed()) return agent::run_library_verify(vf);
-    if (report->parsed()) return agent::run_report(report_dir);
-    if (stats->parsed()) return cmd_stats(stats_dir);
-    if (table_export->parsed()) return agent::run_export(xc);
-    if (compare->parsed()) {
-      if (cmp_html_opt->count() && !cmp_out.empty()) {
-        std::cerr << "kforge compare: --html and --out both given: give one\n";
-        return 2;
-      }
-      return agent::run_compare(cmp_a, cmp_b,
-                                cmp_html_opt->count() ? std::filesystem::path(cmp_html)
-                                                      : agent::compare_page_path(cmp_a, cmp_b, cmp_out));
-    }
+    return dispatch(c);
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }
