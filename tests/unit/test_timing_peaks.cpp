@@ -69,7 +69,7 @@ TEST_CASE("timing_unstable: reference drift or a high batch CV, and nothing else
   CHECK(both.find("; ") != std::string::npos);  // each reason named
 }
 
-TEST_CASE("timing_unstable on the CPU: contention read from PSI", "[timing]") {
+TEST_CASE("timing_unstable: contention read from PSI, on CPU and GPU benches alike", "[timing]") {
   using runner::contention_reason;
   using runner::psi_some_total_us;
   const std::string psi =
