@@ -30,6 +30,7 @@
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/report_html.hpp"
 #include "kforge/benchmarks/roofline.hpp"
+#include "kforge/benchmarks/run_report.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/retrieval/retrieval.hpp"

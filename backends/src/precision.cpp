@@ -2,24 +2,12 @@
 
 #include <algorithm>
 
-#include "kforge/backends/backend.hpp"
-
 namespace kforge::backends {
 
 std::string PrecisionReport::joined() const {
   std::string s;
   for (const auto& k : kinds) s += (s.empty() ? "" : ",") + k;
   return s;
-}
-
-bool inspects_precision(const std::string& backend) {
-  const Backend* b = find_backend(backend);
-  return b && b->inspects_precision();
-}
-
-PrecisionReport detect_precision(const std::filesystem::path& artifact, const std::string& backend) {
-  const Backend* b = find_backend(backend);
-  return b ? b->inspect_precision(artifact) : PrecisionReport{};
 }
 
 std::set<std::string> disallowed_precision(const std::set<std::string>& found,

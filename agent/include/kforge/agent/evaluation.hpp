@@ -97,7 +97,7 @@ double task_bytes(const backends::LoadResult& lr);
 void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes);
 
 /// The precision contract, detection part (docs/judge.md): inspects the compiled artifact of `ev`
-/// (cuda: tensor-core instructions in its SASS, backends::detect_precision) and records the
+/// (cuda: tensor-core instructions in its SASS, Backend::inspect_precision) and records the
 /// kinds found in rec.precision; a pass whose kinds fall below the task's floating dtypes (from
 /// the load's tensor specs) and are not in `allowed` gets rec.precision_disallowed (recorded as
 /// a pass, its speedup not credited by default). Does nothing when the candidate did not compile.
@@ -106,7 +106,7 @@ void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const 
 
 /// The precision contract as one backend applies it: what a prompt may truthfully say of it.
 struct PrecisionContract {
-  bool inspected = false;                 ///< the artifact is inspected (backends::inspects_precision)
+  bool inspected = false;                 ///< the artifact is inspected (Backend::inspects_precision)
   bool gpu = false;                       ///< the device has reduced-precision formats such as TF32
   std::vector<std::string> run_allowed;   ///< the run's --allow-precision, the same for every task
   std::vector<std::string> task_allowed;  ///< the task's own (KernelBench convolutions: tf32)

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kforge/agent/episode.hpp"
+#include "kforge/agent/run_command.hpp"
 
 namespace CLI {
 class App;

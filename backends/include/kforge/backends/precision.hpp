@@ -1,12 +1,12 @@
 // kforge/backends/precision.hpp — the precision contract's detection part (docs/judge.md).
 //
 // A candidate's math may be no less precise than the reference's: the task's dtype (TF32 only
-// where PyTorch itself uses it for the reference). detect_precision() asks the artifact's
-// backend (Backend::inspect_precision) for the lower-precision math it can find: the cuda
+// where PyTorch itself uses it for the reference). The artifact's backend reports the
+// lower-precision math it can find (Backend::inspect_precision, a PrecisionReport): the cuda
 // backend disassembles the embedded cubins and reads the tensor-core instructions' operand
 // types (backends/cuda, cuda_precision.hpp); a backend that inspects nothing gives an empty
 // report. disallowed_precision() decides which of the kinds found fall below the task's
-// dtypes. Pure functions and (in the backend) a sandboxed child; thread-safe.
+// dtypes. Values and pure functions; thread-safe.
 #pragma once
 
 #include <filesystem>
@@ -24,16 +24,6 @@ struct PrecisionReport {
   std::string error;                 ///< why not inspected ("" when inspected or not applicable)
   std::string joined() const;        ///< kinds comma-separated and sorted, "" when none
 };
-
-/// True when detect_precision() inspects the artifacts of the backend registered as `backend`
-/// (Backend::inspects_precision); other backends' lower-precision math is not detected, so what
-/// a prompt says of it must not claim so. False for a name not registered.
-bool inspects_precision(const std::string& backend);
-
-/// Inspects `artifact` built by the backend registered as `backend` (Backend::inspect_precision;
-/// an empty, uninspected report for a backend that inspects nothing or a name not registered).
-/// A missing tool is reported in `error`, never thrown.
-PrecisionReport detect_precision(const std::filesystem::path& artifact, const std::string& backend);
 
 /// The precision kinds of `found` that fall below `dtypes` (the task's floating dtypes, e.g.
 /// {"float32"}) and are not in `allowed`. A float32 task: tf32, fp16, bf16, fp8, fp4, int8, b1
