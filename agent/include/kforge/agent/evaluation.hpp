@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/agent/run_command.hpp"
 #include "kforge/agent/run_profile.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/backends/profile_step.hpp"
@@ -138,35 +139,6 @@ struct KernelSamples {
   std::vector<std::string> errors;
 };
 KernelSamples find_kernel_samples(const std::filesystem::path& task_dir, const std::string& source_file);
-
-/// `kforge eval`: evaluates existing kernels DIR/<task-id>/kernel.{cpp,cu} or, several samples
-/// per task, DIR/<task-id>/<sample>/kernel.{cpp,cu} (no LLM), and reports pass@k.
-struct EvalCommand {
-  std::string suite;  ///< built-in suite name or directory
-  std::string backend = "cpu";
-  std::filesystem::path kernels;
-  std::filesystem::path out;
-  std::string profile;  ///< "" = the default shapes
-  int trials = 5;
-  bool bench = true;
-  int reps = 100;
-  int perf_inputs = 0;  ///< TritonBench: performance inputs timed per task (BenchOptions; 0 = all)
-  std::string arch;     ///< cuda target, "" = detect
-  std::string device;   ///< "" = cpu for the cpu backend, cuda:0 for cuda
-  /// Judge runners, one slot each (--devices, as run's: runners.hpp); a device may repeat.
-  /// Empty: one runner on `device`.
-  std::vector<std::string> devices;
-  std::string baseline = "eager";
-  std::string only;                          ///< evaluate only task ids containing this substring
-  std::string profiler = "auto";             ///< none | basic | ncu | auto (ncu where it works, else basic)
-  bool profile_failing = false;              ///< ncu also for output_mismatch attempts (recorded only)
-  std::vector<std::string> allow_precision;  ///< lower-precision kinds credited: tf32, fp16, bf16
-  std::vector<std::string> allow_ops;        ///< (triton) ATen ops allowed besides allocation/views/copies
-  /// Kernels compiled (and statically scanned) at once (--jobs), while the judge loads, checks,
-  /// benches and profiles one kernel at a time per runner. 1: one compile at a time beside the
-  /// judge, so no compile competes with a timed run for the CPU (the cpu backend's device).
-  int jobs = 1;
-};
 
 /// Exit status of `kforge eval` when some kernels could not be judged (infra_error: toolchain
 /// missing, runner or reference failed), and of `kforge run` when it stopped after

@@ -26,8 +26,6 @@ class Option;
 
 namespace kforge::agent {
 
-struct EvalCommand;  // evaluation.hpp
-
 /// What `--resume` does with an option.
 enum class ResumeRule {
   not_recorded,  ///< where the run lives (--out, --resume): not in the manifest
