@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (const char* id : {"activation/gelu_tanh", "matmul/gemm", "normalization/layer_norm"}) {
     auto ref = agent::task_ref(*suite.find(id), "");
-    auto b = runner.bench(ref, {}, bo);
+    auto b = runner.bench(ref, {}, bo, backends::HostKind::native);
     const auto timed = runner.triton_do_bench(ref, bo.seed);
     if (!timed) std::fprintf(stderr, "%s: do_bench failed: %s\n", id, timed.failure().message.c_str());
     const double tb = timed ? timed.value() : -1;

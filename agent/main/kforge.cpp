@@ -26,6 +26,7 @@
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/backend_export.hpp"
 #include "kforge/benchmarks/report.hpp"
+#include "kforge/benchmarks/run_report.hpp"
 #include "kforge/benchmarks/shapes.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"

@@ -64,7 +64,7 @@ backends::Evaluation build_candidate(const AttemptSetup& setup, const std::strin
   // The precision inspection (cuobjdump -sass, about a second) here, on a compile slot: on the
   // H100 it took two thirds of the judge slot's time when it ran there (issue 20).
   if (ev.compile.ok() && !ev.compile.artifact.empty())
-    ev.precision = backends::detect_precision(ev.compile.artifact, setup.backend_name);
+    ev.precision = setup.backend->inspect_precision(ev.compile.artifact);
   return ev;
 }
 

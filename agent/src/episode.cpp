@@ -30,6 +30,7 @@
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/report_html.hpp"
 #include "kforge/benchmarks/roofline.hpp"
+#include "kforge/benchmarks/run_report.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/retrieval/retrieval.hpp"
@@ -120,7 +121,7 @@ int restore_command(RunSetup& rs) {
 }
 
 /// The prompts of ATen-operator tasks state each overload's schema, asked of the torch
-/// interpreter (the backend's for a Python backend, else $KFORGE_PYTHON, the triton backend's, or
+/// interpreter (the backend's for a Python backend, else $KFORGE_PYTHON, backends::torch_python, or
 /// python3) once.
 void add_operator_schemas(RunSetup& rs) {
   std::vector<Task*> ops;
@@ -128,13 +129,10 @@ void add_operator_schemas(RunSetup& rs) {
     if (t->format == TaskFormat::aten_operator) ops.push_back(const_cast<Task*>(t));  // rs.suite's own
   if (ops.empty()) return;
   std::string python = "python3";
-  const backends::Backend* py = rs.backend->artifact_kind() == backends::ArtifactKind::python_module
-                                    ? rs.backend
-                                    : backends::find_backend("triton");  // cpu, cuda: its torch interpreter
   if (const char* env = std::getenv("KFORGE_PYTHON"); env && *env)
     python = env;
-  else if (py)
-    if (auto found = py->find_compiler(backends::CompileOptions{})) python = found->string();
+  else if (auto found = backends::torch_python())  // cpu, cuda: the Python backend's interpreter
+    python = found->string();
   if (rs.backend->artifact_kind() == backends::ArtifactKind::python_module)
     if (auto p = rs.backend->find_compiler(backends::CompileOptions{})) python = p->string();
   for (const auto& m : fill_operator_schemas(ops, python)) std::cerr << "kforge run: " << m << "\n";

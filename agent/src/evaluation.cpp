@@ -278,8 +278,10 @@ void record_resources(AttemptRecord& rec, const backends::Evaluation& ev) {
 void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const std::string& backend,
                       const backends::LoadResult& load, const std::vector<std::string>& allowed) {
   if (!ev.compile.ok() || ev.compile.artifact.empty()) return;
-  const backends::PrecisionReport p =
-      ev.precision ? *ev.precision : backends::detect_precision(ev.compile.artifact, backend);
+  const backends::Backend* b = backends::find_backend(backend);
+  const backends::PrecisionReport p = ev.precision ? *ev.precision
+                                      : b          ? b->inspect_precision(ev.compile.artifact)
+                                                   : backends::PrecisionReport{};
   if (!p.error.empty()) spdlog::debug("{}: precision: {}", rec.task, p.error);
   rec.precision = p.joined();
   std::set<std::string> dtypes;
@@ -292,7 +294,8 @@ void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const 
 PrecisionContract precision_contract(const std::string& backend, const std::string& device_type,
                                      const std::vector<std::string>& run_allowed, const Task& task) {
   PrecisionContract c;
-  c.inspected = backends::inspects_precision(backend);
+  const backends::Backend* b = backends::find_backend(backend);
+  c.inspected = b && b->inspects_precision();
   c.gpu = device_type != "cpu";
   auto usable = [&](const std::vector<std::string>& kinds) {
     std::vector<std::string> out;

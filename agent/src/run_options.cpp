@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <type_traits>
 
-#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/benchmarks/task.hpp"

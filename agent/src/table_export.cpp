@@ -18,11 +18,11 @@ namespace kforge::agent {
 
 namespace {
 
-/// The interpreter with pandas: $KFORGE_PYTHON, else the triton backend's (the venv's), else python3.
+/// The interpreter with pandas: $KFORGE_PYTHON, else the Python backend's (backends::torch_python:
+/// the venv's), else python3.
 std::string python() {
   if (const char* env = std::getenv("KFORGE_PYTHON"); env && *env) return env;
-  if (const auto* tb = backends::find_backend("triton"))
-    if (auto p = tb->find_compiler(backends::CompileOptions{})) return p->string();
+  if (auto p = backends::torch_python()) return p->string();
   return "python3";
 }
 

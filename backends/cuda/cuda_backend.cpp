@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "kforge/backends/backend.hpp"
+#include "kforge/backends/cuda_precision.hpp"
 
 namespace kforge::backends {
 
@@ -20,6 +21,10 @@ class CudaBackend final : public Backend {
   std::string source_file_name() const override { return "kernel.cu"; }
   std::vector<std::string> fence_languages() const override {
     return {"cuda", "cu", "cpp", "c++", "cxx", "cc", ""};
+  }
+  bool inspects_precision() const override { return true; }
+  PrecisionReport inspect_precision(const fs::path& artifact) const override {
+    return sass_precision(artifact);
   }
   std::optional<fs::path> find_compiler(const CompileOptions& o) const override {
     if (!o.compiler.empty()) return find_executable(o.compiler);

@@ -386,4 +386,13 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
+std::optional<fs::path> torch_python() {
+  for (const auto& n : backend_names()) {
+    const Backend* b = find_backend(n);
+    if (b && b->artifact_kind() == ArtifactKind::python_module)
+      if (auto p = b->find_compiler(CompileOptions{})) return p;
+  }
+  return std::nullopt;
+}
+
 }  // namespace kforge::backends

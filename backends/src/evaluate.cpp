@@ -65,7 +65,7 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
 }
 
 BenchResult bench_retimed(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
-                          const BenchOptions& options, std::optional<HostKind> host) {
+                          const BenchOptions& options, HostKind host) {
   BenchResult first = runner.bench(task, artifact, options, host);
   if (!first.ok || first.timing_unstable.empty() || !options.retime_unstable) return first;
   BenchResult second = runner.bench(task, artifact, options, host);

@@ -284,14 +284,13 @@ std::optional<MeasuredPeaks> RunnerClient::measure_peaks() {
 }
 
 Expected<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, const fs::path& artifact,
-                                                       const fs::path& dir, int64_t seed,
-                                                       std::optional<HostKind> host) {
+                                                       const fs::path& dir, int64_t seed, HostKind host) {
   if (auto loaded = ensure_loaded(task); !loaded) return loaded.failure();
   std::error_code ec;
   fs::create_directories(dir, ec);
   protocol::ProfileSetupRequest q;
   q.candidate.artifact = fs::absolute(artifact).string();
-  q.candidate.host = host.value_or(host_kind_for_artifact(artifact.string()));
+  q.candidate.host = host;
   q.dir = fs::absolute(dir).string();
   q.seed = seed;
   return ask<ProfileTargets>(q, cfg_.load_timeout);
@@ -440,8 +439,7 @@ int64_t judge_deadline_ms(std::chrono::milliseconds client_timeout) {
 }  // namespace
 
 CheckResult RunnerClient::check(const TaskRef& task, const std::filesystem::path& artifact, int trials,
-                                int64_t seed, std::optional<HostKind> host) {
-  const HostKind h = host.value_or(host_kind_for_artifact(artifact.string()));
+                                int64_t seed, HostKind h) {
   CheckResult c = check_once(task, artifact, trials, seed, h);
   if (c.outcome != Outcome::infra_error || known_unusable(task)) return c;  // judged, or the load's verdict
   // The worker failed (or a test block's reference did): the next request starts a fresh one.
@@ -539,8 +537,7 @@ CheckResult RunnerClient::run_check(protocol::Request req, int trials, std::chro
 }
 
 BenchResult RunnerClient::bench(const TaskRef& task, const std::filesystem::path& artifact,
-                                const BenchOptions& o, std::optional<HostKind> host) {
-  const HostKind h = host.value_or(host_kind_for_artifact(artifact.string()));
+                                const BenchOptions& o, HostKind h) {
   BenchResult b = bench_once(task, artifact, o, h);
   if (b.ok || b.outcome != Outcome::infra_error || known_unusable(task)) return b;
   kill_worker();  // as check(): a fresh worker next, and once more on it

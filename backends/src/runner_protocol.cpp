@@ -207,8 +207,7 @@ void write(json& j, const Candidate& c) {
 }
 void read(Reader& r, Candidate& c) {
   r.required("artifact", c.artifact);
-  c.host = host_kind_for_artifact(c.artifact);
-  r.optional("host", c.host);
+  r.required("host", c.host);
   r.optional("allow_ops", c.allow_ops);
 }
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kforge/runs/attempt.hpp"
+#include "kforge/runs/record_error.hpp"
 
 namespace kforge {
 

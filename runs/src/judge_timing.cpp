@@ -1,7 +1,7 @@
 // runs/src/judge_timing.cpp — JSON of an attempt's judge timing (judge_timing.hpp).
 #include "kforge/runs/judge_timing.hpp"
 
-#include "kforge/runs/attempt.hpp"
+#include "kforge/runs/record_error.hpp"
 
 namespace kforge {
 

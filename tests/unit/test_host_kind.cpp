@@ -1,6 +1,6 @@
 // Which candidate host runs an artifact (issue 21 §6): the backend states it
 // (Backend::host_kind), the runner client sends it ("host"), and the judge starts that host, not
-// the one the artifact's file name suggests. A request without the field keeps the old rule.
+// the one the artifact's file name suggests. A request without the field is refused.
 #include <nlohmann/json.hpp>
 
 #include "adversarial_task.hpp"
@@ -32,7 +32,7 @@ nlohmann::json ask(sandbox::LineChild& child, nlohmann::json req) {
 
 }  // namespace
 
-TEST_CASE("host kind: each backend names its candidate host; the old rule is the file name", "[backends]") {
+TEST_CASE("host kind: each backend names its candidate host", "[backends]") {
   CHECK(backends::get_backend("cpu").host_kind() == HostKind::native);
   CHECK(backends::get_backend("cuda").host_kind() == HostKind::native);
   CHECK(backends::get_backend("triton").host_kind() == HostKind::python);
@@ -40,10 +40,14 @@ TEST_CASE("host kind: each backend names its candidate host; the old rule is the
     CHECK(backends::parse_host_kind(backends::to_string(h)) == h);
   CHECK_FALSE(backends::parse_host_kind("kforge-host"));
   CHECK_FALSE(backends::parse_host_kind(""));
-  CHECK(backends::host_kind_for_artifact("/w/kernel.py") == HostKind::python);
-  CHECK(backends::host_kind_for_artifact("/w/artifact") == HostKind::native);
-  CHECK(backends::host_kind_for_artifact("/w/kernel.so") == HostKind::native);
-  CHECK(backends::host_kind_for_artifact(".py") == HostKind::native);  // no name before the suffix
+  // compile_candidate() carries the backend's host into the Evaluation the judge is asked with.
+  backends::EvalOptions eo;
+  eo.compile.cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
+  const fs::path work = scratch("host-kind-eval");
+  auto ev = backends::compile_candidate(backends::get_backend("triton"),
+                                        read_file(kAdversarial / "triton/correct/kernel.py"), work, eo);
+  REQUIRE(ev.compile.ok());
+  CHECK(ev.host == HostKind::python);
 }
 
 TEST_CASE("host kind: the judge starts the host the request names, whatever the artifact is called",
@@ -68,9 +72,9 @@ TEST_CASE("host kind: the judge starts the host the request names, whatever the 
   auto native = runner.check(task, disguised, 2, 7, HostKind::native);
   INFO(native.message);
   CHECK(native.outcome == Outcome::pass);
-  auto by_name = runner.check(task, disguised, 2, 7);
-  INFO(by_name.message);
-  CHECK(by_name.outcome != Outcome::pass);
+  auto python_host = runner.check(task, disguised, 2, 7, HostKind::python);
+  INFO(python_host.message);
+  CHECK(python_host.outcome != Outcome::pass);  // the Python host cannot import a shared object
 
   // A Python module handed to kforge-host is not run as Python: it fails to load there.
   auto py = backends::compile(backends::get_backend("triton"),
@@ -87,9 +91,8 @@ TEST_CASE("host kind: the judge starts the host the request names, whatever the 
   CHECK(runner.workers_started() == 1);  // none of it took the judge down
 }
 
-TEST_CASE(
-    "host kind: a request without it gets the host its artifact's name implies; an unknown one is refused",
-    "[runner]") {
+TEST_CASE("host kind: a request without it is refused, whatever its artifact is called; so is an unknown one",
+          "[runner]") {
   // The raw protocol, as an older client speaks it (RunnerClient always sends "host").
   const auto task = adversarial_task();
   const fs::path work = scratch("host-kind-raw");
@@ -121,7 +124,10 @@ TEST_CASE(
                              {"deadline_ms", 50'000}};
   auto legacy = ask(*child, check);
   INFO(legacy.dump());
-  CHECK(legacy.value("outcome", "") == "pass");  // kernel.py: the Python host, as before the field
+  CHECK_FALSE(legacy.value("ok", true));  // kernel.py names no host: the file name decides nothing
+  CHECK(legacy.value("error", "") == "protocol");
+  CHECK(legacy.value("message", "").find("check request: field \"host\": missing") != std::string::npos);
+  CHECK_FALSE(legacy.contains("outcome"));
   auto named = check;
   named["host"] = "python";
   auto explicit_python = ask(*child, named);

@@ -9,6 +9,7 @@
 #include "catch.hpp"
 #include "kforge/benchmarks/metrics.hpp"
 #include "kforge/benchmarks/report.hpp"
+#include "kforge/benchmarks/run_report.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 

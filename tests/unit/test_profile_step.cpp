@@ -133,7 +133,8 @@ TEST_CASE("profile step: the judge's files and both targets run (cpu, no ncu)", 
   const fs::path work = scratch("profile-targets");
   auto c = compile_adversarial("correct", work / "build");
   backends::RunnerClient runner(cpu_runner());
-  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000);
+  auto targets =
+      runner.profile_targets(c.task, c.artifact, work / "profile", 3000, backends::HostKind::native);
   INFO((targets ? "" : targets.failure().message));
   REQUIRE(targets);
   // The tensor file: both inputs, then the output, in the ABI's order, then the data.
@@ -168,7 +169,8 @@ TEST_CASE("profile step: the candidate is confined in the profile mode too", "[r
   const fs::path work = scratch("profile-confined");
   auto c = compile_adversarial("tmp_dropper", work / "build");
   backends::RunnerClient runner(cpu_runner());
-  auto targets = runner.profile_targets(c.task, c.artifact, work / "profile", 3000);
+  auto targets =
+      runner.profile_targets(c.task, c.artifact, work / "profile", 3000, backends::HostKind::native);
   REQUIRE(targets);
   auto r = run_argv(targets->candidate);
   INFO(r.out << r.err);
@@ -358,7 +360,7 @@ TEST_CASE("profile step: the reference's report is kept across runs, keyed by ta
   po.environment = [&] { return env; };
   {
     backends::NcuProfiler first(fake_ncu(work), backends::load_ncu_metrics(), po);
-    auto p = first.profile(runner, c.task, c.artifact, work / "a1");
+    auto p = first.profile(runner, c.task, c.artifact, work / "a1", backends::HostKind::native);
     INFO(p.note);
     CHECK_FALSE(p.reference_cached);
     CHECK_FALSE(p.reference.empty());
@@ -367,7 +369,7 @@ TEST_CASE("profile step: the reference's report is kept across runs, keyed by ta
   }
   // A later run (a new profiler, as in a new process) reads the reference from the cache.
   backends::NcuProfiler second(fake_ncu(work), backends::load_ncu_metrics(), po);
-  auto p = second.profile(runner, c.task, c.artifact, work / "a2");
+  auto p = second.profile(runner, c.task, c.artifact, work / "a2", backends::HostKind::native);
   CHECK(p.reference_cached);
   CHECK(p.reference.kernels.size() == 3);
   CHECK(fake.log.size() == 3);  // the candidate only
@@ -382,7 +384,7 @@ TEST_CASE("profile step: the reference's report is kept across runs, keyed by ta
   CHECK_FALSE(backends::NcuReferenceCache(work / "cache")
                   .get(backends::NcuReferenceCache::key(c.task, env, backends::load_ncu_metrics())));
   backends::NcuProfiler third(fake_ncu(work), backends::load_ncu_metrics(), po);
-  p = third.profile(runner, c.task, c.artifact, work / "a3");
+  p = third.profile(runner, c.task, c.artifact, work / "a3", backends::HostKind::native);
   CHECK_FALSE(p.reference_cached);
   CHECK(fake.log.size() == 5);  // the candidate, and the reference again on the new GPU
 }
@@ -401,7 +403,7 @@ TEST_CASE("profile step: ncu's wall-clock budget; a run it leaves no time for is
   po.environment = [] { return std::string("gpu=test"); };
   backends::NcuProfiler prof(fake_ncu(work), backends::load_ncu_metrics(), po);
   const auto t0 = std::chrono::steady_clock::now();
-  auto p = prof.profile(runner, c.task, c.artifact, work / "a1");
+  auto p = prof.profile(runner, c.task, c.artifact, work / "a1", backends::HostKind::native);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(p.note);
   // The budget, not ncu's 120 s per run (240 s for both): a bound well below that, and well above
@@ -480,7 +482,7 @@ TEST_CASE("ncu argv: a cuda candidate under kernel replay, cold caches, its laun
   backends::RunnerClient runner(cpu_runner());
   ArgvRuns runs;
   backends::NcuProfiler prof("/opt/ncu/ncu", backends::load_ncu_metrics(), argv_options(runs));
-  auto p = prof.profile(runner, c.task, c.artifact, work / "a1");
+  auto p = prof.profile(runner, c.task, c.artifact, work / "a1", backends::HostKind::native);
   INFO(p.note);
   REQUIRE(runs.argvs.size() == 2);  // the candidate, then the reference
   const auto& a = runs.argvs[0];
@@ -522,7 +524,7 @@ TEST_CASE("ncu argv: a Triton candidate is profiled through the Triton host's pr
   backends::RunnerClient runner(cpu_runner());
   ArgvRuns runs;
   backends::NcuProfiler prof("/opt/ncu/ncu", backends::load_ncu_metrics(), argv_options(runs));
-  auto p = prof.profile(runner, adversarial_task(), artifact, work / "a1");
+  auto p = prof.profile(runner, adversarial_task(), artifact, work / "a1", backends::HostKind::python);
   INFO(p.note);
   REQUIRE(runs.argvs.size() == 2);
   const auto& a = runs.argvs[0];
@@ -554,7 +556,8 @@ TEST_CASE("profile step: the Triton host's profile mode makes its calls, confine
   fs::create_directories(work / "scratch");
   auto run_candidate = [&](const std::string& name, const std::string& body) {
     const auto artifact = triton_artifact(work / name, body);
-    auto targets = runner.profile_targets(task, artifact, work / name / "profile", 3000);
+    auto targets =
+        runner.profile_targets(task, artifact, work / name / "profile", 3000, backends::HostKind::python);
     INFO((targets ? "" : targets.failure().message));
     REQUIRE(targets);
     return run_argv(targets->candidate, (work / "scratch").string());
@@ -605,7 +608,8 @@ TEST_CASE("profile step: the Triton host's profile mode makes its calls, confine
   // A bad tensor file is the host's error (exit 2), not a crash.
   write_file(work / "bad.bin", std::string("kforge-tensors 1\nin 0 1 4\ndata\nab"));
   auto targets_bad = [&] {
-    auto t = runner.profile_targets(task, work / "kf_forward/kernel.py", work / "bad", 3000);
+    auto t = runner.profile_targets(task, work / "kf_forward/kernel.py", work / "bad", 3000,
+                                    backends::HostKind::python);
     REQUIRE(t);
     auto argv = t->candidate;
     argv[7] = (work / "bad.bin").string();
@@ -628,7 +632,7 @@ TEST_CASE("profile step: huge inputs are profiled on the scaled task, and the no
   po.full_input_bytes = 512 * 1024;
   po.scaled_input_bytes = 64 * 1024;
   backends::NcuProfiler prof("/opt/ncu/ncu", backends::load_ncu_metrics(), po);
-  auto p = prof.profile(runner, c.task, c.artifact, work / "a1");
+  auto p = prof.profile(runner, c.task, c.artifact, work / "a1", backends::HostKind::native);
   INFO(p.note);
   REQUIRE(runs.argvs.size() == 2);
   CHECK(runs.first_input == "in 0 2 64 128");  // N 256 -> 64, D 512 -> 128: what the host read
@@ -642,7 +646,7 @@ TEST_CASE("profile step: huge inputs are profiled on the scaled task, and the no
   ArgvRuns full;
   po.run = full.fn();
   backends::NcuProfiler prof2("/opt/ncu/ncu", backends::load_ncu_metrics(), po);
-  auto q = prof2.profile(runner, c.task, c.artifact, work / "a2");
+  auto q = prof2.profile(runner, c.task, c.artifact, work / "a2", backends::HostKind::native);
   CHECK(full.first_input == "in 0 2 256 512");
   CHECK(q.note.empty());
 }
@@ -683,7 +687,7 @@ TEST_CASE("profile step on the GPU: ncu profiles a Triton candidate through host
   rc.device = "cuda:0";
   backends::RunnerClient runner(rc);
   backends::NcuProfiler prof(*ncu, backends::load_ncu_metrics());
-  auto p = prof.profile(runner, adversarial_task(), artifact, work / "a1");
+  auto p = prof.profile(runner, adversarial_task(), artifact, work / "a1", backends::HostKind::python);
   INFO(p.note);
   if (p.note.find("ERR_NVGPUCTRPERM") != std::string::npos) {
     WARN("SKIPPED: no permission for the GPU's performance counters");

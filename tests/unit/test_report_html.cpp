@@ -12,6 +12,7 @@
 #include "kforge/benchmarks/metrics.hpp"
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/report_html.hpp"
+#include "kforge/benchmarks/run_report.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "scratch_dir.hpp"

@@ -68,7 +68,7 @@ void run_adversarial(const std::string& backend_name, const std::string& device)
   opt.bench_options.min_reps = 3;
   opt.compile.cache_dir = fs::path(KFORGE_BUILD_DIR) / "test-compile-cache";
   auto task = agent::task_ref(*parsed.task, "");
-  runner.bench(task, {}, opt.bench_options);  // warm the reference
+  runner.bench(task, {}, opt.bench_options, backends::HostKind::native);  // warm the reference
   fs::path work = scratch("adversarial-" + backend_name);
   int judged = 0;
   for (const auto& k : manifest["kernels"]) {
@@ -141,10 +141,11 @@ TEST_CASE("an artifact the judge cannot read is the judge's infra_error, never t
   REQUIRE(parsed.task);
   backends::RunnerClient runner(runner_config("cpu"));
   const fs::path dir = scratch("unreadable-artifact");
-  for (const char* name : {"kernel.so", "kernel.py"}) {  // the native host, the Triton host
+  for (const auto& [name, host] : {std::pair{"kernel.so", backends::HostKind::native},
+                                   std::pair{"kernel.py", backends::HostKind::python}}) {
     const fs::path artifact = dir / name;
     fs::create_directories(artifact);  // opens, but no byte of it reads: EISDIR
-    auto c = runner.check(agent::task_ref(*parsed.task, ""), artifact, 1, 7);
+    auto c = runner.check(agent::task_ref(*parsed.task, ""), artifact, 1, 7, host);
     INFO(name << ": " << to_string(c.outcome) << "/" << c.sub_kind << ": " << c.message);
     CHECK(c.outcome == Outcome::infra_error);
     REQUIRE(c.failure.has_value());

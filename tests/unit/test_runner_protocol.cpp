@@ -101,11 +101,12 @@ TEST_CASE("every judge command round-trips through the protocol, under its own n
     CHECK(back->id == q.id);
     CHECK(pr::encode(back.value()) == wire);
   }
-  // A request without "host" (an older client) gets the host the artifact's name implies.
-  const auto legacy = pr::decode_request(json{{"cmd", "check"}, {"artifact", "/a/kernel.so"}});
-  REQUIRE(legacy.ok());
-  CHECK(std::get<pr::CheckRequest>(legacy->body).candidate.host == HostKind::native);
-  CHECK(std::get<pr::CheckRequest>(legacy->body).trials == 5);  // the documented default
+  // The host is the backend's to name (a request without it: below).
+  const auto minimal =
+      pr::decode_request(json{{"cmd", "check"}, {"artifact", "/a/kernel.py"}, {"host", "native"}});
+  REQUIRE(minimal.ok());
+  CHECK(std::get<pr::CheckRequest>(minimal->body).candidate.host == HostKind::native);
+  CHECK(std::get<pr::CheckRequest>(minimal->body).trials == 5);  // the documented default
 }
 
 TEST_CASE("every judge reply round-trips through the protocol", "[protocol]") {
@@ -196,10 +197,13 @@ TEST_CASE("a malformed judge message is a judge_protocol failure naming the comm
         "check request: field \"artifact\": missing");
   CHECK(protocol_error(pr::decode_request(json{{"cmd", "bench"}, {"reps", "many"}})) ==
         "bench request: field \"reps\": expected an integer, got string");
+  // No "host": refused, whatever the artifact's name (no file-suffix rule).
+  CHECK(protocol_error(pr::decode_request(json{{"cmd", "check"}, {"artifact", "/a/kernel.py"}})) ==
+        "check request: field \"host\": missing");
   CHECK(protocol_error(pr::decode_request(json{{"cmd", "check"}, {"artifact", "k.so"}, {"host", "shell"}}))
             .find("check request: field \"host\"") == 0);
-  CHECK(protocol_error(pr::decode_request(
-            json{{"cmd", "check"}, {"artifact", "k.so"}, {"tolerances", {{"float32", 1}}}})) ==
+  CHECK(protocol_error(pr::decode_request(json{
+            {"cmd", "check"}, {"artifact", "k.so"}, {"host", "native"}, {"tolerances", {{"float32", 1}}}})) ==
         "check request: field \"tolerances.float32\": expected [atol, rtol], got number");
 }
 

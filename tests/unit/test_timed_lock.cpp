@@ -260,11 +260,11 @@ TEST_CASE("timed lock: a check waits for another's timed work; its bench calibra
 
   // Alone: the check holds the lock shared and does not calibrate; its bench starts a host of
   // its own and calibrates it under the bench's hold.
-  auto c = runner.check(task, artifact, 1, 7);
+  auto c = runner.check(task, artifact, 1, 7, HostKind::native);
   REQUIRE(c.outcome == kforge::Outcome::pass);
   CHECK(c.phases_ms.count("calibrate_ms") == 0);
   CHECK(c.phases_ms.count("device_lock_wait_ms") == 1);  // the client's wait for its shared hold
-  auto b = runner.bench(task, artifact, bo);
+  auto b = runner.bench(task, artifact, bo, HostKind::native);
   REQUIRE(b.ok);
   CHECK(fresh_host(b));
   CHECK(b.phases_ms.count("calibrate_ms") == 1);
@@ -277,7 +277,7 @@ TEST_CASE("timed lock: a check waits for another's timed work; its bench calibra
     std::this_thread::sleep_for(milliseconds(300));
     other.release();
   });
-  c = runner.check(task, artifact, 1, 8);
+  c = runner.check(task, artifact, 1, 8, HostKind::native);
   release.join();
   REQUIRE(c.outcome == kforge::Outcome::pass);
   CHECK(c.phases_ms["device_lock_wait_ms"] >= 250);
@@ -287,7 +287,7 @@ TEST_CASE("timed lock: a check waits for another's timed work; its bench calibra
     std::this_thread::sleep_for(milliseconds(300));
     other.release();
   });
-  b = runner.bench(task, artifact, bo);
+  b = runner.bench(task, artifact, bo, HostKind::native);
   release2.join();
   REQUIRE(b.ok);
   CHECK(fresh_host(b));
@@ -302,10 +302,10 @@ TEST_CASE("timed lock: a check waits for another's timed work; its bench calibra
     RunnerConfig none_rc;
     none_rc.timed_lock = &none;
     RunnerClient no_share(none_rc);
-    c = no_share.check(task, artifact, 1, 9);
+    c = no_share.check(task, artifact, 1, 9, HostKind::native);
     REQUIRE(c.outcome == kforge::Outcome::pass);
     CHECK(c.phases_ms.count("calibrate_ms") == 1);
-    b = no_share.bench(task, artifact, bo);
+    b = no_share.bench(task, artifact, bo, HostKind::native);
     REQUIRE(b.ok);
     CHECK_FALSE(fresh_host(b));
   }
@@ -316,7 +316,7 @@ TEST_CASE("timed lock: a check waits for another's timed work; its bench calibra
   RunnerConfig unlocked_rc;
   unlocked_rc.timed_lock = &unusable;
   RunnerClient unlocked(unlocked_rc);
-  b = unlocked.bench(task, artifact, bo);
+  b = unlocked.bench(task, artifact, bo, HostKind::native);
   REQUIRE(b.ok);
   CHECK(std::any_of(b.flags.begin(), b.flags.end(), [](const std::string& f) {
     return f.find("not serialised with other timed work on the device") != std::string::npos;

@@ -65,7 +65,7 @@ void check_verdict(const backends::CheckResult& r, const nlohmann::json& want, c
 /// The candidate timed by the judge, or a failed CHECK and nullopt.
 std::optional<backends::BenchResult> bench(backends::RunnerClient& runner, const backends::TaskRef& task,
                                            const fs::path& artifact, const std::string& what) {
-  auto b = runner.bench(task, artifact, short_bench());
+  auto b = runner.bench(task, artifact, short_bench(), backends::HostKind::python);
   INFO(what << " bench -> ok " << b.ok << " " << to_string(b.outcome) << "/" << b.sub_kind << ": "
             << b.message);
   CHECK(b.ok);
@@ -107,12 +107,12 @@ void run_unscanned_triton(const std::string& device) {
     // A candidate judged more than once in a row (leaves_state): what each run leaves behind
     // must not reach the next one (a fresh host per candidate, forked warm or spawned).
     for (int run = 0; run < want.value("runs", 1); ++run)
-      check_verdict(runner.check(task, artifact, 2, seed), want,
+      check_verdict(runner.check(task, artifact, 2, seed, backends::HostKind::python), want,
                     name + " (run " + std::to_string(run + 1) + ")");
     if (want.contains("limit")) WARN(name << " is a known limit: " << want["limit"].get<std::string>());
     if (want.contains("allowed")) {
       const auto& allowed = want["allowed"];
-      auto r = runner.check(allowed_task, artifact, 2, seed);
+      auto r = runner.check(allowed_task, artifact, 2, seed, backends::HostKind::python);
       check_verdict(r, allowed, name + " (allowed)");
       if (r.outcome == Outcome::pass && allowed.contains("min_ms")) {
         // Work hidden outside kf_forward is charged: the judge's time per call holds it.
@@ -129,7 +129,7 @@ void run_unscanned_triton(const std::string& device) {
   // down); its time, for comparison with the attacks' (reported, not bounded: CPU timings on a
   // shared machine vary severalfold).
   const fs::path correct = fs::path(KFORGE_TESTS_DIR) / "data/adversarial/triton/correct/kernel.py";
-  auto ev = runner.check(task, fs::absolute(correct), 2, seed);
+  auto ev = runner.check(task, fs::absolute(correct), 2, seed, backends::HostKind::python);
   INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
   CHECK(ev.outcome == Outcome::pass);
   bench(runner, task, fs::absolute(correct), "correct");
@@ -161,7 +161,7 @@ void run_unscanned_testblock(const std::string& device) {
     CHECK((scanned.status == backends::CompileStatus::ok) == k.value("scanned", false));
     fs::create_directories(work / name);
     write_file(work / name / "kernel.py", source);
-    auto r = runner.check(task, fs::absolute(work / name / "kernel.py"), 3, 1234);
+    auto r = runner.check(task, fs::absolute(work / name / "kernel.py"), 3, 1234, backends::HostKind::python);
     check_verdict(r, k, name);
     if (k.contains("correct")) {
       REQUIRE(r.correct.has_value());

@@ -102,7 +102,7 @@ struct Timed {
 
 Timed timed_check(backends::RunnerClient& runner, const backends::TaskRef& task, const fs::path& artifact) {
   const auto t0 = std::chrono::steady_clock::now();
-  Timed t{runner.check(task, artifact, 2, 1234), 0};
+  Timed t{runner.check(task, artifact, 2, 1234, backends::HostKind::python), 0};
   t.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   INFO(to_string(t.r.outcome) << "/" << t.r.sub_kind << ": " << t.r.message);
   CHECK(t.r.outcome == Outcome::pass);
@@ -259,7 +259,7 @@ TEST_CASE(
   rc.check_timeout = std::chrono::milliseconds(12'000);
   backends::RunnerClient runner(rc);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto c = runner.check(adversarial_task(), correct_kernel(), 2, 1234);
+  const auto c = runner.check(adversarial_task(), correct_kernel(), 2, 1234, backends::HostKind::python);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(to_string(c.outcome) << "/" << c.sub_kind << ": " << c.message << " (" << s << " s)");
   CHECK(c.outcome == Outcome::infra_error);

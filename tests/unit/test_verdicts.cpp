@@ -23,6 +23,7 @@
 #include "catch.hpp"
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/backends/cuda_precision.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/backends/precision.hpp"
 #include "kforge/benchmarks/metrics.hpp"
@@ -518,8 +519,11 @@ TEST_CASE("SASS parsing finds tensor-core math and its operand types", "[verdict
       "        /*0430*/                   IMMA.16832.S8.S8 R4, R8, R12, R4 ;  /* 0x... */\n"
       "        /*0440*/                   DMMA.8x8x4 R4, R8, R12, R4 ;  /* 0x... */\n");
   CHECK(r.kinds == std::set<std::string>{"bf16", "fp8", "int8", "tf32"});
-  // cpu artifacts: nothing to inspect.
-  CHECK_FALSE(backends::detect_precision("/nonexistent.so", "cpu").inspected);
+  // cpu artifacts: nothing to inspect. Which backend inspects is the backend's to say.
+  CHECK_FALSE(backends::get_backend("cpu").inspect_precision("/nonexistent.so").inspected);
+  CHECK(backends::get_backend("cuda").inspects_precision());
+  CHECK_FALSE(backends::get_backend("cpu").inspects_precision());
+  CHECK_FALSE(backends::get_backend("triton").inspects_precision());
 
   // The inspection done at build time (on a compile slot) is the one recorded: the judge's
   // stage does not disassemble again (the artifact here does not even exist).

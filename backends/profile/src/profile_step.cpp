@@ -234,8 +234,7 @@ std::optional<ScaledTask> NcuProfiler::scaled(RunnerClient& runner, const TaskRe
 }
 
 NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, const fs::path& artifact,
-                                const fs::path& dir, std::optional<HostKind> host_kind) {
-  const HostKind host = host_kind.value_or(host_kind_for_artifact(artifact.string()));
+                                const fs::path& dir, HostKind host) {
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   auto left = [&] {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/agent/run_command.hpp"
 #include "kforge/agent/run_profile.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/backends/profile_step.hpp"
@@ -97,7 +98,7 @@ double task_bytes(const backends::LoadResult& lr);
 void fill_record(AttemptRecord& rec, const backends::Evaluation& ev, double flops, double bytes);
 
 /// The precision contract, detection part (docs/judge.md): inspects the compiled artifact of `ev`
-/// (cuda: tensor-core instructions in its SASS, backends::detect_precision) and records the
+/// (cuda: tensor-core instructions in its SASS, Backend::inspect_precision) and records the
 /// kinds found in rec.precision; a pass whose kinds fall below the task's floating dtypes (from
 /// the load's tensor specs) and are not in `allowed` gets rec.precision_disallowed (recorded as
 /// a pass, its speedup not credited by default). Does nothing when the candidate did not compile.
@@ -106,7 +107,7 @@ void record_precision(AttemptRecord& rec, const backends::Evaluation& ev, const 
 
 /// The precision contract as one backend applies it: what a prompt may truthfully say of it.
 struct PrecisionContract {
-  bool inspected = false;                 ///< the artifact is inspected (backends::inspects_precision)
+  bool inspected = false;                 ///< the artifact is inspected (Backend::inspects_precision)
   bool gpu = false;                       ///< the device has reduced-precision formats such as TF32
   std::vector<std::string> run_allowed;   ///< the run's --allow-precision, the same for every task
   std::vector<std::string> task_allowed;  ///< the task's own (KernelBench convolutions: tf32)
@@ -138,35 +139,6 @@ struct KernelSamples {
   std::vector<std::string> errors;
 };
 KernelSamples find_kernel_samples(const std::filesystem::path& task_dir, const std::string& source_file);
-
-/// `kforge eval`: evaluates existing kernels DIR/<task-id>/kernel.{cpp,cu} or, several samples
-/// per task, DIR/<task-id>/<sample>/kernel.{cpp,cu} (no LLM), and reports pass@k.
-struct EvalCommand {
-  std::string suite;  ///< built-in suite name or directory
-  std::string backend = "cpu";
-  std::filesystem::path kernels;
-  std::filesystem::path out;
-  std::string profile;  ///< "" = the default shapes
-  int trials = 5;
-  bool bench = true;
-  int reps = 100;
-  int perf_inputs = 0;  ///< TritonBench: performance inputs timed per task (BenchOptions; 0 = all)
-  std::string arch;     ///< cuda target, "" = detect
-  std::string device;   ///< "" = cpu for the cpu backend, cuda:0 for cuda
-  /// Judge runners, one slot each (--devices, as run's: runners.hpp); a device may repeat.
-  /// Empty: one runner on `device`.
-  std::vector<std::string> devices;
-  std::string baseline = "eager";
-  std::string only;                          ///< evaluate only task ids containing this substring
-  std::string profiler = "auto";             ///< none | basic | ncu | auto (ncu where it works, else basic)
-  bool profile_failing = false;              ///< ncu also for output_mismatch attempts (recorded only)
-  std::vector<std::string> allow_precision;  ///< lower-precision kinds credited: tf32, fp16, bf16
-  std::vector<std::string> allow_ops;        ///< (triton) ATen ops allowed besides allocation/views/copies
-  /// Kernels compiled (and statically scanned) at once (--jobs), while the judge loads, checks,
-  /// benches and profiles one kernel at a time per runner. 1: one compile at a time beside the
-  /// judge, so no compile competes with a timed run for the CPU (the cpu backend's device).
-  int jobs = 1;
-};
 
 /// Exit status of `kforge eval` when some kernels could not be judged (infra_error: toolchain
 /// missing, runner or reference failed), and of `kforge run` when it stopped after

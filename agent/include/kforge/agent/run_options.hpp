@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kforge/agent/episode.hpp"
+#include "kforge/agent/run_command.hpp"
 
 namespace CLI {
 class App;
@@ -25,8 +25,6 @@ class Option;
 }  // namespace CLI
 
 namespace kforge::agent {
-
-struct EvalCommand;  // evaluation.hpp
 
 /// What `--resume` does with an option.
 enum class ResumeRule {

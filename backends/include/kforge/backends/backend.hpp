@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kforge/backends/host_kind.hpp"
+#include "kforge/backends/precision.hpp"
 
 namespace kforge::backends {
 
@@ -171,6 +172,14 @@ class Backend {
     return false;
   }
 
+  /// True when inspect_precision() looks into this backend's artifacts for math below the task's
+  /// precision (precision.hpp; the cuda backend: its SASS). False (the default): such math is
+  /// not detected, so what a prompt says of it must not claim so.
+  virtual bool inspects_precision() const { return false; }
+  /// Inspects a compiled artifact for lower-precision math (precision.hpp). A missing tool is
+  /// reported in the report's `error`, never thrown. Default: an empty, uninspected report.
+  virtual PrecisionReport inspect_precision(const std::filesystem::path& /*artifact*/) const { return {}; }
+
   /// Starts, without waiting, what `concurrency` builds at once will need (the triton backend:
   /// its warm scanners, triton_scan.hpp), so that their start-up overlaps the judges'. Never
   /// fails: a build starts what it lacks itself. Default: nothing.
@@ -193,5 +202,11 @@ const Backend& get_backend(std::string_view name);
 
 /// Registered names, sorted.
 std::vector<std::string> backend_names();
+
+/// The interpreter with torch that kforge's own Python tools run under (operator schemas, the
+/// parquet export): the compiler of the first registered backend, by name, whose artifacts are
+/// Python modules (triton: the venv's python); std::nullopt when there is none or it cannot be
+/// found. Callers let $KFORGE_PYTHON override it.
+std::optional<std::filesystem::path> torch_python();
 
 }  // namespace kforge::backends

@@ -33,9 +33,8 @@ struct Evaluation {
   std::string sub_kind;
   std::string message;  ///< feedback-ready text: compiler errors, mismatch summary, crash
   CompileResult compile;
-  /// The candidate host the backend needs (Backend::host_kind), set by compile_candidate();
-  /// std::nullopt: the one the artifact's name implies.
-  std::optional<HostKind> host;
+  /// The candidate host the backend needs (Backend::host_kind), set by compile_candidate().
+  HostKind host = HostKind::native;
   std::optional<CheckResult> check;
   std::optional<BenchResult> bench;
   int64_t seed = 0;
@@ -64,7 +63,7 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
 /// bench_ms the sum; timing_unstable kept, prefixed "twice: ", when the second is unstable too).
 /// A second bench that fails returns the first.
 BenchResult bench_retimed(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
-                          const BenchOptions& options, std::optional<HostKind> host);
+                          const BenchOptions& options, HostKind host);
 
 /// The second stage: checks the compiled candidate of `ev` against `task` in `runner` and, when
 /// it passes and options.bench, times candidate and reference side by side. Requires

@@ -5,9 +5,8 @@
 // boundary"): `native`, kforge-host, which dlopens a shared object exporting kf_forward; and
 // `python`, the Triton host (backends/triton/host.py), which imports a Python module. A backend
 // states the host it needs (Backend::host_kind); the runner client sends it with every request
-// that names an artifact ("host"), and the judge starts that host. A request without the field
-// (an older client) gets the host the artifact's name implies, as before: a `.py` file the
-// Python host, anything else kforge-host.
+// that names an artifact ("host", a required field), and the judge starts that host: the
+// artifact's file name never chooses it.
 //
 // Header-only (it is also compiled into kforge-runner, which links nothing of kforge_backends);
 // plain values and pure functions, thread-safe.
@@ -29,13 +28,6 @@ constexpr std::optional<HostKind> parse_host_kind(std::string_view name) {
   if (name == "native") return HostKind::native;
   if (name == "python") return HostKind::python;
   return std::nullopt;
-}
-
-/// The host a request without "host" gets (the rule before the field existed): the Python
-/// host for a path ending in ".py", kforge-host otherwise.
-constexpr HostKind host_kind_for_artifact(std::string_view artifact) {
-  return artifact.size() > 3 && artifact.substr(artifact.size() - 3) == ".py" ? HostKind::python
-                                                                              : HostKind::native;
 }
 
 }  // namespace kforge::backends

@@ -1,21 +1,12 @@
 // kforge/backends/precision.hpp — the precision contract's detection part (docs/judge.md).
 //
 // A candidate's math may be no less precise than the reference's: the task's dtype (TF32 only
-// where PyTorch itself uses it for the reference). detect_precision() inspects a compiled
-// artifact for lower-precision math; for cuda artifacts it disassembles the embedded cubins
-// (`cuobjdump -sass`, run in the sandbox) and looks for tensor-core instructions and their
-// operand types:
-//   HMMA / HGMMA / UTCHMMA     .TF32 -> tf32, .BF16 -> bf16, otherwise fp16 operands
-//                              (SASS names no operand type for f16: HMMA.16816.F32 is f16 x f16
-//                              accumulated in f32)
-//   IMMA / IGMMA / UTCIMMA     -> int8 (int4 operands too)
-//   QMMA / QGMMA / UTCQMMA     -> fp8 (E4M3 / E5M2)
-//   OMMA / UTCOMMA             -> fp4
-//   BMMA                       -> b1
-// Plain half-precision ALU instructions (HFMA2, HADD2) are not counted: nvcc uses
-// `HFMA2.MMA Rx, -RZ, RZ, c, c` to move constants, which says nothing about the math. DMMA
-// (fp64 tensor cores) is full precision. cpu artifacts have no such instructions here: an
-// empty report. Pure functions and a sandboxed child; thread-safe.
+// where PyTorch itself uses it for the reference). The artifact's backend reports the
+// lower-precision math it can find (Backend::inspect_precision, a PrecisionReport): the cuda
+// backend disassembles the embedded cubins and reads the tensor-core instructions' operand
+// types (backends/cuda, cuda_precision.hpp); a backend that inspects nothing gives an empty
+// report. disallowed_precision() decides which of the kinds found fall below the task's
+// dtypes. Values and pure functions; thread-safe.
 #pragma once
 
 #include <filesystem>
@@ -33,17 +24,6 @@ struct PrecisionReport {
   std::string error;                 ///< why not inspected ("" when inspected or not applicable)
   std::string joined() const;        ///< kinds comma-separated and sorted, "" when none
 };
-
-/// Finds the tensor-core instructions of `sass` (cuobjdump -sass / nvdisasm text).
-PrecisionReport parse_sass_precision(std::string_view sass);
-
-/// True when detect_precision() inspects `backend`'s artifacts (cuda: its SASS); other backends'
-/// lower-precision math is not detected, so what a prompt says of it must not claim so.
-bool inspects_precision(const std::string& backend);
-
-/// Inspects `artifact` of `backend` ("cuda": cuobjdump -sass in the sandbox; other backends:
-/// an empty, uninspected report). A missing cuobjdump is reported in `error`, never thrown.
-PrecisionReport detect_precision(const std::filesystem::path& artifact, const std::string& backend = "cuda");
 
 /// The precision kinds of `found` that fall below `dtypes` (the task's floating dtypes, e.g.
 /// {"float32"}) and are not in `allowed`. A float32 task: tf32, fp16, bf16, fp8, fp4, int8, b1

@@ -229,11 +229,10 @@ class RunnerClient {
   /// Has the judge write the profile step's files for `task` into `dir` (inputs under `seed`,
   /// parameters, output specs; the reference's load request) and name the processes to
   /// profile; a failure when the task does not load or the files cannot be written.
-  /// `host`: the candidate host (Backend::host_kind); std::nullopt: the one the artifact's
-  /// name implies (host_kind_for_artifact). The same for check and bench.
+  /// `host`: the candidate host the artifact's backend needs (Backend::host_kind; never implied
+  /// by the artifact's name). The same for check and bench.
   Expected<ProfileTargets> profile_targets(const TaskRef& task, const std::filesystem::path& artifact,
-                                           const std::filesystem::path& dir, int64_t seed,
-                                           std::optional<HostKind> host = {});
+                                           const std::filesystem::path& dir, int64_t seed, HostKind host);
   /// Loads the task unless it is already loaded; a failed load is a Failure{reference} whose
   /// message is the traceback or the worker's failure (LoadResult). A load ended by
   /// abandon_loads() is Failure{judge, "abandoned"}: not retried, the task not marked unusable.
@@ -246,10 +245,11 @@ class RunnerClient {
   /// Checks the artifact on `trials` fresh input sets (seeds seed, seed+1, ...); a TritonBench
   /// task (TaskRef::test_block()) by running its test block under those seeds.
   CheckResult check(const TaskRef& task, const std::filesystem::path& artifact, int trials, int64_t seed,
-                    std::optional<HostKind> host = {});
-  /// Times the candidate and the reference in this worker; artifact empty: reference only.
+                    HostKind host);
+  /// Times the candidate and the reference in this worker; artifact empty: reference only (`host`
+  /// then unused).
   BenchResult bench(const TaskRef& task, const std::filesystem::path& artifact, const BenchOptions& opt,
-                    std::optional<HostKind> host = {});
+                    HostKind host);
   /// The reference timed by triton.testing.do_bench in the worker (median ms).
   Expected<double> triton_do_bench(const TaskRef& task, int64_t seed);
   /// Runs the reference alone for `trials` seeds (suite validation): each run's ms.

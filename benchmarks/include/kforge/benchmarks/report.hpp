@@ -2,7 +2,8 @@
 // report.html (report_html.hpp), `kforge compare` and the exported kernel library
 // (docs/reports.md, docs/runs.md).
 //
-// render_* are pure functions of a Summary (Markdown out). write_report and export_library read
+// render_* are pure functions of a Summary (Markdown out). write_report (run_report.hpp, with the
+// page) and export_library read
 // a run directory (its attempts.jsonl and attempt files, without taking the run's lock, so they
 // also work on a finished or copied run) and write into it. Number formats: pass@k, compile@k,
 // fast_p and rates with 3 decimals (0.917), speedups with 2 decimals and an "x" (1.53x), times in
@@ -30,13 +31,13 @@ struct RunInfo {
   /// The manifest's "config", flattened to (option, value) sorted by option; arrays joined by
   /// ","; the runner's device name last ("device name"). Empty when there is no manifest.
   std::vector<std::pair<std::string, std::string>> settings;
-  std::string started_at;             ///< the earliest started_at of a record (ISO-8601 UTC), "" none
-  std::string finished_at;            ///< the latest finished_at of a record
+  std::string started_at;   ///< the earliest started_at of a record (ISO-8601 UTC), "" none
+  std::string finished_at;  ///< the latest finished_at of a record
   /// The run's wall time, seconds (0 = unknown): the manifest's "wall_s" (each invocation of
   /// run or eval, from its start, summed over resumes; runs/run_status.hpp), else, for runs
   /// recorded before it, the first record's start to the last one's end (pauses included).
   double wall_s = 0;
-  bool wall_from_manifest = false;    ///< wall_s is the manifest's (invocations only, no pauses)
+  bool wall_from_manifest = false;  ///< wall_s is the manifest's (invocations only, no pauses)
   /// The manifest's "complete": false while the run has not finished (interrupted, stopped, or
   /// episodes paused at an llm_error); nullopt for runs recorded before it.
   std::optional<bool> complete;
@@ -119,11 +120,6 @@ std::string render_compare_md(const ComparedRuns& c);
 /// Throws as load_attempts (RecordError for a bad line).
 Summary summarize_run(const std::filesystem::path& run_dir, const MetricsConfig& config = {},
                       std::vector<AttemptRecord>* records = nullptr);
-
-/// summarize_run, then writes <run_dir>/summary.json, <run_dir>/report.md (with the run's
-/// settings and wall time) and <run_dir>/report.html (report_html.hpp; without plots, saying so,
-/// where the charting library is missing). Returns the summary.
-Summary write_report(const std::filesystem::path& run_dir, const MetricsConfig& config = {});
 
 struct LibraryExport {
   std::filesystem::path dir;         ///< <run>/library

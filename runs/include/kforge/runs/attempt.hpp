@@ -28,6 +28,7 @@
 #include "kforge/common/outcome.hpp"
 #include "kforge/runs/attempt_profile.hpp"
 #include "kforge/runs/judge_timing.hpp"
+#include "kforge/runs/record_error.hpp"
 
 namespace kforge {
 
@@ -160,24 +161,6 @@ struct AttemptKey {
 inline AttemptKey key_of(const AttemptRecord& r) {
   return {r.task, r.sample, r.turn};
 }
-
-/// A record that cannot be read. what() reads "<file>: line <n>: field '<f>': <reason>", each
-/// part present when known (file "" and line 0 mean unknown; field "" for the whole line).
-class RecordError : public std::runtime_error {
- public:
-  RecordError(std::size_t line, std::string field, const std::string& reason);
-  RecordError(std::string file, std::size_t line, std::string field, const std::string& reason);
-  const std::string& file() const { return file_; }
-  std::size_t line() const { return line_; }
-  const std::string& field() const { return field_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  std::string file_;
-  std::size_t line_;
-  std::string field_;
-  std::string reason_;
-};
 
 /// The record as one JSON object (every field present).
 nlohmann::json to_json(const AttemptRecord& r);

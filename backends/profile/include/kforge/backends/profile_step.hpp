@@ -137,9 +137,9 @@ class NcuProfiler {
   /// candidate's call is idempotent: the judge verified it; kforge-host restarts cheaply, the
   /// Triton host does not); caches are flushed before every pass (--cache-control all). Inputs
   /// above the options' full_input_bytes: both calls on the scaled task (options' scale).
-  /// `host`: the candidate host (Backend::host_kind); std::nullopt: the artifact's name decides.
+  /// `host`: the candidate host the artifact's backend needs (Backend::host_kind).
   NcuProfile profile(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
-                     const std::filesystem::path& dir, std::optional<HostKind> host = {});
+                     const std::filesystem::path& dir, HostKind host);
   /// The environment line of the cache key (probed once: the runner's hello, `nvidia-smi`'s
   /// driver version, `ncu --version`).
   std::string environment(RunnerClient& runner);
