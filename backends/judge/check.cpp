@@ -3,6 +3,7 @@
 // parameters bit for bit, and the outputs against the reference; the mismatch replies.
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "judge_internal.hpp"
 
@@ -197,118 +198,155 @@ std::optional<json> compare_outputs(LoadedTask& task, const Exchange& ex,
   return std::nullopt;
 }
 
+/// A check's trials: the task's own `trials`, then one with the model's floating parameters
+/// perturbed (a kernel that ignores or mis-indexes a parameter fails even where the initial
+/// values hide it: LayerNorm's ones and zeros) and one on a wider input distribution, where the
+/// reference stays finite.
+struct TrialPlan {
+  int trials = 0;
+  bool perturb = false, wide = false;
+  int total() const { return trials + perturb + wide; }
+  bool perturbed(int i) const { return perturb && i == trials; }
+  bool widened(int i) const { return wide && i == trials + perturb; }
+};
+
+/// One check's state across its trials.
+struct CheckRun {
+  CheckRun(const JudgeContext& c, LoadedTask& t, Session& session, Tolerances tolerances, int64_t deadline_ms)
+      : ctx(c), task(t), s(session), tol(std::move(tolerances)), dl(deadline_ms) {}
+  const JudgeContext& ctx;
+  LoadedTask& task;
+  Session& s;
+  const Tolerances tol;
+  const Deadline dl;
+  Laps laps;
+  Figures fig;
+  json checks;
+  std::optional<json> verdict;  // a torch_fallback
+};
+
+/// The judge's look at trial i's call (`failed`: run_sets' reply), the host frozen: a
+/// torch_fallback becomes the check's verdict (the trials go on for the `correct` figure), then
+/// the threads, the inputs and parameters bit for bit, and the outputs. nullopt when the trial
+/// passed; else the check's failure.
+std::optional<json> judge_call(CheckRun& run, std::optional<json> failed, int i,
+                               const std::vector<HeldTensor>& inputs, const std::vector<HeldTensor>& expected,
+                               bool w_trial, const json& trial) {
+  if (failed && failed->value("outcome", std::string()) == "torch_fallback") {
+    // The outcome, whatever follows (never a pass); the Triton host stored the outputs before
+    // it named the ops, so the trials go on for the `correct` figure (issue 22 §3).
+    if (!run.verdict) {
+      run.verdict = *failed;
+      (*run.verdict)["trials_passed"] = i;
+    }
+    failed.reset();
+  }
+  if (!failed) failed = check_threads(run.ctx, run.s);
+  // A modified input outranks what the host said of its results (a returned input).
+  if (!failed || failed->value("outcome", std::string()) == "output_mismatch")
+    if (auto touched = check_untouched(*run.s.ex, run.task, &inputs)) failed = touched;
+  run.laps.lap("untouched_ms");
+  if (!failed)
+    failed = compare_outputs(run.task, *run.s.ex, inputs, expected, run.tol, w_trial, trial_words(trial),
+                             run.fig, run.checks);
+  if (failed && failed->value("outcome", std::string()) == "output_mismatch") (*failed)["trial"] = trial;
+  run.laps.lap("compare_ms");
+  if (failed && run.verdict) {
+    (*run.verdict)["correct"] = false;
+    (*run.verdict)["correct_message"] = failed->value("message", std::string());
+    failed = run.verdict;
+  } else if (failed) {
+    (*failed)["trials_passed"] = i;
+  }
+  return failed;
+}
+
+/// Trial i of the check (TrialPlan): with the host frozen, its inputs drawn under seed+i (and
+/// the parameters perturbed, or the inputs widened), the reference run on them and the exchange
+/// filled; then the candidate's call and the judge's look at it (judge_call). nullopt when the
+/// trial passed or was skipped; else the check's failure.
+std::optional<json> run_trial(CheckRun& run, const TrialPlan& plan, int i, int64_t seed,
+                              std::vector<HeldTensor>& inputs) {
+  const JudgeContext& ctx = run.ctx;
+  LoadedTask& task = run.task;
+  Session& s = run.s;
+  const bool p_trial = plan.perturbed(i), w_trial = plan.widened(i);
+  s.host->freeze();  // the reference runs while nothing of the candidate can
+  if (i > 0) inputs = task.ref.make_inputs(seed + i);
+  ParameterPerturbation perturbation(task, p_trial, seed + i);
+  const double scale = w_trial ? widen_inputs(inputs, seed + i) : 1.0;
+  if (scale == 0) return std::nullopt;
+  const json trial = trial_json(i + 1, plan.total(),
+                                p_trial   ? "parameters perturbed"
+                                : w_trial ? "wider inputs"
+                                          : "standard",
+                                seed + i, scale);
+  run.laps.lap("inputs_ms");
+  auto expected = task.ref.run(inputs);
+  sync_device(ctx.device);
+  run.laps.lap("reference_ms");
+  if (w_trial && !all_finite(expected)) {
+    run.checks.push_back("wider inputs: skipped (the reference is not finite on them)");
+    return std::nullopt;
+  }
+  if (p_trial) run.checks.push_back("1 trial with the floating parameters perturbed");
+  if (w_trial) run.checks.push_back("1 trial on scaled-normal inputs");
+  copy_inputs(*s.ex, 0, inputs);
+  copy_params(*s.ex, task, inputs.size());
+  s.ex->poison(0);
+  sync_device(ctx.device);
+  run.laps.lap("exchange_ms");
+  s.host->resume();
+  auto failed = run_sets(s, {0}, run.dl);  // frozen at its reply: nothing runs while the judge looks
+  s.host->freeze();                        // (and when the call failed)
+  sync_device(ctx.device);
+  run.laps.lap("candidate_ms");
+  return judge_call(run, std::move(failed), i, inputs, expected, w_trial, trial);
+}
+
+/// A reply that ends the check: the checks that ran, the check's time and its phases.
+json ended(const CheckRun& run, json reply, Clock::time_point t0) {
+  reply["checks"] = run.checks;
+  reply["check_ms"] = ms_since(t0);
+  reply["phases"] = run.laps.to_json();
+  return reply;
+}
+
 }  // namespace
 
 json check_candidate(const JudgeContext& ctx, LoadedTask& task, const protocol::CheckRequest& req,
                      std::unique_ptr<CandidateSession>* keep) {
   const auto t0 = Clock::now();
-  const Tolerances tol = tolerances_of(req.tolerances);
+  auto session = std::make_unique<Session>();
+  CheckRun run(ctx, task, *session, tolerances_of(req.tolerances), req.deadline_ms);
   const int trials = req.trials;
   const int64_t seed = req.seed;
-  const Deadline dl(req.deadline_ms);
-  Laps laps;
   auto inputs = task.ref.make_inputs(seed);
-  auto session = std::make_unique<Session>();
   Session& s = *session;
   // As many sets as the bench will rotate through, so that the bench can reuse this host.
   s.ex = std::make_unique<Exchange>(ctx.device, task.in_specs, host_resident(inputs, task.params),
                                     task.out_specs, choose_sets(ctx, task));
-  laps.lap("exchange_ms");
-  if (auto r = open_session(ctx, req.candidate, s, dl, laps, before_load(task, req.candidate))) {
-    (*r)["phases"] = laps.to_json();
+  run.laps.lap("exchange_ms");
+  if (auto r = open_session(ctx, req.candidate, s, run.dl, run.laps, before_load(task, req.candidate))) {
+    (*r)["phases"] = run.laps.to_json();
     return *r;
   }
-  json result{{"ok", true}, {"trials", trials}};
-  Figures fig;
-  // The task's own trials, then one with the model's floating parameters perturbed (a kernel that
-  // ignores or mis-indexes a parameter fails even where the initial values hide it: LayerNorm's
-  // ones and zeros) and one on a wider input distribution, where the reference stays finite.
-  const bool perturb = req.perturb_parameters && has_float_parameter(task);
-  const bool wide = req.wide_inputs;
-  const int total = trials + perturb + wide;
-  json checks = json::array({std::to_string(trials) + " trials on the task's own inputs"});
-  std::optional<json> verdict;  // a torch_fallback
-  for (int i = 0; i < total; ++i) {
-    const bool p_trial = perturb && i == trials, w_trial = wide && i == trials + perturb;
-    s.host->freeze();  // the reference runs while nothing of the candidate can
-    if (i > 0) inputs = task.ref.make_inputs(seed + i);
-    ParameterPerturbation perturbation(task, p_trial, seed + i);
-    const double scale = w_trial ? widen_inputs(inputs, seed + i) : 1.0;
-    if (scale == 0) continue;
-    const json trial = trial_json(i + 1, total,
-                                  p_trial   ? "parameters perturbed"
-                                  : w_trial ? "wider inputs"
-                                            : "standard",
-                                  seed + i, scale);
-    laps.lap("inputs_ms");
-    auto expected = task.ref.run(inputs);
-    sync_device(ctx.device);
-    laps.lap("reference_ms");
-    if (w_trial && !all_finite(expected)) {
-      checks.push_back("wider inputs: skipped (the reference is not finite on them)");
-      continue;
-    }
-    if (p_trial) checks.push_back("1 trial with the floating parameters perturbed");
-    if (w_trial) checks.push_back("1 trial on scaled-normal inputs");
-    copy_inputs(*s.ex, 0, inputs);
-    copy_params(*s.ex, task, inputs.size());
-    s.ex->poison(0);
-    sync_device(ctx.device);
-    laps.lap("exchange_ms");
-    s.host->resume();
-    auto failed = run_sets(s, {0}, dl);  // frozen at its reply: nothing runs while the judge looks
-    s.host->freeze();                    // (and when the call failed)
-    sync_device(ctx.device);
-    laps.lap("candidate_ms");
-    if (failed && failed->value("outcome", std::string()) == "torch_fallback") {
-      // The outcome, whatever follows (never a pass); the Triton host stored the outputs before
-      // it named the ops, so the trials go on for the `correct` figure (issue 22 §3).
-      if (!verdict) {
-        verdict = *failed;
-        (*verdict)["trials_passed"] = i;
-      }
-      failed.reset();
-    }
-    if (!failed) failed = check_threads(ctx, s);
-    // A modified input outranks what the host said of its results (a returned input).
-    if (!failed || failed->value("outcome", std::string()) == "output_mismatch")
-      if (auto touched = check_untouched(*s.ex, task, &inputs)) failed = touched;
-    laps.lap("untouched_ms");
-    if (!failed)
-      failed = compare_outputs(task, *s.ex, inputs, expected, tol, w_trial, trial_words(trial), fig, checks);
-    if (failed && failed->value("outcome", std::string()) == "output_mismatch") (*failed)["trial"] = trial;
-    laps.lap("compare_ms");
-    if (failed && verdict) {
-      (*verdict)["correct"] = false;
-      (*verdict)["correct_message"] = failed->value("message", std::string());
-      failed = verdict;
-    } else if (failed) {
-      (*failed)["trials_passed"] = i;
-    }
-    if (failed) {
-      (*failed)["checks"] = checks;
-      (*failed)["check_ms"] = ms_since(t0);
-      (*failed)["phases"] = laps.to_json();
-      return *failed;
-    }
+  const TrialPlan plan{trials, req.perturb_parameters && has_float_parameter(task), req.wide_inputs};
+  run.checks = json::array({std::to_string(trials) + " trials on the task's own inputs"});
+  for (int i = 0; i < plan.total(); ++i)
+    if (auto failed = run_trial(run, plan, i, seed, inputs)) return ended(run, std::move(*failed), t0);
+  if (run.verdict) {
+    (*run.verdict)["correct"] = true;
+    return ended(run, std::move(*run.verdict), t0);
   }
-  if (verdict) {
-    (*verdict)["correct"] = true;
-    (*verdict)["checks"] = checks;
-    (*verdict)["check_ms"] = ms_since(t0);
-    (*verdict)["phases"] = laps.to_json();
-    return *verdict;
-  }
-  result["checks"] = checks;
   *keep = std::move(session);
+  json result = ended(run, json{{"ok", true}, {"trials", trials}}, t0);
   result["outcome"] = "pass";
   result["trials_passed"] = trials;
-  result["max_abs_err"] = fig.max_abs;
-  result["max_rel_err"] = fig.max_rel;
-  result["tolerance_ratio"] = fig.max_ratio;
+  result["max_abs_err"] = run.fig.max_abs;
+  result["max_rel_err"] = run.fig.max_rel;
+  result["tolerance_ratio"] = run.fig.max_ratio;
   result["mismatch_fraction"] = 0.0;
-  result["check_ms"] = ms_since(t0);
-  result["phases"] = laps.to_json();
   return result;
 }
 

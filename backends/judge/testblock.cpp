@@ -185,6 +185,72 @@ std::optional<json> test_seed(const JudgeContext& ctx, Session& s, const Leaves&
   return fallback;
 }
 
+/// The candidate's session for a test block: an exchange for the gold's tensor results, and a
+/// confined Triton host told the allowed ops (testblock_allow_lines) and the block (`testsrc`:
+/// the test source, its function, the entry points and those each call of which must launch a
+/// Triton kernel). The reply when the candidate failed to load.
+std::optional<json> open_testblock(const JudgeContext& ctx, const protocol::TestblockRequest& req,
+                                   const std::vector<Leaves>& refs, Session& s, const Deadline& dl,
+                                   Laps& laps) {
+  s.ex = std::make_unique<Exchange>(ctx.device, std::vector<TensorSpec>{}, std::vector<bool>{},
+                                    specs_of(refs[0].tensors), 1);
+  std::set<std::string> launch;  // the entry points the host watches for launches
+  for (const auto& r : refs) launch.insert(r.launch.begin(), r.launch.end());
+  json src{{"test", req.test_source},
+           {"function", req.test_function},
+           {"entries", req.entries},
+           {"launch", launch}};
+  std::vector<std::string> before = testblock_allow_lines(req, refs);
+  before.push_back("testsrc " + src.dump(-1, ' ', false, json::error_handler_t::replace));
+  return open_session(ctx, req.candidate, s, dl, laps, before);
+}
+
+/// The seed's gold results have the first seed's count, shapes and dtypes (the exchange's).
+bool same_shapes(const Leaves& a, const Leaves& b) {
+  return a.tensors.size() == b.tensors.size() &&
+         std::equal(a.tensors.begin(), a.tensors.end(), b.tensors.begin(),
+                    [](const HeldTensor& x, const HeldTensor& y) {
+                      return x.t.sizes() == y.t.sizes() && x.t.scalar_type() == y.t.scalar_type();
+                    });
+}
+
+/// A seed that failed after a torch_fallback, or with one: the first makes the attempt's
+/// outcome (`trials_passed`: the seeds before it), whatever follows. True when this seed's
+/// results were right (the seeds go on for `correct`); false when they were wrong (the verdict's
+/// `correct` is then false, and the check stops).
+bool note_fallback(const json& failed, int passed, std::optional<json>& verdict) {
+  if (!verdict) {
+    verdict = failed;
+    (*verdict)["trials_passed"] = passed;
+  }
+  const bool correct =
+      failed.value("outcome", std::string()) == "torch_fallback" && failed.value("correct", false);
+  if (!correct) {
+    (*verdict)["correct"] = false;
+    (*verdict)["correct_message"] = failed.value("correct_message", failed.value("message", std::string()));
+  }
+  return correct;
+}
+
+/// The record says when a comparison left elements out: once for the seeds that left out the
+/// same ones (the message is what a reader sees of the record, cut at a few hundred characters).
+std::string restricted_seeds(const std::vector<Leaves>& refs, int64_t seed, int trials) {
+  std::vector<std::string> notes;
+  for (int i = 0; i < trials; ++i) notes.push_back(restrictions(refs[i]));
+  std::string restricted;
+  for (int i = 0; i < trials;) {
+    int j = i + 1;
+    while (j < trials && notes[j] == notes[i]) ++j;
+    if (!notes[i].empty())
+      restricted += (restricted.empty() ? "" : "; ") +
+                    (j - i == 1 ? "seed " + std::to_string(seed + i)
+                                : "seeds " + std::to_string(seed + i) + "-" + std::to_string(seed + j - 1)) +
+                    ": " + notes[i].substr(2);
+    i = j;
+  }
+  return restricted;
+}
+
 }  // namespace
 
 json check_testblock(const JudgeContext& ctx, const protocol::TestblockRequest& req) {
@@ -203,17 +269,7 @@ json check_testblock(const JudgeContext& ctx, const protocol::TestblockRequest& 
   // Triton kernels here) is never taken out of the candidate's deadline.
   const Deadline dl(req.deadline_ms);
   Session s;
-  s.ex = std::make_unique<Exchange>(ctx.device, std::vector<TensorSpec>{}, std::vector<bool>{},
-                                    specs_of(refs[0].tensors), 1);
-  std::set<std::string> launch;  // the entry points the host watches for launches
-  for (const auto& r : refs) launch.insert(r.launch.begin(), r.launch.end());
-  json src{{"test", req.test_source},
-           {"function", req.test_function},
-           {"entries", req.entries},
-           {"launch", launch}};
-  std::vector<std::string> before = testblock_allow_lines(req, refs);
-  before.push_back("testsrc " + src.dump(-1, ' ', false, json::error_handler_t::replace));
-  if (auto r = open_session(ctx, req.candidate, s, dl, laps, before)) return *r;
+  if (auto r = open_testblock(ctx, req, refs, s, dl, laps)) return *r;
   json checks = json::array(
       {twice ? "the gold's test block: run twice under each seed, its uninitialised memory poisoned "
                "differently (gold agreement)"
@@ -225,11 +281,7 @@ json check_testblock(const JudgeContext& ctx, const protocol::TestblockRequest& 
   for (int i = 0; i < trials; ++i) {
     const std::string where =
         "test block, seed " + std::to_string(seed + i) + (refs[i].fresh ? " (fresh literal inputs)" : "");
-    if (refs[i].tensors.size() != refs[0].tensors.size() ||
-        !std::equal(refs[i].tensors.begin(), refs[i].tensors.end(), refs[0].tensors.begin(),
-                    [](const HeldTensor& a, const HeldTensor& b) {
-                      return a.t.sizes() == b.t.sizes() && a.t.scalar_type() == b.t.scalar_type();
-                    })) {
+    if (!same_shapes(refs[i], refs[0])) {
       checks.push_back(where + ": skipped (the reference's results change shape with the seed)");
       continue;
     }
@@ -247,18 +299,7 @@ json check_testblock(const JudgeContext& ctx, const protocol::TestblockRequest& 
       (*failed)["check_ms"] = ms_since(t0);
       return *failed;
     }
-    if (!verdict) {  // the attempt's outcome, whatever follows; the seeds go on for `correct`
-      verdict = *failed;
-      (*verdict)["trials_passed"] = passed;
-    }
-    const bool correct =
-        failed->value("outcome", std::string()) == "torch_fallback" && failed->value("correct", false);
-    if (!correct) {
-      (*verdict)["correct"] = false;
-      (*verdict)["correct_message"] =
-          failed->value("correct_message", failed->value("message", std::string()));
-      break;
-    }
+    if (!note_fallback(*failed, passed, verdict)) break;
     checks.push_back(where + ": " + std::to_string(refs[i].tensors.size()) +
                      " tensor result(s) match (PyTorch compute)" + restrictions(refs[i]));
   }
@@ -269,24 +310,9 @@ json check_testblock(const JudgeContext& ctx, const protocol::TestblockRequest& 
     return *verdict;
   }
   laps.lap("candidate_ms");
-  // The record says when a comparison left elements out: once for the seeds that left out the
-  // same ones (the message is what a reader sees of the record, cut at a few hundred characters).
-  std::vector<std::string> notes;
-  for (int i = 0; i < trials; ++i) notes.push_back(restrictions(refs[i]));
-  std::string restricted;
-  for (int i = 0; i < trials;) {
-    int j = i + 1;
-    while (j < trials && notes[j] == notes[i]) ++j;
-    if (!notes[i].empty())
-      restricted += (restricted.empty() ? "" : "; ") +
-                    (j - i == 1 ? "seed " + std::to_string(seed + i)
-                                : "seeds " + std::to_string(seed + i) + "-" + std::to_string(seed + j - 1)) +
-                    ": " + notes[i].substr(2);
-    i = j;
-  }
   return {{"ok", true},
           {"outcome", "pass"},
-          {"message", restricted},
+          {"message", restricted_seeds(refs, seed, trials)},
           {"trials", trials},
           {"trials_passed", passed},
           {"gold_runs", twice ? 2 : 1},
