@@ -17,7 +17,10 @@
 // set chosen in secret beforehand is compared with the reference afterwards (a mismatch is
 // output_mismatch/bench_only). The host is then killed, and only then is the reference timed
 // the same way on inputs the candidate never saw. Functions throw only on the judge's own
-// failures (the caller reports them as infra errors).
+// failures (the caller reports them as infra errors). Defined by concern: check.cpp
+// (check_candidate), bench.cpp (bench_candidate), testblock.cpp (check_testblock), judge.cpp
+// (the candidate's session, prewarm_host, the scratch directories); what those files share is
+// in judge_internal.hpp.
 #pragma once
 
 #include <memory>

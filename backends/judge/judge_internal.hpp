@@ -11,6 +11,7 @@
 // threaded, as the runner.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
