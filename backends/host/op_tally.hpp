@@ -10,7 +10,7 @@
 //    on its thread's Python stack that executes one of the registered code objects (a test
 //    block's, compiled by the caller), or under "outside" when no such frame is on the stack
 //    (another thread, code the test block did not call). The judge compares the candidate's
-//    counts with the reference's, line by line (judge.cpp): whatever a candidate does, its
+//    counts with the reference's, line by line (backends/judge/testblock.cpp): whatever a candidate does, its
 //    PyTorch compute lands on some line or outside, where the reference's test block ran less.
 // State is process-global and lives only here (native memory). Arming, code registration and
 // the allow-list are changed by one thread while nothing is armed; the callback may fire on any

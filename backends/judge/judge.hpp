@@ -17,7 +17,10 @@
 // set chosen in secret beforehand is compared with the reference afterwards (a mismatch is
 // output_mismatch/bench_only). The host is then killed, and only then is the reference timed
 // the same way on inputs the candidate never saw. Functions throw only on the judge's own
-// failures (the caller reports them as infra errors).
+// failures (the caller reports them as infra errors). Defined by concern: check.cpp
+// (check_candidate), bench.cpp (bench_candidate), testblock.cpp (check_testblock), judge.cpp
+// (the candidate's session, prewarm_host, the scratch directories); what those files share is
+// in judge_internal.hpp.
 #pragma once
 
 #include <memory>
@@ -125,7 +128,7 @@ struct CandidateSession {
   ScratchDir workdir;  ///< the host's working directory: empty, read-only; outlives the host
   std::unique_ptr<Exchange> ex;
   std::unique_ptr<CandidateHost> host;
-  /// A timed window around a run of no sets (judge.cpp timed_window), measured before the
+  /// A timed window around a run of no sets (calibration.cpp timed_window), measured before the
   /// candidate was loaded (ms): what every timed batch without a lead-in subtracts.
   double round_trip_ms = 0;
   /// On a GPU: the timed batches' lead-in and the same window behind it (ms, measured before
@@ -133,7 +136,7 @@ struct CandidateSession {
   /// preempted too often: the batches then subtract round_trip_ms).
   std::unique_ptr<LeadIn> lead;
   double lead_in_ms = 0;
-  /// The lead-in's length (ns): by host kind (judge.cpp lead_in_ns), shortened after a
+  /// The lead-in's length (ns): by host kind (calibration.cpp lead_in_ns), shortened after a
   /// preempted batch.
   uint64_t lead_ns = 0;
   /// On a GPU: the GPU's time from the lead-in's end to the judge's stamp in the same window
@@ -144,7 +147,7 @@ struct CandidateSession {
   /// long each freeze at the reply waited (us).
   std::vector<double> base_gpu_all_ms, base_freeze_us;
   /// On a GPU: one launch's GPU time in the judge's own context, launches back to back in one
-  /// stream behind the lead-in (ms; judge.cpp launch_floor_ms), measured before the candidate
+  /// stream behind the lead-in (ms; calibration.cpp launch_floor_ms), measured before the candidate
   /// was loaded; 0 = not measured. No call that writes its outputs on the device takes less.
   double launch_floor_ms = 0;
   at::Tensor trailer;        ///< the judge's own 4 bytes on the device (timed_window's trailer)

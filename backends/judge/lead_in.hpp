@@ -18,7 +18,7 @@
 // contexts never run at once, so nothing of the candidate's GPU work overlaps the spin unless the
 // GPU's time-slicing preempts it, which the spinning thread sees as a gap in the global timer
 // (the batch is then not used). Declared without CUDA
-// types (judge.cpp includes it); built only where kforge-runner has CUDA. One owner, one thread.
+// types (judge.hpp includes it); built only where kforge-runner has CUDA. One owner, one thread.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 // one JSON request per line on stdin, writes one JSON reply per line (protocol, typed at both
 // ends: backends/include/kforge/backends/runner_protocol.hpp; every reply echoes the request's id).
 // It holds the reference, the inputs, the tolerances and the clock; candidate code never
-// runs in it: checks and benches start a fresh kforge-host per candidate (judge.cpp).
+// runs in it: checks and benches start a fresh kforge-host per candidate (check.cpp,
+// bench.cpp, testblock.cpp).
 //
 // The protocol streams are moved to private file descriptors at start-up (close-on-exec, so
 // no candidate host inherits them), and fd 1 is pointed at stderr.
@@ -308,7 +309,7 @@ class Worker {
     return protocol::encode(r);
   }
 
-  /// Checks a candidate in a fresh candidate host (judge.cpp); the task's own tensors are
+  /// Checks a candidate in a fresh candidate host (check.cpp); the task's own tensors are
   /// never handed to it, only copies.
   json check(const protocol::CheckRequest& req) {
     session_.reset();

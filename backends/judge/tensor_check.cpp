@@ -248,6 +248,89 @@ Comparison compare(const at::Tensor& actual, const at::Tensor& expected, const T
 
 namespace {
 
+/// The element-wise comparison of compare_values: which elements are close, their errors, and
+/// the two tensors in the dtype the errors are reported in (float32/float64 for floats, float64
+/// for integers and bool).
+struct Elementwise {
+  at::Tensor close, diff, a, e;
+};
+
+/// Floats compare in float32 (float64 for float64) within the tolerance, its atol scaled by the
+/// reference's magnitude (fills c.effective_atol and c.nan_inf); integers and bool exactly.
+Elementwise elementwise(const at::Tensor& actual, const at::Tensor& expected, double atol, double rtol,
+                        double rms_expected, const at::Tensor& unwritten, Comparison& c) {
+  Elementwise w;
+  if (at::isFloatingType(expected.scalar_type())) {
+    auto work = expected.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    w.a = actual.to(work);
+    w.e = expected.to(work);
+    // Scale: atol is a floor for values near zero; where the reference's values are small next
+    // to it, it shrinks with their root-mean-square (effective_atol), so an all-zero output is
+    // not "close" to a softmax over many classes (KernelBench issue #165).
+    double rms = rms_expected;
+    if (rms < 0) {
+      auto finite_e = w.e.isfinite();
+      const int64_t n_finite = finite_e.sum().item<int64_t>();
+      rms = n_finite ? std::sqrt(at::sum(w.e.masked_fill(~finite_e, 0).square(), at::kDouble).item<double>() /
+                                 static_cast<double>(n_finite))
+                     : 0.0;
+    }
+    c.effective_atol = effective_atol(atol, rms, expected.scalar_type());
+    w.diff = (w.a - w.e).abs();
+    const auto same = w.a.eq(w.e) | (w.a.isnan() & w.e.isnan());
+    // An infinite reference is matched only by itself (as torch.allclose does).
+    w.close = (w.diff.le(c.effective_atol + rtol * w.e.abs()) & w.e.isfinite()) | same;
+    auto bad_nonfinite = (w.a.isnan() | w.a.isinf()) & ~(w.e.isnan() | w.e.isinf());
+    c.nan_inf = (bad_nonfinite & ~unwritten).sum().item<int64_t>();
+    w.diff = w.diff.masked_fill(same, 0);
+  } else {
+    // Integers and bool compare exactly in their own dtype: a conversion to float32 would make
+    // distinct int64 values above 2^24 equal. Errors are reported in float64.
+    c.effective_atol = 0;
+    w.close = actual.eq(expected);
+    w.a = actual.to(at::kDouble);
+    w.e = expected.to(at::kDouble);
+    w.diff = (w.a - w.e).abs().masked_fill(w.close, 0);
+  }
+  return w;
+}
+
+/// Error figures over the written elements with finite errors, on passes too: max abs error,
+/// max relative error with a floor, |a - e| / (|e| + atol) (so near-zero references do not
+/// dominate), and the tolerance ratio max |a - e| / (atol_eff + rtol |e|) (<= 1 passes).
+void error_figures(const Elementwise& w, const at::Tensor& unwritten, double atol, double rtol,
+                   Comparison& c) {
+  auto counted = w.diff.isfinite() & ~unwritten;
+  if (!counted.any().item<bool>()) return;
+  auto d = w.diff.masked_fill(~counted, 0);
+  auto ea = w.e.abs().masked_fill(~w.e.isfinite(), 0);
+  c.max_abs = d.max().item<double>();
+  c.max_rel = (d / (ea + std::max(atol, 1e-12))).max().item<double>();
+  auto band = ea * rtol + c.effective_atol;
+  auto ratio = at::where(band.gt(0), d / band.clamp_min(1e-300), at::where(d.gt(0), INFINITY, 0.0));
+  c.tolerance_ratio = ratio.max().item<double>();
+}
+
+/// A constant output (all zeros included) where the reference is not constant: whatever the
+/// tolerance said, the kernel did not compute the function. "Not constant": the reference's
+/// spread exceeds its relative tolerance at its largest value. Fails `c` when so.
+void reject_constant(const Elementwise& w, double rtol, at::IntArrayRef sizes, bool complex_parts,
+                     Comparison& c) {
+  const double amin = w.a.min().item<double>(), amax = w.a.max().item<double>();
+  auto ef = w.e.masked_fill(~w.e.isfinite(), 0);
+  const double emin = ef.min().item<double>(), emax = ef.max().item<double>();
+  const double emag = std::max(std::fabs(emin), std::fabs(emax));
+  if (amin == amax && emax - emin > rtol * emag && emax - emin > 0) {
+    c.ok = false;
+    c.sub_kind = "values";
+    c.worst_index = unravel((w.e - amin).abs().flatten().argmax().item<int64_t>(), sizes);
+    if (complex_parts) c.worst_index.pop_back();
+    c.message = "the output is constant (every element is " + num(amin) +
+                ") but the reference is not (it ranges from " + num(emin) + " to " + num(emax) +
+                "); a constant or all-zero output is rejected whatever the tolerance";
+  }
+}
+
 /// compare() once shapes and dtypes agree. complex_parts: the tensors are view_as_real views of
 /// complex ones ([..., 2]); indices in the message name the complex element and the part.
 Comparison compare_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerances& tol,
@@ -271,84 +354,23 @@ Comparison compare_values(const at::Tensor& actual, const at::Tensor& expected, 
   auto [atol, rtol] = tol.for_dtype(dt);
   c.atol = atol;
   c.rtol = rtol;
-  at::Tensor close, diff, a, e;
-  if (is_float) {
-    auto work = expected.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-    a = actual.to(work);
-    e = expected.to(work);
-    // Scale: atol is a floor for values near zero; where the reference's values are small next
-    // to it, it shrinks with their root-mean-square (effective_atol), so an all-zero output is
-    // not "close" to a softmax over many classes (KernelBench issue #165).
-    double rms = rms_expected;
-    if (rms < 0) {
-      auto finite_e = e.isfinite();
-      const int64_t n_finite = finite_e.sum().item<int64_t>();
-      rms = n_finite ? std::sqrt(at::sum(e.masked_fill(~finite_e, 0).square(), at::kDouble).item<double>() /
-                                 static_cast<double>(n_finite))
-                     : 0.0;
-    }
-    c.effective_atol = effective_atol(atol, rms, expected.scalar_type());
-    diff = (a - e).abs();
-    const auto same = a.eq(e) | (a.isnan() & e.isnan());
-    // An infinite reference is matched only by itself (as torch.allclose does).
-    close = (diff.le(c.effective_atol + rtol * e.abs()) & e.isfinite()) | same;
-    auto bad_nonfinite = (a.isnan() | a.isinf()) & ~(e.isnan() | e.isinf());
-    c.nan_inf = (bad_nonfinite & ~unwritten).sum().item<int64_t>();
-    diff = diff.masked_fill(same, 0);
-  } else {
-    // Integers and bool compare exactly in their own dtype: a conversion to float32 would make
-    // distinct int64 values above 2^24 equal. Errors are reported in float64.
-    c.effective_atol = 0;
-    close = actual.eq(expected);
-    a = actual.to(at::kDouble);
-    e = expected.to(at::kDouble);
-    diff = (a - e).abs().masked_fill(close, 0);
-  }
-  close = close & ~unwritten;
-  c.mismatched = c.numel - close.sum().item<int64_t>();
-
-  // Error figures over the written elements with finite errors, on passes too: max abs error,
-  // max relative error with a floor, |a - e| / (|e| + atol) (so near-zero references do not
-  // dominate), and the tolerance ratio max |a - e| / (atol_eff + rtol |e|) (<= 1 passes).
-  auto counted = diff.isfinite() & ~unwritten;
-  if (counted.any().item<bool>()) {
-    auto d = diff.masked_fill(~counted, 0);
-    auto ea = e.abs().masked_fill(~e.isfinite(), 0);
-    c.max_abs = d.max().item<double>();
-    c.max_rel = (d / (ea + std::max(atol, 1e-12))).max().item<double>();
-    auto band = ea * rtol + c.effective_atol;
-    auto ratio = at::where(band.gt(0), d / band.clamp_min(1e-300), at::where(d.gt(0), INFINITY, 0.0));
-    c.tolerance_ratio = ratio.max().item<double>();
-  }
+  Elementwise w = elementwise(actual, expected, atol, rtol, rms_expected, unwritten, c);
+  w.close = w.close & ~unwritten;
+  c.mismatched = c.numel - w.close.sum().item<int64_t>();
+  error_figures(w, unwritten, atol, rtol, c);
   if (c.mismatched == 0) {
-    // A constant output (all zeros included) where the reference is not constant: whatever the
-    // tolerance said, the kernel did not compute the function. "Not constant": the reference's
-    // spread exceeds its relative tolerance at its largest value.
-    if (is_float && c.numel >= 2) {
-      const double amin = a.min().item<double>(), amax = a.max().item<double>();
-      auto ef = e.masked_fill(~e.isfinite(), 0);
-      const double emin = ef.min().item<double>(), emax = ef.max().item<double>();
-      const double emag = std::max(std::fabs(emin), std::fabs(emax));
-      if (amin == amax && emax - emin > rtol * emag && emax - emin > 0) {
-        c.ok = false;
-        c.sub_kind = "values";
-        c.worst_index = unravel((e - amin).abs().flatten().argmax().item<int64_t>(), expected.sizes());
-        if (complex_parts) c.worst_index.pop_back();
-        c.message = "the output is constant (every element is " + num(amin) +
-                    ") but the reference is not (it ranges from " + num(emin) + " to " + num(emax) +
-                    "); a constant or all-zero output is rejected whatever the tolerance";
-      }
-    }
+    if (is_float && c.numel >= 2) reject_constant(w, rtol, expected.sizes(), complex_parts, c);
     return c;
   }
   c.ok = false;
   // Worst element: the largest error, NaN/Inf and poison counted as infinite.
-  auto score =
-      diff.nan_to_num(INFINITY, INFINITY, INFINITY).masked_fill(unwritten, INFINITY).masked_fill(close, -1.0);
+  auto score = w.diff.nan_to_num(INFINITY, INFINITY, INFINITY)
+                   .masked_fill(unwritten, INFINITY)
+                   .masked_fill(w.close, -1.0);
   int64_t worst = score.flatten().argmax().item<int64_t>();
   c.worst_index = unravel(worst, expected.sizes());
-  c.expected = e.flatten()[worst].item<double>();
-  c.actual = a.flatten()[worst].item<double>();
+  c.expected = w.e.flatten()[worst].item<double>();
+  c.actual = w.a.flatten()[worst].item<double>();
   std::string exp_s = num(c.expected), act_s = num(c.actual);
   if (!is_float) {  // exact integers in the message
     exp_s = std::to_string(expected.flatten()[worst].to(at::kLong).item<int64_t>());

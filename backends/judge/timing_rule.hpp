@@ -1,6 +1,6 @@
 // The judge's rule for a bench too noisy to steer by (timing_unstable; docs/judge.md, "Timing
 // and peaks"). Plain C++ with no LibTorch, so that the unit tests check the rule itself; the
-// bench (judge.cpp bench_candidate) applies it to its own statistics. Pure functions.
+// bench (bench.cpp bench_candidate) applies it to its own statistics. Pure functions.
 #pragma once
 
 #include <algorithm>

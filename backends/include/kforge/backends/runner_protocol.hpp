@@ -342,7 +342,7 @@ struct BenchReply {
   /// lead-in's end to the judge's stamp: what each batch behind a lead-in subtracts (ms;
   /// lead_in_ms where the stamp could not be read); how many batches it dropped because the
   /// lead-in was preempted, and the largest timer gap (us) of a lead-in that was not (how near
-  /// honest spins come to the 10 us threshold); the lead-in's length (ms) (judge.cpp, lead_in.hpp).
+  /// honest spins come to the 10 us threshold); the lead-in's length (ms) (calibration.cpp, lead_in.hpp).
   double lead_in_ms = 0;
   double gpu_base_ms = 0;
   int lead_in_preempted = 0;
@@ -363,7 +363,7 @@ struct BenchReply {
   std::string timing_anomaly_kind;
   /// Why the figures are too noisy to steer by ("" = they are not): the reference timed before
   /// and after the candidate disagree by more than 20%, or the candidate's or the reference's
-  /// batch CV is above 0.2 (judge.cpp unstable_reason; docs/judge.md "Timing and peaks").
+  /// batch CV is above 0.2 (timing_rule.hpp unstable_reason; docs/judge.md "Timing and peaks").
   std::string timing_unstable;
   std::vector<std::string> flags;
   double bench_ms = 0;  ///< the judge's wall time for the bench
