@@ -180,7 +180,9 @@ TEST_CASE("a malformed judge message is a judge_protocol failure naming the comm
   reply["trials_passed"] = "two";  // the wrong type
   CHECK(protocol_error(pr::decode_reply<pr::CheckReply>(reply)) ==
         "check reply: field \"trials_passed\": expected an integer, got string");
-  json load = pr::encode(pr::LoadReply{{{"x", "input", "float32", {2}}}, {}});
+  pr::LoadReply one_input;
+  one_input.inputs = {{"x", "input", "float32", {2}}};
+  json load = pr::encode(one_input);
   load["inputs"][0]["shape"] = {2, "three"};  // inside an array of objects
   CHECK(protocol_error(pr::decode_reply<pr::LoadReply>(load)) ==
         "load reply: field \"inputs[0].shape[1]\": expected an integer, got string");
