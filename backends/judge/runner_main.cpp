@@ -110,6 +110,30 @@ class Worker {
     return r;
   }
 
+  /// Work done after a reply, while the client has its own (the first compiles follow
+  /// `prewarm`): the first use of PyTorch's FLOP counter (count_flops at `load`, for suites that
+  /// declare no FLOPs). Its first TorchDispatchMode imports torch._dynamo (PyTorch wraps every
+  /// mode's dispatch in _disable_dynamo): about 1.2 s once per process, which `load` would
+  /// otherwise add to the first attempt's wall time. Host-only work on a tiny CPU tensor, under
+  /// the device's lock held shared (timed_lock.hpp: untimed work), so no timed window of another
+  /// runner sees it; errors are ignored (count_flops answers 0 where the counter cannot run).
+  void after_reply() {
+    if (!warm_flop_counter_) return;
+    warm_flop_counter_ = false;
+    kforge::backends::TimedHold hold = timed_lock_.acquire(
+        lock_name(device_), "warm", std::chrono::seconds(30), kforge::backends::TimedLock::Mode::shared);
+    try {
+      py::exec(R"PY(
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+with FlopCounterMode(display=False):
+    torch.relu(torch.zeros(4))
+)PY",
+               py::dict());
+    } catch (py::error_already_set&) {
+    }
+  }
+
  private:
   json on(const protocol::HelloRequest&) { return protocol::encode(hello()); }
   json on(const protocol::LoadRequest& q) { return protocol::encode(load(q)); }
@@ -144,6 +168,7 @@ class Worker {
   std::unique_ptr<Zygotes> zygotes_ =
       Zygotes::enabled_by_environment() ? std::make_unique<Zygotes>() : nullptr;
   std::unique_ptr<CandidateSession> session_;            ///< the last passed check's host, for its bench
+  bool warm_flop_counter_ = false;  ///< after_reply has the FLOP counter's first use to do
   mutable kforge::backends::FlockTimedLock timed_lock_;  ///< the devices' locks for timed work
   bool lock_held_by_client_ = false;                     ///< the current request runs under the client's hold
   bool lock_shared_by_client_ = false;                   ///< ...under its shared hold
@@ -346,6 +371,7 @@ class Worker {
   /// request names its device.
   protocol::PrewarmReply prewarm(const protocol::PrewarmRequest& req) {
     if (!req.device.empty()) device_ = at::Device(req.device);
+    warm_flop_counter_ = true;  // after_reply
     return prewarm_host(judge_context(), req.host);
   }
 
@@ -562,6 +588,7 @@ int main(int argc, char** argv) {
     }
     if (req->command() == protocol::Command::quit) break;
     reply(w.handle(req.value()));
+    w.after_reply();
   }
   std::free(buf);
   return 0;
