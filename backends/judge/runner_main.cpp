@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <torch/version.h>
@@ -110,18 +111,24 @@ class Worker {
     return r;
   }
 
-  /// Work done after a reply, while the client has its own (the first compiles follow
-  /// `prewarm`): the first use of PyTorch's FLOP counter (count_flops at `load`, for suites that
-  /// declare no FLOPs). Its first TorchDispatchMode imports torch._dynamo (PyTorch wraps every
-  /// mode's dispatch in _disable_dynamo): about 1.2 s once per process, which `load` would
-  /// otherwise add to the first attempt's wall time. Host-only work on a tiny CPU tensor, under
-  /// the device's lock held shared (timed_lock.hpp: untimed work), so no timed window of another
-  /// runner sees it; errors are ignored (count_flops answers 0 where the counter cannot run).
-  void after_reply() {
+  /// Work done after a reply while the client has its own (the first compiles follow the
+  /// start-up requests): the first use of PyTorch's FLOP counter (count_flops at `load`, for
+  /// suites that declare no FLOPs). Its first TorchDispatchMode imports torch._dynamo (PyTorch
+  /// wraps every mode's dispatch in _disable_dynamo): about 1.2 s once per process, which `load`
+  /// would otherwise add to the first attempt. Done only when no request follows within 50 ms
+  /// (the client asks one request at a time, so `in_fd` readable means one waits; `peaks` follows
+  /// `prewarm` at once), and under the device's lock held shared (timed_lock.hpp: untimed work),
+  /// not while another runner's timed work holds it: then it waits for the next reply. Host-only
+  /// work on a tiny CPU tensor; errors are ignored (count_flops answers 0 where it cannot run).
+  void after_reply(int in_fd) {
     if (!warm_flop_counter_) return;
+    pollfd p{in_fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) != 0) return;  // a request waits (or the stream ended)
+    kforge::backends::TimedHold hold = timed_lock_.acquire(lock_name(device_), "warm",
+                                                           std::chrono::milliseconds(0),
+                                                           kforge::backends::TimedLock::Mode::shared);
+    if (hold.state() == kforge::backends::TimedHold::State::busy) return;
     warm_flop_counter_ = false;
-    kforge::backends::TimedHold hold = timed_lock_.acquire(
-        lock_name(device_), "warm", std::chrono::seconds(30), kforge::backends::TimedLock::Mode::shared);
     try {
       py::exec(R"PY(
 import torch
@@ -588,7 +595,7 @@ int main(int argc, char** argv) {
     }
     if (req->command() == protocol::Command::quit) break;
     reply(w.handle(req.value()));
-    w.after_reply();
+    w.after_reply(in_fd);
   }
   std::free(buf);
   return 0;
