@@ -28,7 +28,7 @@ import sys
 SEPARATOR = "#" * 146
 
 CHILD = r'''
-import json, sys
+import json, os, sys, tempfile
 import torch
 import triton
 import triton.runtime.jit as jit
@@ -41,17 +41,28 @@ reference, block = "\n".join(lines[:cut]) + "\n", "\n".join(lines[cut + 1:]) + "
 candidate = open(cand_path, encoding="utf-8").read()
 
 launches = [0]
-original = jit.JITFunction.run
-def counted(self, *a, **k):
-    launches[0] += 1
-    return original(self, *a, **k)
-jit.JITFunction.run = counted
+def count(cls):  # launches through cls.run: JITFunction on a GPU, InterpretedFunction under TRITON_INTERPRET
+    original = cls.run
+    def counted(self, *a, **k):
+        launches[0] += 1
+        return original(self, *a, **k)
+    cls.run = counted
+count(jit.JITFunction)
+if os.environ.get("TRITON_INTERPRET") == "1":
+    import triton.runtime.interpreter as interpreter
+    count(interpreter.InterpretedFunction)
 
-def results(code):
-    ns = {"__name__": "__main__"}
+def results(code, name):
+    # From a file of its own: Triton's @jit reads its function's source (inspect), and Triton
+    # 3.6 refuses functions defined in a string.
+    path = os.path.join(tempfile.mkdtemp(prefix="tb-independent-"), name + ".py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(code + "\n" + block)
+    ns = {"__name__": "__main__", "__file__": path}
     torch.manual_seed(0)
-    exec(compile(code + "\n" + block, block_name, "exec"), ns)
-    torch.cuda.synchronize()
+    exec(compile(code + "\n" + block, path, "exec"), ns)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
     return ns.get("test_results")
 
 def leaves(x, out):
@@ -77,10 +88,10 @@ def same(a, b):
         return bool(torch.allclose(a, b, atol=1e-3, rtol=1e-3, equal_nan=True))
     return bool(torch.equal(a, b))
 
-gold = leaves(results(reference), [])
+gold = leaves(results(reference, block_name + "_reference"), [])
 before = launches[0]
 try:
-    got = leaves(results(candidate), [])
+    got = leaves(results(candidate, block_name + "_candidate"), [])
 except BaseException as e:
     print(json.dumps({"correct": False, "launches": launches[0] - before, "why": "raised: %s" % str(e)[:200]}))
     sys.exit(0)
