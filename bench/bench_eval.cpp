@@ -4,9 +4,12 @@
 // Usage: bench_eval [out.json] [backend] [profile] [task] [suite] [kernel source]
 // (suite: a name or directory, default kforge-core; source: default the task's exemplar)
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/judge_setup.hpp"
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/evaluate.hpp"
 
 using namespace kforge;
 namespace fs = std::filesystem;

@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "bench_util.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/agent/reference_times.hpp"
 #include "kforge/backends/evaluate.hpp"
 

@@ -7,10 +7,13 @@
 // Usage: bench_timing [out.json]
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "bench_util.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/judge_setup.hpp"
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/compile.hpp"
 #include "kforge/sandbox/subprocess.hpp"
 
 using namespace kforge;

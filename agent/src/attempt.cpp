@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/attempt_record.hpp"
+#include "kforge/agent/judge_setup.hpp"
+#include "kforge/agent/judged_checks.hpp"
 #include "kforge/agent/prompt_context.hpp"
 #include "kforge/backends/python_errors.hpp"
 #include "kforge/benchmarks/operators.hpp"
@@ -140,11 +142,6 @@ void record_judge_phases(AttemptRecord& rec, const backends::Evaluation& ev, dou
 bool wants_deep_profile(const AttemptRecord& rec, const DeepProfile& p) {
   if (!rec.passed() || p.every_pass || !p.best) return true;
   return credited_speedup(rec) > *p.best;
-}
-
-double credited_speedup(const AttemptRecord& rec) {
-  if (!rec.passed() || !rec.timing_anomaly.empty() || rec.precision_disallowed) return 0;
-  return rec.speedup;
 }
 
 Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner, const TaskJudging& task,

@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "kforge/agent/attempt.hpp"
-#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/llm.hpp"
 #include "kforge/agent/operator_schema.hpp"
@@ -37,6 +36,8 @@
 #include "kforge/runs/run_dir.hpp"
 #include "kforge/runs/run_status.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
+#include "kforge/agent/judge_setup.hpp"
+#include "kforge/agent/run_exit.hpp"
 
 namespace kforge::agent {
 

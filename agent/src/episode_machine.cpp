@@ -1,5 +1,6 @@
 // agent/src/episode_machine.cpp — the episode's transition function (episode_machine.hpp).
 #include "kforge/agent/episode_machine.hpp"
+#include "kforge/agent/attempt_record.hpp"
 
 #include <algorithm>
 #include <stdexcept>

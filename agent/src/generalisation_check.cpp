@@ -15,6 +15,7 @@
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/beneath.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/agent/run_exit.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

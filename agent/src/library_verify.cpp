@@ -19,6 +19,7 @@
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/agent/run_exit.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -4,11 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/agent/attempt.hpp"
-#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/hardware.hpp"
 #include "kforge/agent/prompt_context.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/common/util.hpp"
+#include "kforge/agent/judge_setup.hpp"
+#include "kforge/agent/judged_checks.hpp"
+#include "kforge/agent/run_exit.hpp"
 
 namespace kforge::agent {
 

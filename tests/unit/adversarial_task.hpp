@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/benchmarks/task.hpp"
 
 inline kforge::backends::TaskRef adversarial_task() {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "scripted_server.hpp"
 

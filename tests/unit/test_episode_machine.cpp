@@ -5,6 +5,7 @@
 #include "agent_fakes.hpp"
 #include "catch.hpp"
 #include "kforge/agent/episode_machine.hpp"
+#include "kforge/agent/attempt_record.hpp"
 
 using namespace kforge;
 using namespace kforge::agent;

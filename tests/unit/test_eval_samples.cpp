@@ -11,6 +11,7 @@
 
 #include "catch.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/run_exit.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "run_cmd.hpp"
 #include "scratch_dir.hpp"

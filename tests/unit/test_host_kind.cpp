@@ -5,7 +5,6 @@
 
 #include "adversarial_task.hpp"
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"

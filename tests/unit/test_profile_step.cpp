@@ -19,7 +19,8 @@
 
 #include "adversarial_task.hpp"
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/attempt_record.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/backends/profile_step.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"

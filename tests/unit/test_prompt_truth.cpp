@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
 #include "kforge/agent/hardware.hpp"
+#include "kforge/agent/judged_checks.hpp"
 #include "kforge/agent/prompt_context.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/attempt_record.hpp"
 #include "kforge/backends/resource_usage.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/attempt.hpp"

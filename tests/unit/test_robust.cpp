@@ -6,6 +6,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "kforge/agent/attempt_record.hpp"
 #include "kforge/agent/llm.hpp"
 #include "kforge/backends/diagnostics.hpp"
 #include "kforge/backends/runner_client.hpp"

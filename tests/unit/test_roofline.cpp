@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "catch.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/benchmarks/roofline.hpp"
 #include "kforge/common/util.hpp"
 

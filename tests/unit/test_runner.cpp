@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"

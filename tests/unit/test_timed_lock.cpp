@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/backends/runner_client.hpp"
 #include "kforge/backends/timed_lock.hpp"

@@ -7,7 +7,8 @@
 
 #include "../../backends/judge/timing_rule.hpp"
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/attempt_record.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/agent/reference_times.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "catch.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"

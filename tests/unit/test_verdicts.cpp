@@ -22,7 +22,10 @@
 
 #include "catch.hpp"
 #include "kforge/agent/attempt.hpp"
-#include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/attempt_record.hpp"
+#include "kforge/agent/judge_setup.hpp"
+#include "kforge/agent/judged_checks.hpp"
+#include "kforge/agent/run_exit.hpp"
 #include "kforge/backends/cuda_precision.hpp"
 #include "kforge/backends/evaluate.hpp"
 #include "kforge/backends/precision.hpp"

@@ -112,10 +112,6 @@ struct DeepProfile {
 /// step's own rule (ProfileStep::failing).
 bool wants_deep_profile(const AttemptRecord& rec, const DeepProfile& p);
 
-/// The speedup a pass is credited with: 0 for a failure, a timing anomaly or disallowed
-/// lower-precision math (the metrics' rule), else rec.speedup.
-double credited_speedup(const AttemptRecord& rec);
-
 /// The judge stage: for a compiled candidate, check, bench and profile in `runner` (the caller
 /// holds its slot) and fill `rec`; for one that did not compile, settles the record without a
 /// runner (runner may be null then). Roofline and the precision contract are recorded too. The

@@ -1,6 +1,6 @@
 // kforge/agent/run_profile.hpp — the profile step a run chose (--profiler resolved for its
 // backend): the type the attempt pipeline (attempt.hpp) reads and `kforge eval`/`kforge run`
-// make (evaluation.hpp make_profile_step), below both.
+// make (judge_setup.hpp make_profile_step), below both.
 //
 // One per run, owned by the run and shared by its episodes; the NcuProfiler is used only
 // under a runner's lease.
