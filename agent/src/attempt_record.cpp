@@ -18,16 +18,6 @@ namespace kforge::agent {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-}  // namespace
-
 bool is_infrastructure_failure(const backends::Evaluation& ev) {
   return ev.failure.has_value();
 }
@@ -147,8 +137,9 @@ void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClie
   if (!step.ncu || ev.compile.artifact.empty() || ref.test_block()) return;
   if (short_of_best && rec.passed()) {
     rec.profile.profiler = "basic";
-    rec.profile.profiler_note = "ncu not run: this pass (" + fmt("%.2fx", credited_speedup(rec)) +
-                                ") does not improve the episode's best (" + fmt("%.2fx", *short_of_best) +
+    rec.profile.profiler_note = "ncu not run: this pass (" + format_double("%.2fx", credited_speedup(rec)) +
+                                ") does not improve the episode's best (" +
+                                format_double("%.2fx", *short_of_best) +
                                 "); --profile-every-pass profiles every pass";
     return;
   }

@@ -39,12 +39,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
 /// One info line per profiled pass: the bottleneck, the top finding, the kernels and the note.
 void log_profile(const AttemptRecord& rec) {
   const auto& p = rec.profile;
@@ -54,7 +48,7 @@ void log_profile(const AttemptRecord& rec) {
     s += "; top finding: " + p.findings[0].label + " - " + p.findings[0].interpretation;
   if (!p.candidate_kernels.empty())
     s += "; " + std::to_string(p.candidate_kernels.size()) + " kernel(s), profiled in " +
-         fmt("%.0f", p.profiler_ms) + " ms";
+         format_double("%.0f", p.profiler_ms) + " ms";
   if (!p.profiler_note.empty()) s += "; " + p.profiler_note;
   spdlog::info("{}: {}", rec.task, s);
 }
@@ -282,16 +276,16 @@ std::string pass_at_k_line(const fs::path& out) {
   std::string line =
       "pass@k over " + std::to_string(b.tasks) + " task(s), " + std::to_string(b.episodes) + " sample(s):";
   for (const auto& [k, v] : b.pass_at_k)
-    line += (k > 1 ? ", pass@" : " pass@") + std::to_string(k) + " " + fmt("%.3f", v);
+    line += (k > 1 ? ", pass@" : " pass@") + std::to_string(k) + " " + format_double("%.3f", v);
   return line;
 }
 
 void print_row(const AttemptRecord& rec) {
   std::printf("%-44s %6d %-16s %-22s %10s %10s %8s\n", rec.task.c_str(), rec.sample,
               std::string(to_string(rec.outcome)).c_str(), rec.sub_kind.c_str(),
-              rec.t_candidate_ms > 0 ? fmt("%.4f", rec.t_candidate_ms).c_str() : "-",
-              rec.t_reference_ms > 0 ? fmt("%.4f", rec.t_reference_ms).c_str() : "-",
-              rec.speedup > 0 ? fmt("%.2fx", rec.speedup).c_str() : "-");
+              rec.t_candidate_ms > 0 ? format_double("%.4f", rec.t_candidate_ms).c_str() : "-",
+              rec.t_reference_ms > 0 ? format_double("%.4f", rec.t_reference_ms).c_str() : "-",
+              rec.speedup > 0 ? format_double("%.2fx", rec.speedup).c_str() : "-");
   std::fflush(stdout);
 }
 

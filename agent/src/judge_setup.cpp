@@ -16,16 +16,6 @@ namespace kforge::agent {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-}  // namespace
-
 backends::TaskRef task_ref(const Task& task, const std::string& profile) {
   backends::TaskRef r;
   r.id = task.id;
@@ -73,7 +63,7 @@ std::optional<backends::ScaledTask> scale_for_profile(const backends::TaskRef& t
   s.task.source = sp->source;
   s.task.input_bytes_estimate = sp->after.bytes;
   for (const auto& c : sp->changes) s.description += (s.description.empty() ? "" : ", ") + c;
-  s.description += fmt(": %.0f MiB of inputs", sp->after.bytes / (1024.0 * 1024));
+  s.description += format_double(": %.0f MiB of inputs", sp->after.bytes / (1024.0 * 1024));
   return s;
 }
 

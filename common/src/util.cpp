@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -67,6 +68,12 @@ std::vector<std::string> split_lines(std::string_view s) {
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string format_double(const char* printf_format, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, printf_format, v);
+  return b;
 }
 
 std::string truncate_middle(std::string_view s, std::size_t max_bytes) {

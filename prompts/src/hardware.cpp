@@ -3,15 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace kforge::prompts {
+#include "kforge/common/util.hpp"
 
-namespace {
-std::string num(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-}  // namespace
+namespace kforge::prompts {
 
 std::string device_line(const HardwareFacts& f) {
   if (f.name.empty()) return "";
@@ -40,16 +34,16 @@ std::string describe(const HardwareFacts& f) {
       line("compute capability", f.compute_capability + " (compiled with -arch=sm_" + arch + ")");
     }
     if (f.sm_count > 0) line("streaming multiprocessors", std::to_string(f.sm_count));
-    if (f.memory_gib > 0) line("device memory", num("%.0f GiB", f.memory_gib));
+    if (f.memory_gib > 0) line("device memory", format_double("%.0f GiB", f.memory_gib));
     if (f.spec_bandwidth_gbps > 0)
-      line("DRAM bandwidth (vendor figure)", num("%.0f GB/s", f.spec_bandwidth_gbps));
-    if (f.l2_kib > 0) line("L2 cache", num("%.0f MiB", f.l2_kib / 1024.0));
+      line("DRAM bandwidth (vendor figure)", format_double("%.0f GB/s", f.spec_bandwidth_gbps));
+    if (f.l2_kib > 0) line("L2 cache", format_double("%.0f MiB", f.l2_kib / 1024.0));
     if (f.smem_per_block_kib > 0)
       line("shared memory per block (opt-in)", std::to_string(f.smem_per_block_kib) + " KiB");
     if (f.measured_dram_gbps > 0)
-      line("measured DRAM bandwidth (fills and copies)", num("%.0f GB/s", f.measured_dram_gbps));
+      line("measured DRAM bandwidth (fills and copies)", format_double("%.0f GB/s", f.measured_dram_gbps));
     if (f.measured_fp32_tflops > 0)
-      line("measured FP32 rate (matmul)", num("%.1f TFLOP/s", f.measured_fp32_tflops));
+      line("measured FP32 rate (matmul)", format_double("%.1f TFLOP/s", f.measured_fp32_tflops));
   } else {
     if (f.cores > 0) line("physical cores", std::to_string(f.cores));
     if (f.threads > 0) line("hardware threads", std::to_string(f.threads));
@@ -62,9 +56,10 @@ std::string describe(const HardwareFacts& f) {
                                              : std::string()));
     // Measured by every core at once (backends/judge/peak_cpu.cpp): a kernel can reach them.
     if (f.measured_dram_gbps > 0)
-      line("measured memory bandwidth (all cores copying)", num("%.0f GB/s", f.measured_dram_gbps));
+      line("measured memory bandwidth (all cores copying)", format_double("%.0f GB/s", f.measured_dram_gbps));
     if (f.measured_fp32_tflops > 0)
-      line("measured FP32 peak (all cores, vector FMA)", num("%.2f TFLOP/s", f.measured_fp32_tflops));
+      line("measured FP32 peak (all cores, vector FMA)",
+           format_double("%.2f TFLOP/s", f.measured_fp32_tflops));
   }
   if (!f.compiler.empty()) line("compiler", f.compiler);
   if (s.empty()) s = "- (unknown)\n";

@@ -73,19 +73,14 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
   for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "]";
 }
-std::string num(double v, const char* f) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 }  // namespace
 
 namespace {
 std::string us(double ms) {
-  return num(ms * 1e3, ms * 1e3 < 100 ? "%.1f" : "%.0f");
+  return format_double(ms * 1e3 < 100 ? "%.1f" : "%.0f", ms * 1e3);
 }
 std::string value_str(double v, const std::string& unit) {
-  std::string n = std::abs(v) >= 100 ? num(v, "%.0f") : num(v, "%.1f");
+  std::string n = std::abs(v) >= 100 ? format_double("%.0f", v) : format_double("%.1f", v);
   if (unit == "%") return n + "%";
   return unit.empty() ? n : n + " " + unit;
 }
@@ -112,9 +107,10 @@ std::string kernel_list(std::vector<KernelTime> k, std::size_t max) {
 std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   std::string d;
   // Times and speedup.
-  std::string sp = a.speedup > 0 ? num(a.speedup, "%.2fx") : "not measured";
+  std::string sp = a.speedup > 0 ? format_double("%.2fx", a.speedup) : "not measured";
   if (a.speedup_ci_low > 0 && a.speedup_ci_high > 0)
-    sp += " (95% CI " + num(a.speedup_ci_low, "%.2f") + "-" + num(a.speedup_ci_high, "%.2fx") + ")";
+    sp += " (95% CI " + format_double("%.2f", a.speedup_ci_low) + "-" +
+          format_double("%.2fx", a.speedup_ci_high) + ")";
   if (a.t_candidate_ms > 0) {
     d += "- time: " + us(a.t_candidate_ms) + " us";
     if (a.t_candidate_p10_ms > 0)
@@ -133,7 +129,7 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   if (a.reference_run_timings >= 2 && a.t_reference_run_ms > 0 && a.t_candidate_ms > 0)
     d += "- PyTorch eager over this run: " + us(a.t_reference_run_ms) + " us (median of " +
          std::to_string(a.reference_run_timings) + " stable timings): speedup " +
-         num(a.t_reference_run_ms / a.t_candidate_ms, "%.2fx") + " against it\n";
+         format_double("%.2fx", a.t_reference_run_ms / a.t_candidate_ms) + " against it\n";
   if (!a.timing_unstable.empty())
     d += "- timing unreliable: " + truncate_middle(a.timing_unstable, 240) +
          "; do not read this speedup as a gain or a regression\n";
@@ -141,16 +137,17 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   if (a.achieved_gbps > 0 || a.achieved_tflops > 0) {
     std::string r = "- achieved: ";
     if (a.achieved_gbps > 0) {
-      r += num(a.achieved_gbps, "%.2f") + " GB/s";
+      r += format_double("%.2f", a.achieved_gbps) + " GB/s";
       if (a.peak_gbps > 0)
-        r += " (" + num(100 * a.achieved_gbps / a.peak_gbps, "%.0f") + "% of the measured " +
-             num(a.peak_gbps, "%.0f") + " GB/s)";
+        r += " (" + format_double("%.0f", 100 * a.achieved_gbps / a.peak_gbps) + "% of the measured " +
+             format_double("%.0f", a.peak_gbps) + " GB/s)";
     }
     if (a.achieved_tflops > 0) {
-      r += std::string(a.achieved_gbps > 0 ? ", " : "") + num(a.achieved_tflops, "%.2f") + " TFLOP/s";
+      r += std::string(a.achieved_gbps > 0 ? ", " : "") + format_double("%.2f", a.achieved_tflops) +
+           " TFLOP/s";
       if (a.peak_tflops > 0)
-        r += " (" + num(100 * a.achieved_tflops / a.peak_tflops, "%.0f") + "% of the measured " +
-             num(a.peak_tflops, "%.1f") + ")";
+        r += " (" + format_double("%.0f", 100 * a.achieved_tflops / a.peak_tflops) + "% of the measured " +
+             format_double("%.1f", a.peak_tflops) + ")";
     }
     d += r + "\n";
   }
@@ -162,7 +159,7 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   if (!a.findings.empty()) {
     d += "- telling metrics" +
          (with_best ? " (this attempt; best so far: turn " + std::to_string(best->turn) + ", " +
-                          num(best->speedup, "%.2fx") + ")"
+                          format_double("%.2fx", best->speedup) + ")"
                     : std::string()) +
          ":\n";
     for (const auto& m : a.findings) {
@@ -202,8 +199,8 @@ std::string render_feedback(const PastAttempt& a, const PastAttempt* best) {
                     {"sub_kind", a.sub_kind.empty() ? "-" : a.sub_kind},
                     {"detail", detail},
                     {"details", a.outcome == Outcome::pass ? pass_details(a, best) : detail},
-                    {"speedup", a.speedup > 0 ? num(a.speedup, "%.2fx") : "not measured"},
-                    {"gbps", a.achieved_gbps > 0 ? num(a.achieved_gbps, "%.2f") : "n/a"}}));
+                    {"speedup", a.speedup > 0 ? format_double("%.2fx", a.speedup) : "not measured"},
+                    {"gbps", a.achieved_gbps > 0 ? format_double("%.2f", a.achieved_gbps) : "n/a"}}));
 }
 
 const PastAttempt* best_pass(const std::vector<PastAttempt>& history) {
@@ -223,7 +220,7 @@ const PastAttempt* best_pass(const std::vector<PastAttempt>& history) {
 
 namespace {
 std::string ms_str(double ms) {
-  return ms <= 0 ? "time not measured" : num(ms, ms < 10 ? "%.3f ms" : "%.1f ms");
+  return ms <= 0 ? "time not measured" : format_double(ms < 10 ? "%.3f ms" : "%.1f ms", ms);
 }
 }  // namespace
 
@@ -238,13 +235,13 @@ std::string lesson(const PastAttempt& a, const PastAttempt* best_before) {
   } else if (a.t_candidate_ms > 0 && best_before->t_candidate_ms > 0) {
     const double change =
         100 * (best_before->t_candidate_ms - a.t_candidate_ms) / best_before->t_candidate_ms;
-    s = num(std::abs(change), "%.0f") + (change >= 0 ? "% faster than" : "% slower than") +
+    s = format_double("%.0f", std::abs(change)) + (change >= 0 ? "% faster than" : "% slower than") +
         " the best before it (turn " + std::to_string(best_before->turn) + ", " +
         ms_str(best_before->t_candidate_ms) + ")";
   } else {
     s = std::string(a.speedup > best_before->speedup ? "faster" : "not faster") +
         " than the best before it (turn " + std::to_string(best_before->turn) + ", " +
-        num(best_before->speedup, "%.2fx") + ")";
+        format_double("%.2fx", best_before->speedup) + ")";
   }
   if (!a.bottleneck.empty() && a.bottleneck != "unknown") s += "; " + a.bottleneck;
   if (!a.timing_anomaly.empty()) s += "; timing unreliable (" + a.timing_anomaly + ")";
@@ -256,7 +253,7 @@ std::string trajectory_line(const PastAttempt& a, const PastAttempt* best_before
   if (!a.sub_kind.empty()) s += " (" + a.sub_kind + ")";
   if (a.outcome == Outcome::pass)
     s += ", " + ms_str(a.t_candidate_ms) + ", " +
-         (a.speedup > 0 ? num(a.speedup, "%.2fx") : "speedup not measured");
+         (a.speedup > 0 ? format_double("%.2fx", a.speedup) : "speedup not measured");
   return s + " - " + lesson(a, best_before);
 }
 
@@ -271,7 +268,7 @@ std::string render_trajectory(const std::vector<PastAttempt>& history, int budge
   std::string best_line = "Best kernel so far: none has passed yet.\n";
   if (const PastAttempt* b = best_pass(history))
     best_line = "Best kernel so far: turn " + std::to_string(b->turn) + ", " + ms_str(b->t_candidate_ms) +
-                ", " + (b->speedup > 0 ? num(b->speedup, "%.2fx") : "speedup not measured") + ".\n";
+                ", " + (b->speedup > 0 ? format_double("%.2fx", b->speedup) : "speedup not measured") + ".\n";
   const std::size_t budget = static_cast<std::size_t>(std::max(budget_tokens, 64)) * 4;
   std::size_t total = best_line.size(), keep_from = lines.size();
   while (keep_from > 0 && total + lines[keep_from - 1].size() <= budget) total += lines[--keep_from].size();
@@ -329,7 +326,8 @@ std::string render_tolerances(const PromptInput& in) {
     if (t.atol == 0 && t.rtol == 0)
       s += "- " + t.dtype + " outputs: exact (every element equal)\n";
     else
-      s += "- " + t.dtype + " outputs: atol " + num(t.atol, "%g") + ", rtol " + num(t.rtol, "%g") + "\n";
+      s += "- " + t.dtype + " outputs: atol " + format_double("%g", t.atol) + ", rtol " +
+           format_double("%g", t.rtol) + "\n";
   }
   return s;
 }

@@ -27,6 +27,10 @@ std::string trim(std::string_view s);
 std::vector<std::string> split_lines(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
 
+/// `v` printed through a printf format holding one floating conversion ("%.2f", "%.2fx",
+/// "%.3g ms"): the numbers of tables, notes and prompts. At most 63 bytes.
+std::string format_double(const char* printf_format, double v);
+
 /// Truncates text to at most max_bytes (plus the marker line), keeping head and tail around a
 /// marker line "... [N bytes truncated] ..."; the cuts never split a UTF-8 sequence (utf8.hpp).
 std::string truncate_middle(std::string_view s, std::size_t max_bytes);
