@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "kforge/backends/backend.hpp"
+#include "kforge/backends/cuda_diagnostics.hpp"
 #include "kforge/backends/cuda_precision.hpp"
 
 namespace kforge::backends {
@@ -23,6 +24,7 @@ class CudaBackend final : public Backend {
     return {"cuda", "cu", "cpp", "c++", "cxx", "cc", ""};
   }
   bool inspects_precision() const override { return true; }
+  std::vector<DiagnosticDialect> diagnostic_dialects() const override { return cuda_diagnostic_dialects(); }
   PrecisionReport inspect_precision(const fs::path& artifact) const override {
     return sass_precision(artifact);
   }

@@ -158,7 +158,7 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
       fs::copy_file(entry->artifact, artifact, fs::copy_options::overwrite_existing, ec);
       if (ec)
         throw std::runtime_error(artifact.string() + ": cannot copy from the compile cache: " + ec.message());
-      r.diagnostics = parse_diagnostics(r.log, source, src_name);
+      r.diagnostics = parse_diagnostics(r.log, source, src_name, backend.diagnostic_dialects());
       check_artifact(r, artifact, policy);  // a hit passes the same checks as a fresh build
       return finish();
     }
@@ -188,13 +188,13 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
                   (options.timeout.count() % 1000 == 0 ? std::to_string(options.timeout.count() / 1000) + " s"
                                                        : std::to_string(options.timeout.count()) + " ms") +
                   "; simplify the code (heavy templates or unrolling?).";
-      r.diagnostics = parse_diagnostics(output, source, src_name);
+      r.diagnostics = parse_diagnostics(output, source, src_name, backend.diagnostic_dialects());
       return finish();
     case sandbox::Status::signalled:
     case sandbox::Status::exited:
       break;
   }
-  r.diagnostics = parse_diagnostics(output, source, src_name);
+  r.diagnostics = parse_diagnostics(output, source, src_name, backend.diagnostic_dialects());
 
   if (!res.ok()) {
     r.forbidden = forbidden_in_link_errors(r.diagnostics, policy);

@@ -25,16 +25,16 @@ std::string_view to_string(Severity s) {
   return "error";
 }
 
-namespace {
-
-/// Lines longer than this are cut before matching (std::regex recursion on huge lines).
-constexpr std::size_t kMaxLine = 4096;
-
 Severity severity_of(std::string_view word) {
   if (word == "warning") return Severity::warning;
   if (word == "note" || word == "remark" || word == "info") return Severity::note;
   return Severity::error;  // error, fatal error, fatal, catastrophic error
 }
+
+namespace {
+
+/// Lines longer than this are cut before matching (std::regex recursion on huge lines).
+constexpr std::size_t kMaxLine = 4096;
 
 /// gcc quotes with U+2018/U+2019 (and nvcc sometimes with U+201C/U+201D) outside the C locale.
 std::string ascii_quotes(std::string s) {
@@ -69,17 +69,10 @@ bool contains_any(const std::string& hay, std::initializer_list<std::string_view
 }  // namespace
 
 std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view source,
-                                          std::string_view source_name) {
+                                          std::string_view source_name,
+                                          const std::vector<DiagnosticDialect>& dialects) {
   // g++/cc1plus/nvcc host pass: file:line[:col]: severity: message
   static const std::regex kGcc(R"(^(.*?):([0-9]+):(?:([0-9]+):)? (fatal error|error|warning|note): (.*)$)");
-  // nvcc front end (EDG): file(line): severity[ #N[-D]]: message
-  static const std::regex kNvcc(
-      R"(^(.*?)\(([0-9]+)\): (catastrophic error|error|warning|remark)(?: #[0-9]+(?:-[A-Z])?)?: (.*)$)");
-  // ptxas [file, line N; ]severity : message
-  static const std::regex kPtxas(
-      R"(^ptxas(?: ([^,]*), line ([0-9]+);)? *(fatal|error|warning|info) *: (.*)$)");
-  // nvlink / nvcc driver: tool severity : message
-  static const std::regex kNvTool(R"(^(nvlink|nvcc|fatbinary|cicc) *(fatal|error|warning|info) *: (.*)$)");
   // GNU ld: [path/]ld[.variant]: rest
   static const std::regex kLd(R"(^(?:\S*/)?ld(?:\.[a-z]+)?: (.*)$)");
   // A linker location: file[:line]:(.section+0xoff): message
@@ -104,37 +97,28 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
   for (auto raw : split_lines(log)) {
     if (raw.size() > kMaxLine) raw = std::string(utf8_prefix(raw, kMaxLine));  // whole characters
     const std::string line = ascii_quotes(raw);
-    // nvcc (EDG) context of the previous error: "          detected during instantiation of ..."
-    if (owner != std::string::npos && !line.empty() && std::isspace(static_cast<unsigned char>(line[0]))) {
-      const std::string t = trim(line);
-      if (starts_with(t, "detected during") || starts_with(t, "instantiation of")) {
-        out[owner].notes.push_back(t);
+    if (owner != std::string::npos) {  // a dialect's context of the previous error
+      std::string context;
+      for (const auto& dialect : dialects)
+        if (dialect.context && !(context = dialect.context(line)).empty()) break;
+      if (!context.empty()) {
+        out[owner].notes.push_back(std::move(context));
         continue;
       }
     }
     std::smatch m;
     Diagnostic d;
-    if (std::regex_match(line, m, kGcc)) {
+    if (std::any_of(dialects.begin(), dialects.end(), [&](const DiagnosticDialect& dialect) {
+          return dialect.match && dialect.match(line, d);
+        })) {
+      // the backend's own tool
+    } else if (std::regex_match(line, m, kGcc)) {
       d.file = m[1].str();
       d.line = to_int(m[2]);
       d.column = to_int(m[3]);
       d.severity = severity_of(m[4].str());
       d.message = m[5].str();
       d.tool = "compiler";
-    } else if (std::regex_match(line, m, kNvcc)) {
-      d.file = m[1].str();
-      d.line = to_int(m[2]);
-      d.severity = severity_of(m[3].str());
-      d.message = m[4].str();
-      d.tool = "compiler";
-    } else if (std::regex_match(line, m, kPtxas)) {
-      d.severity = severity_of(m[3].str());
-      d.message = m[4].str();
-      d.tool = "ptxas";
-    } else if (std::regex_match(line, m, kNvTool)) {
-      d.severity = severity_of(m[2].str());
-      d.message = m[3].str();
-      d.tool = m[1].str() == "nvlink" ? "nvlink" : "driver";
     } else if (std::regex_match(line, m, kLd)) {
       const std::string rest = m[1].str();
       std::smatch lm;

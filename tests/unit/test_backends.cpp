@@ -396,7 +396,7 @@ TEST_CASE("diagnostic lines of each tool are recognised", "[backends]") {
       "1 error detected in the compilation of \"kernel.cu\".\n"
       "kernel.cu:7:10: fatal error: \xE2\x80\x98"
       "foo.h\xE2\x80\x99: No such file or directory\n";
-  const auto d = parse_diagnostics(log, src, "kernel.cu");
+  const auto d = parse_diagnostics(log, src, "kernel.cu", find_backend("cuda")->diagnostic_dialects());
   REQUIRE(d.size() == 10);
   CHECK(d[0].line == 3);
   CHECK(d[0].column == 3);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "kforge/backends/backend.hpp"
 #include "kforge/backends/diagnostics.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/sandbox/subprocess.hpp"
@@ -70,7 +71,11 @@ TEST_CASE("notes: a note before any error is not attached; nvcc context lines ar
       "kernel.cpp:2:6: note: suggested alternative: 'food'\n"
       "kernel.cpp:2:6: note: another\n"
       "kernel.cpp:2:6: note: third\n";
-  auto d = parse_diagnostics(log);
+  const Backend* cuda = find_backend("cuda");
+  REQUIRE(cuda != nullptr);
+  auto d = parse_diagnostics(log, {}, {}, cuda->diagnostic_dialects());
+  // Without the cuda backend's dialects the nvcc lines are not diagnostics: only g++'s are read.
+  CHECK(parse_diagnostics(log).size() == 4);
   // "remark"/"note" in EDG form is not a diagnostic kNvcc knows as a note; the error is first.
   const Diagnostic* e = first_error(d);
   REQUIRE(e != nullptr);

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/backends/diagnostics.hpp"
 #include "kforge/backends/host_kind.hpp"
 #include "kforge/backends/precision.hpp"
 
@@ -179,6 +180,11 @@ class Backend {
   /// Inspects a compiled artifact for lower-precision math (precision.hpp). A missing tool is
   /// reported in the report's `error`, never thrown. Default: an empty, uninspected report.
   virtual PrecisionReport inspect_precision(const std::filesystem::path& /*artifact*/) const { return {}; }
+
+  /// The formats of this backend's own compiler messages, tried before the core's (g++, GNU ld,
+  /// the driver) when compile() parses its log (parse_diagnostics): none for a g++ backend; the
+  /// cuda backend's nvcc, ptxas and nvlink (backends/cuda/cuda_diagnostics.cpp).
+  virtual std::vector<DiagnosticDialect> diagnostic_dialects() const { return {}; }
 
   /// Starts, without waiting, what `concurrency` builds at once will need (the triton backend:
   /// its warm scanners, triton_scan.hpp), so that their start-up overlaps the judges'. Never

@@ -1,14 +1,16 @@
 // kforge/backends/diagnostics.hpp — compiler and linker messages as data (docs/judge.md).
 //
-// parse_diagnostics turns the output of g++ (`file:line:col: error: msg`), nvcc's front end
-// (`file(line): error: msg`), ptxas (`ptxas error   : msg`), nvlink and ld/collect2
-// (`undefined reference to ...`, `ld returned 1 exit status`) into Diagnostic values, with the
-// offending line copied from the candidate's source. classify() maps an error onto the
+// parse_diagnostics turns the output of g++ (`file:line:col: error: msg`), ld/collect2
+// (`undefined reference to ...`, `ld returned 1 exit status`) and of the dialects a backend adds
+// for its own tools (Backend::diagnostic_dialects: the cuda backend's nvcc front end
+// `file(line): error: msg`, ptxas, nvlink; backends/cuda/cuda_diagnostics.cpp) into Diagnostic
+// values, with the offending line copied from the candidate's source. classify() maps an error onto the
 // compile_error sub-kinds of common/outcome.hpp, and summarise() renders the first distinct
 // errors for the next prompt. All functions are pure (no I/O) and thread-safe.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +23,10 @@ namespace kforge::backends {
 enum class Severity { note, warning, error };
 
 std::string_view to_string(Severity s);
+
+/// The severity a tool's word names: "warning"; "note", "remark", "info": note; any other
+/// ("error", "fatal error", "fatal", "catastrophic error"): error.
+Severity severity_of(std::string_view word);
 
 /// One message of a compiler, assembler or linker.
 struct Diagnostic {
@@ -38,12 +44,24 @@ struct Diagnostic {
   std::vector<std::string> notes;
 };
 
+/// One tool's message format, tried on every line before the core's (g++, GNU ld, the driver):
+/// `match` fills `d` (file, line, column, severity, message, tool) from a line that is one of its
+/// messages and answers true; `context` answers the text of a line that continues the previous
+/// error or warning (kept as one of its notes, not a diagnostic of its own), "" for any other.
+struct DiagnosticDialect {
+  std::function<bool(const std::string& line, Diagnostic& d)> match;
+  std::function<std::string(const std::string& line)> context;
+};
+
 /// Parses a build log. `source` is the candidate's text and `source_name` its file name
 /// ("kernel.cu"): diagnostics whose file has that base name get source_line filled. Lines that
 /// are not diagnostics (context such as "In function ...", caret lines, "N errors detected")
-/// are skipped. Fatal errors, nvcc's "catastrophic error" and ptxas "fatal" count as errors.
+/// are skipped. Fatal errors (and a dialect's: nvcc's "catastrophic error", ptxas "fatal") count
+/// as errors.
+/// `dialects`: the backend's own tools' formats (Backend::diagnostic_dialects), tried first.
 std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view source = {},
-                                          std::string_view source_name = {});
+                                          std::string_view source_name = {},
+                                          const std::vector<DiagnosticDialect>& dialects = {});
 
 /// The first diagnostic with severity error, or nullptr.
 const Diagnostic* first_error(const std::vector<Diagnostic>& diags);
