@@ -158,6 +158,10 @@ int cmd_library_export(const std::string& run, const std::string& as_backend,
   BackendExportOptions opt;
   opt.watermark = watermark;
   opt.include_non_generalising = include_non_generalising;
+  for (const std::string& name : backends::backend_names())
+    if (const backends::Backend* b = backends::find_backend(name))
+      opt.artifact_kinds[name] =
+          b->artifact_kind() == backends::ArtifactKind::shared_object ? "shared_object" : "python_module";
   BackendExport ex = export_backend(run, as_backend, opt);
   for (const auto& m : ex.skipped) std::cerr << "kforge library export: skipped " << m << "\n";
   std::cout << "kforge library export: " << ex.exported << " operator kernel(s) -> " << ex.dir.string()

@@ -16,12 +16,14 @@
 
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/hardware.hpp"
+#include "kforge/agent/judge_setup.hpp"
 #include "kforge/agent/llm.hpp"
 #include "kforge/agent/operator_schema.hpp"
 #include "kforge/agent/ports.hpp"
 #include "kforge/agent/progress.hpp"
 #include "kforge/agent/prompt_context.hpp"
 #include "kforge/agent/run_checks.hpp"
+#include "kforge/agent/run_exit.hpp"
 #include "kforge/agent/run_options.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
@@ -36,8 +38,6 @@
 #include "kforge/runs/run_dir.hpp"
 #include "kforge/runs/run_status.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
-#include "kforge/agent/judge_setup.hpp"
-#include "kforge/agent/run_exit.hpp"
 
 namespace kforge::agent {
 

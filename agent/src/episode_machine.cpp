@@ -1,10 +1,10 @@
 // agent/src/episode_machine.cpp — the episode's transition function (episode_machine.hpp).
 #include "kforge/agent/episode_machine.hpp"
-#include "kforge/agent/attempt_record.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
+#include "kforge/agent/attempt_record.hpp"
 #include "kforge/backends/resource_usage.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"

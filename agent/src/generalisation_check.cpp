@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/run_exit.hpp"
 #include "kforge/benchmarks/generalisation.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report.hpp"
@@ -15,7 +16,6 @@
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/beneath.hpp"
 #include "kforge/common/util.hpp"
-#include "kforge/agent/run_exit.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

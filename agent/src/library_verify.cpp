@@ -10,6 +10,7 @@
 
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/evaluation.hpp"
+#include "kforge/agent/run_exit.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"
@@ -19,7 +20,6 @@
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/util.hpp"
-#include "kforge/agent/run_exit.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -4,13 +4,13 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "kforge/agent/run_exit.hpp"
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/attempt_table.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "kforge/sandbox/subprocess.hpp"
-#include "kforge/agent/run_exit.hpp"
 
 namespace fs = std::filesystem;
 

@@ -5,12 +5,12 @@
 
 #include "kforge/agent/attempt.hpp"
 #include "kforge/agent/hardware.hpp"
-#include "kforge/agent/prompt_context.hpp"
-#include "kforge/agent/runners.hpp"
-#include "kforge/common/util.hpp"
 #include "kforge/agent/judge_setup.hpp"
 #include "kforge/agent/judged_checks.hpp"
+#include "kforge/agent/prompt_context.hpp"
 #include "kforge/agent/run_exit.hpp"
+#include "kforge/agent/runners.hpp"
+#include "kforge/common/util.hpp"
 
 namespace kforge::agent {
 

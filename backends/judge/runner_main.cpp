@@ -124,9 +124,8 @@ class Worker {
     if (!warm_flop_counter_) return;
     pollfd p{in_fd, POLLIN, 0};
     if (::poll(&p, 1, 50) != 0) return;  // a request waits (or the stream ended)
-    kforge::backends::TimedHold hold = timed_lock_.acquire(lock_name(device_), "warm",
-                                                           std::chrono::milliseconds(0),
-                                                           kforge::backends::TimedLock::Mode::shared);
+    kforge::backends::TimedHold hold = timed_lock_.acquire(
+        lock_name(device_), "warm", std::chrono::milliseconds(0), kforge::backends::TimedLock::Mode::shared);
     if (hold.state() == kforge::backends::TimedHold::State::busy) return;
     warm_flop_counter_ = false;
     try {
@@ -174,8 +173,8 @@ with FlopCounterMode(display=False):
   /// Triton hosts forked warm (zygote.hpp); null with KFORGE_TRITON_ZYGOTE=0. Outlives session_.
   std::unique_ptr<Zygotes> zygotes_ =
       Zygotes::enabled_by_environment() ? std::make_unique<Zygotes>() : nullptr;
-  std::unique_ptr<CandidateSession> session_;            ///< the last passed check's host, for its bench
-  bool warm_flop_counter_ = false;  ///< after_reply has the FLOP counter's first use to do
+  std::unique_ptr<CandidateSession> session_;  ///< the last passed check's host, for its bench
+  bool warm_flop_counter_ = false;             ///< after_reply has the FLOP counter's first use to do
   mutable kforge::backends::FlockTimedLock timed_lock_;  ///< the devices' locks for timed work
   bool lock_held_by_client_ = false;                     ///< the current request runs under the client's hold
   bool lock_shared_by_client_ = false;                   ///< ...under its shared hold

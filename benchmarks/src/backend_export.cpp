@@ -103,11 +103,13 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
   for (const auto& [task, k] : library_kernels(run_dir, s, &missing)) {
     const AttemptRecord& r = *k.result->best;
     if (r.category != "operator") continue;
-    const bool native = r.backend == "cpu" || r.backend == "cuda";
-    if (r.backend != "triton" && !native) {
-      ex.skipped.push_back(task + ": backend " + r.backend + " (triton, cpu and cuda kernels are exported)");
+    const auto kind = options.artifact_kinds.find(r.backend);
+    if (kind == options.artifact_kinds.end()) {
+      ex.skipped.push_back(task + ": backend " + r.backend +
+                           " (not a backend of this kforge: nothing to export)");
       continue;
     }
+    const bool native = kind->second == "shared_object";
     // A cpu/cuda kernel: the shared object the judge passed (built once, in the attempt), loaded
     // by the package through ctypes; its source beside it for readers.
     const fs::path so = k.attempt_dir / "build" / "kernel.so";

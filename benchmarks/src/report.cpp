@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "candidate_file.hpp"
 #include "kforge/benchmarks/generalisation.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/common/beneath.hpp"
@@ -821,20 +822,8 @@ std::map<std::string, LibraryKernel> library_kernels(const fs::path& run_dir, co
     const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
     // The backend's own source first (a directory should hold only that one); `kforge eval` keeps
     // only the built one (build/kernel.*).
-    std::vector<std::string> names{"kernel.cu", "kernel.cpp", "kernel.py"};
-    const std::map<std::string, std::string> preferred{
-        {"cuda", "kernel.cu"}, {"cpu", "kernel.cpp"}, {"triton", "kernel.py"}};
-    if (auto p = preferred.find(r.backend); p != preferred.end())
-      std::stable_partition(names.begin(), names.end(), [&](const std::string& n) { return n == p->second; });
-    fs::path src;
-    for (const fs::path& dir : {adir, adir / "build"}) {
-      for (const auto& name : names)
-        if (fs::is_regular_file(dir / name, ec)) {
-          src = dir / name;
-          break;
-        }
-      if (!src.empty()) break;
-    }
+    fs::path src = candidate_file(adir, r.backend);
+    if (src.empty()) src = candidate_file(adir / "build", r.backend);
     if (src.empty()) {
       if (missing) missing->push_back(task + ": no kernel.cu, kernel.cpp or kernel.py in " + adir.string());
       continue;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "candidate_file.hpp"
 #include "kforge/common/ascii.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
@@ -197,15 +198,9 @@ std::string read_if(const fs::path& p) {
 
 /// The candidate source of an attempt directory and its file name: the backend's own first.
 std::pair<std::string, std::string> kernel_file(const fs::path& dir, const std::string& backend) {
-  std::vector<std::string> names{"kernel.cu", "kernel.cpp", "kernel.py"};
-  const std::map<std::string, std::string> own{
-      {"cuda", "kernel.cu"}, {"cpu", "kernel.cpp"}, {"triton", "kernel.py"}};
-  if (auto o = own.find(backend); o != own.end())
-    std::stable_partition(names.begin(), names.end(), [&](const std::string& n) { return n == o->second; });
-  std::error_code ec;
-  for (const auto& n : names)
-    if (fs::is_regular_file(dir / n, ec)) return {n, read_if(dir / n)};
-  return {"", ""};
+  const fs::path f = candidate_file(dir, backend);
+  if (f.empty()) return {"", ""};
+  return {f.filename().string(), read_if(f)};
 }
 
 json profile_json(const AttemptProfile& p) {

@@ -59,14 +59,13 @@ std::string load_backend_template(const PromptInput& in, const std::string& name
 }
 
 namespace {
-/// The backend's fence language and device type (Backend::prompt_language, device_type),
-/// given by the caller; a caller that gives none gets the built-in backends' values.
+/// The backend's fence language and device type (Backend::prompt_language, device_type), as the
+/// caller gives them (PromptInput's defaults describe a cpu backend).
 std::string lang_of(const PromptInput& in) {
-  if (!in.language.empty()) return in.language;
-  return in.backend == "cuda" ? "cuda" : "cpp";
+  return in.language;
 }
 bool on_gpu(const PromptInput& in) {
-  return (in.device_type.empty() ? in.backend : in.device_type) != "cpu";
+  return in.device_type != "cpu";
 }
 std::string shape_str(const std::vector<std::int64_t>& s) {
   std::string r = "[";

@@ -134,9 +134,9 @@ TEST_CASE("kforge run repairs gelu_tanh over three turns with feedback in the pr
   CHECK(p3.find("output_mismatch") != std::string::npos);
   CHECK(p3.find("elements") != std::string::npos);
   CHECK(p3.find("differ") != std::string::npos);
-  CHECK(p3.find("- turn 1: compile_error") != std::string::npos);  // the trajectory (issue 39)
+  CHECK(p3.find("- turn 1: compile_error") != std::string::npos);     // the trajectory (issue 39)
   CHECK(p3.find("### Your attempt at turn 1") == std::string::npos);  // history policy: last
-  CHECK(p2.find("measured memory bandwidth") != std::string::npos);  // the prompt states the measured peaks
+  CHECK(p2.find("measured memory bandwidth") != std::string::npos);   // the prompt states the measured peaks
   CHECK(fs::exists(ep / "3/kernel.cpp"));
   CHECK(fs::exists(ep / "1/build.log"));
   CHECK(fs::exists(ep / "1/response.txt"));

@@ -4,8 +4,8 @@
 
 #include "agent_fakes.hpp"
 #include "catch.hpp"
-#include "kforge/agent/episode_machine.hpp"
 #include "kforge/agent/attempt_record.hpp"
+#include "kforge/agent/episode_machine.hpp"
 
 using namespace kforge;
 using namespace kforge::agent;

@@ -70,6 +70,9 @@ prompts::PromptInput golden_input(const std::string& backend, const std::string&
   if (backend == "triton") {
     in.language = "python";
     in.device_type = "cuda";
+  } else if (backend == "cuda") {
+    in.language = "cuda";
+    in.device_type = "cuda";
   }
   in.task_id = "activation/gelu_tanh";
   in.category = "activation";

@@ -180,6 +180,7 @@ TEST_CASE("the scratch-buffer rule and the reply's token limit are stated", "[pr
   CHECK(has(cpu, "a scratch buffer your kernel allocates may be kept and reused across calls"));
   CHECK_FALSE(has(cpu, "Do not keep pointers between calls."));
   in.backend = "cuda";
+  in.language = "cuda";
   in.device_type = "cuda";
   CHECK(has(prompts::render_prompt(in).user,
             "a scratch buffer your kernel allocates (`cudaMalloc`) may be kept"));

@@ -12,12 +12,13 @@
 // verdict on unseen shapes from <run>/generalisation.json). Passing operator kernels of the
 // triton backend (kernels/<op>.py) and of the cpu and cuda backends (kernels/<op>.so: the shared
 // object the judge passed, called through ctypes; its source beside it) are exported, and of
-// those only the kernels shown to generalise unless include_non_generalising. A watermark build replaces every kernel with a Triton kernel
-// that writes a constant (BackendBench's idea): a model's outputs then show whether its calls
-// really route through the package. Thread-safe on distinct directories.
+// those only the kernels shown to generalise unless include_non_generalising. A watermark build replaces
+// every kernel with a Triton kernel that writes a constant (BackendBench's idea): a model's outputs then show
+// whether its calls really route through the package. Thread-safe on distinct directories.
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,11 @@ struct BackendExportOptions {
   /// Also export kernels not shown to generalise to unseen shapes (generalisation.json says no,
   /// or could not judge them, or has no verdict for them); by default only those that do.
   bool include_non_generalising = false;
+  /// What each backend's passing kernel is, by backend name (Backend::artifact_kind, filled by
+  /// the caller from the registry: this library names no backend): "shared_object" (exported
+  /// as kernels/<op>.so, called through ctypes) or "python_module" (kernels/<op>.py). A record
+  /// of a backend not listed is skipped, with the reason.
+  std::map<std::string, std::string> artifact_kinds;
 };
 
 struct BackendExport {

@@ -79,8 +79,11 @@ struct PromptInput {
   /// output_format_operator.md, operator_write.md, output_format_tritonbench.md); empty:
   /// backend_templates_dir(backend).
   std::filesystem::path backend_prompts;
-  std::string language;     ///< code-fence language of the backend ("cpp", "cuda"); "" = from backend
-  std::string device_type;  ///< where the kernel runs ("cpu", "cuda"); "" = from backend
+  /// The backend's code-fence language and where its kernels run (Backend::prompt_language,
+  /// device_type: "cpp"/"cpu", "cuda"/"cuda", "python"/"cuda"): given by the caller, never
+  /// derived from the backend's name; the defaults are the cpu backend's.
+  std::string language = "cpp";
+  std::string device_type = "cpu";
   std::string task_id, category, reference;
   std::string device;      ///< fallback device name when hardware.name is empty ("cuda:0")
   HardwareFacts hardware;  ///< what the prompt states about the machine
