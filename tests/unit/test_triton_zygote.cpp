@@ -266,5 +266,9 @@ TEST_CASE(
   CHECK(c.message.find("did not start") != std::string::npos);
   CHECK(c.retried);
   CHECK(s >= 10);  // each of the two checks waited for its host until about its 7 s deadline
-  CHECK(s < 24);   // and neither ran into the client's 12 s
+  // Neither ran into the client's 12 s (the sub-kind says so); the wall also holds two runner
+  // starts and loads (the retry is on a fresh worker: torch's import, the reference, the FLOP
+  // counter's first use), 24.8 s in all once on a loaded 2-core machine, so the bound leaves
+  // room for them: a 180 s host wait, what this test guards against, is far beyond it.
+  CHECK(s < 40);
 }
