@@ -59,11 +59,7 @@ std::string load_backend_template(const PromptInput& in, const std::string& name
 }
 
 namespace {
-/// The backend's fence language and device type (Backend::prompt_language, device_type), as the
-/// caller gives them (PromptInput's defaults describe a cpu backend).
-std::string lang_of(const PromptInput& in) {
-  return in.language;
-}
+/// Whether the backend's kernels run on a GPU (PromptInput::device_type, as the caller gives it).
 bool on_gpu(const PromptInput& in) {
   return in.device_type != "cpu";
 }
@@ -397,7 +393,7 @@ namespace {
 std::string attempt_block(const PromptInput& in, const PastAttempt& a, const PastAttempt* best) {
   return fill(load_template("attempt.md"),
               {{"turn", std::to_string(a.turn)},
-               {"lang", lang_of(in)},
+               {"lang", in.language},
                {"source", a.source.empty() ? "// (no code block)" : trim(a.source)},
                {"feedback", render_feedback(a, best)}});
 }
@@ -481,7 +477,7 @@ Prompt render_prompt(const PromptInput& in) {
                   {"category", e.category},
                   {"chosen_for", e.reason.empty() ? "" : "; chosen for: " + e.reason},
                   {"reference", e.reference.empty() ? "# (reference source unavailable)" : trim(e.reference)},
-                  {"lang", lang_of(in)},
+                  {"lang", in.language},
                   {"kernel", trim(e.kernel)}});
   const std::string abi =
       fill(load_template("abi.md"),
