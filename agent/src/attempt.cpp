@@ -11,7 +11,7 @@
 #include "kforge/agent/judge_setup.hpp"
 #include "kforge/agent/judged_checks.hpp"
 #include "kforge/agent/prompt_context.hpp"
-#include "kforge/backends/python_errors.hpp"
+#include "kforge/backends/python_traceback.hpp"
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"

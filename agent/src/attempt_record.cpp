@@ -8,7 +8,7 @@
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/ncu.hpp"
 #include "kforge/backends/precision.hpp"
-#include "kforge/backends/python_errors.hpp"
+#include "kforge/backends/python_traceback.hpp"
 #include "kforge/backends/resource_usage.hpp"
 #include "kforge/benchmarks/metrics.hpp"
 #include "kforge/common/hash.hpp"

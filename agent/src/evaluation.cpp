@@ -24,7 +24,7 @@
 #include "kforge/agent/run_exit.hpp"
 #include "kforge/agent/runners.hpp"
 #include "kforge/agent/scheduler.hpp"
-#include "kforge/backends/python_errors.hpp"
+#include "kforge/backends/python_traceback.hpp"
 #include "kforge/benchmarks/metrics.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"

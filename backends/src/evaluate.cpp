@@ -3,7 +3,6 @@
 #include <random>
 #include <stdexcept>
 
-#include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/tritonbench_perf.hpp"
 #include "kforge/common/util.hpp"
 
@@ -11,30 +10,24 @@ namespace kforge::backends {
 
 namespace {
 
-/// A Python candidate's exception (the Triton host's traceback) as the outcome Python's error
-/// means (python_errors.hpp: names and attributes the model got wrong are compile errors, a
-/// Triton CompilationError too), with TritonBench's group. The message keeps the headline, the
-/// candidate's line and the end of the traceback.
-void classify_python_failure(Evaluation& ev) {
-  if (ev.outcome != Outcome::runtime_error || (ev.sub_kind != "python_exception" && ev.sub_kind != "load"))
-    return;
+/// The backend's reading of a failure (Backend::explain_failure): a Python candidate's
+/// exception as the outcome Python's error means, with TritonBench's group. Never for
+/// infra_error: kforge's own failure is not the backend's to reread.
+void explain(Evaluation& ev, bool at_build) {
+  if (ev.backend == nullptr || ev.outcome == Outcome::infra_error || ev.outcome == Outcome::pass) return;
   std::string source;
   try {
     source = read_file(ev.compile.source_path);
   } catch (const std::exception&) {
   }
   const std::string name = ev.compile.source_path.filename().string();
-  auto v = classify_traceback(ev.message, source, name.empty() ? "kernel.py" : name);
-  if (!v) return;
-  ev.outcome = v->outcome;
-  ev.sub_kind = v->sub_kind();
-  ev.error_group = std::string(to_string(v->group));
-  std::string msg = v->headline;
-  if (v->line > 0)
-    msg += "\n" + name + ":" + std::to_string(v->line) + ": " + v->source_line;
-  else if (!v->source_line.empty())
-    msg += "\nin the kernel: " + v->source_line;
-  ev.message = msg + "\n\n" + truncate_middle(ev.message, 3000);
+  FailureFacts facts{ev.outcome, ev.sub_kind, ev.message, source, name, at_build};
+  auto x = ev.backend->explain_failure(facts);
+  if (!x) return;
+  ev.outcome = x->outcome;
+  ev.sub_kind = std::move(x->sub_kind);
+  ev.error_group = std::move(x->error_group);
+  ev.message = std::move(x->message);
 }
 
 }  // namespace
@@ -46,6 +39,7 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
   std::random_device rd;
   if (ev.seed < 0) ev.seed = std::uniform_int_distribution<int64_t>(1, 1'000'000'000)(rd);
   ev.compile = compile(backend, source, workdir, options.compile);
+  ev.backend = &backend;
   ev.host = backend.host_kind();
   ev.compile_ms = static_cast<double>(ev.compile.wall.count());
   if (!ev.compile.ok()) {
@@ -56,10 +50,9 @@ Evaluation compile_candidate(const Backend& backend, const std::string& source,
     if (ev.compile.sub_kind) ev.sub_kind = std::string(to_string(*ev.compile.sub_kind));
     if (ev.compile.status == CompileStatus::forbidden_api && !ev.compile.forbidden.empty())
       ev.sub_kind = ev.compile.forbidden.front().rule;
-    if (backend.artifact_kind() == ArtifactKind::python_module && ev.outcome == Outcome::compile_error)
-      ev.error_group = "Syntax";  // the scan's parse: TritonBench's Syntax group
     if (ev.compile.status == CompileStatus::toolchain_missing) ev.sub_kind = "toolchain_missing";
     ev.message = ev.compile.summary;
+    explain(ev, true);
   }
   return ev;
 }
@@ -88,7 +81,7 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
     ev.message += *ev.check->correct ? " (its outputs match the reference: correct, but not a pass)"
                                      : " (its outputs are wrong as well: " + ev.check->correct_message + ")";
   ev.failure = ev.check->failure;
-  classify_python_failure(ev);
+  explain(ev, false);
   if (ev.outcome != Outcome::pass || !options.bench) return;
   if (task.test_block())  // TritonBench: checked on its test block, timed on its performance inputs
     ev.bench =
@@ -113,7 +106,7 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
     ev.outcome = ev.bench->outcome;
     ev.sub_kind = ev.bench->sub_kind;
     ev.message = ev.bench->message;
-    classify_python_failure(ev);
+    explain(ev, false);
     ev.message = "failed while being benchmarked: " + ev.message;
   }
 }

@@ -11,7 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "kforge/backends/python_errors.hpp"
+#include "kforge/backends/python_traceback.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
 #include "kforge/common/utf8.hpp"

@@ -6,7 +6,7 @@
 #include <regex>
 #include <sstream>
 
-#include "kforge/backends/python_errors.hpp"
+#include "kforge/backends/python_traceback.hpp"
 #include "kforge/common/dtype.hpp"
 #include "kforge/common/util.hpp"
 

@@ -9,6 +9,7 @@
 
 #include "kforge/backends/backend.hpp"
 #include "kforge/backends/compile.hpp"
+#include "kforge/backends/python_errors.hpp"
 #include "kforge/backends/triton_scan.hpp"
 #include "kforge/common/util.hpp"
 
@@ -133,6 +134,9 @@ class TritonBackend final : public Backend {
              CompileResult* out) const override {
     *out = build_python_module(*this, source, workdir, o);
     return true;
+  }
+  std::optional<FailureExplanation> explain_failure(const FailureFacts& facts) const override {
+    return explain_python_failure(facts);
   }
   void prewarm(int concurrency, const CompileOptions& o) const override {
     if (const auto py = find_compiler(o)) {

@@ -198,3 +198,33 @@ TEST_CASE("failure_headline: a traceback's exception line, never its first line"
   CHECK(failure_headline("Traceback (most recent call last):\n") ==
         "a Python traceback without its exception line");
 }
+
+TEST_CASE("the triton backend explains its host's failures; kforge's own stay kforge's", "[python_errors]") {
+  const Backend& triton = get_backend("triton");
+  const std::string trace = read_file(case_dir("attribute_error") / "trace.txt");
+  const std::string source = read_file(case_dir("attribute_error") / "kernel.py");
+  FailureFacts run{Outcome::runtime_error, "python_exception", trace, source, "kernel.py", false};
+  auto x = triton.explain_failure(run);
+  REQUIRE(x);
+  CHECK(x->outcome == Outcome::compile_error);
+  CHECK(x->sub_kind == "no_member");
+  CHECK(x->error_group == "Attr&Type");
+  CHECK(starts_with(x->message, "AttributeError"));
+  CHECK(x->message.find(trace.substr(trace.size() - 40)) != std::string::npos);  // the traceback's end
+
+  // The scan's parse failure at build: Syntax, the scan's own message kept.
+  FailureFacts build{
+      Outcome::compile_error, "syntax", "kernel.py:1: invalid syntax", source, "kernel.py", true};
+  x = triton.explain_failure(build);
+  REQUIRE(x);
+  CHECK(x->error_group == "Syntax");
+  CHECK(x->message == "kernel.py:1: invalid syntax");
+
+  // Not the backend's to reread: kforge's failure, a mismatch, a crash of another kind.
+  for (auto [outcome, sub] :
+       {std::pair{Outcome::infra_error, "judge_timeout"}, std::pair{Outcome::output_mismatch, "values"},
+        std::pair{Outcome::runtime_error, "segfault"}})
+    CHECK_FALSE(triton.explain_failure({outcome, sub, trace, source, "kernel.py", false}));
+  // Backends that read nothing themselves keep the judge's outcome.
+  CHECK_FALSE(get_backend("cpu").explain_failure(run));
+}

@@ -106,6 +106,26 @@ std::optional<std::string> detect_cuda_arch();
 /// otherwise each $PATH entry is tried. std::nullopt when not found.
 std::optional<std::filesystem::path> find_executable(std::string_view name);
 
+/// What the judge (or the build) said of a failed candidate, for Backend::explain_failure.
+struct FailureFacts {
+  Outcome outcome = Outcome::runtime_error;  ///< the build's or the judge's outcome
+  std::string_view sub_kind;
+  std::string_view message;      ///< the failure's text (a Python host's: its traceback)
+  std::string_view source;       ///< the candidate's source
+  std::string_view source_name;  ///< its file name as the host names it ("kernel.py")
+  bool at_build = false;         ///< the build failed (else the check or the bench did)
+};
+
+/// A failure as the backend reads it: the outcome and sub-kind it means, TritonBench's error
+/// group ("Syntax", "Attr&Type", "Name&Ref", "Run&Logic", "Other"; "" when none), and the
+/// feedback text that replaces the judge's message.
+struct FailureExplanation {
+  Outcome outcome = Outcome::runtime_error;
+  std::string sub_kind;
+  std::string error_group;
+  std::string message;
+};
+
 struct CompileResult;  // compile.hpp
 
 /// What a backend's build produces: a shared object exporting kf_forward (the candidate host
@@ -185,6 +205,16 @@ class Backend {
   /// the driver) when compile() parses its log (parse_diagnostics): none for a g++ backend; the
   /// cuda backend's nvcc, ptxas and nvlink (backends/cuda/cuda_diagnostics.cpp).
   virtual std::vector<DiagnosticDialect> diagnostic_dialects() const { return {}; }
+
+  /// What a failure of this backend's candidate means, when the backend reads its host's or
+  /// its build's messages itself (the triton backend: Python's exceptions as outcomes and
+  /// TritonBench's error groups, backends/triton/python_errors.hpp); std::nullopt keeps the
+  /// judge's outcome and message. Called for compile_error at build and for runtime_error
+  /// after the check or the bench; never for infra_error (kforge's own failure stays kforge's).
+  /// Default: std::nullopt.
+  virtual std::optional<FailureExplanation> explain_failure(const FailureFacts& /*facts*/) const {
+    return std::nullopt;
+  }
 
   /// Starts, without waiting, what `concurrency` builds at once will need (the triton backend:
   /// its warm scanners, triton_scan.hpp), so that their start-up overlaps the judges'. Never

@@ -33,6 +33,9 @@ struct Evaluation {
   std::string sub_kind;
   std::string message;  ///< feedback-ready text: compiler errors, mismatch summary, crash
   CompileResult compile;
+  /// The backend that built the candidate (a registered one: it lives until the process exits,
+  /// backend.hpp), set by compile_candidate(); it explains the candidate's failures.
+  const Backend* backend = nullptr;
   /// The candidate host the backend needs (Backend::host_kind), set by compile_candidate().
   HostKind host = HostKind::native;
   std::optional<CheckResult> check;
@@ -43,8 +46,8 @@ struct Evaluation {
   /// broken, the judge, the reference): never the candidate's fault. Decided where it happened
   /// (the compile, CheckResult::failure, BenchResult::failure) and carried unchanged.
   std::optional<FailureKind> failure;
-  /// A Python candidate's exception in TritonBench's groups ("Syntax", "Attr&Type", "Name&Ref",
-  /// "Run&Logic", "Other"); "" otherwise.
+  /// TritonBench's error group of the failure, when the backend names one
+  /// (Backend::explain_failure: "Syntax", "Attr&Type", "Name&Ref", "Run&Logic", "Other"); "" otherwise.
   std::string error_group;
   /// The artifact's precision inspection (precision.hpp), when it was done at build time: it
   /// needs no GPU, so the build stage runs it on a compile slot, not in the judge's.

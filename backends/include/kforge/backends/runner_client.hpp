@@ -270,7 +270,7 @@ class RunnerClient {
   const RunnerConfig& config() const { return cfg_; }
   int workers_started() const { return workers_started_; }
   /// Tasks (by id) whose reference failed on a fresh worker -> the failure's one-line headline
-  /// (python_errors.hpp failure_headline). Requests for them cost nothing after the first.
+  /// (python_traceback.hpp failure_headline). Requests for them cost nothing after the first.
   const std::map<std::string, std::string>& unusable() const { return unusable_by_id_; }
   /// The full failure text (the Python traceback) of an unusable task; "" when it is not.
   std::string unusable_detail(const TaskRef& task) const;

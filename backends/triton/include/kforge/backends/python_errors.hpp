@@ -1,4 +1,5 @@
-// kforge/backends/python_errors.hpp — Python exceptions as kforge outcomes (docs/judge.md).
+// kforge/backends/python_errors.hpp — the triton backend's reading of a Python candidate's
+// exception as a kforge outcome (docs/judge.md; Backend::explain_failure).
 //
 // A Triton candidate fails with a Python exception: at import (SyntaxError), while Triton
 // lowers a @triton.jit function (triton.compiler.errors.CompilationError, which wraps the
@@ -26,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/backends/backend.hpp"
+#include "kforge/backends/python_traceback.hpp"
 #include "kforge/common/outcome.hpp"
 
 namespace kforge::backends {
@@ -35,29 +38,6 @@ enum class PythonErrorGroup { syntax, attr_type, name_ref, run_logic, other };
 
 /// "Syntax", "Attr&Type", "Name&Ref", "Run&Logic", "Other" (the paper's names).
 std::string_view to_string(PythonErrorGroup g);
-
-/// One `File "...", line N, in fn` entry of a traceback.
-struct TracebackFrame {
-  std::string file;
-  int line = 0;
-  std::string function;     ///< empty for a SyntaxError's location line
-  std::string source_line;  ///< the echoed line, trimmed; empty when Python printed none
-};
-
-/// An exception as Python printed it.
-struct PythonException {
-  std::string type;                    ///< as printed, e.g. "triton.compiler.errors.CompilationError"
-  std::string message;                 ///< everything after "Type: ", lines kept; may be empty
-  std::vector<TracebackFrame> frames;  ///< of the exception raised last, outermost first
-  std::string cause_type;  ///< the exception it was raised from or during ("ValueError"), if printed
-};
-
-/// Parses Python's traceback text (stderr of a failed run; anything before the first
-/// "Traceback (most recent call last):" is ignored). Chained tracebacks are read to the last
-/// one; the one before it gives cause_type. A text with no traceback but a final
-/// `SomeError: message` line yields that exception without frames. std::nullopt when the text
-/// shows no exception.
-std::optional<PythonException> parse_traceback(std::string_view text);
 
 /// What an exception means for an attempt.
 struct PythonErrorVerdict {
@@ -89,11 +69,11 @@ PythonErrorVerdict classify_python_error(std::string_view type, std::string_view
 std::optional<PythonErrorVerdict> classify_traceback(std::string_view traceback, std::string_view source = {},
                                                      std::string_view source_name = "kernel.py");
 
-/// The one line that names a failure. A text whose first line opens a Python traceback
-/// (possibly after a prefix, such as "loading task x failed: python_exception: ") gives the
-/// exception as Python's last line prints it, with the prefix: "... RuntimeError: CUDA error:
-/// an illegal memory access" (the message's first line); any other text gives its first
-/// non-empty line. Never "Traceback (most recent call last):"; "" for an empty text.
-std::string failure_headline(std::string_view text);
+/// The triton backend's Backend::explain_failure: a build's compile_error is TritonBench's
+/// Syntax group (the scan parses the module); a runtime_error of the host's `python_exception`
+/// or `load` kind is the outcome its exception means (classify_traceback), its message the
+/// headline, the candidate's line and the traceback's end (3000 characters at most).
+/// std::nullopt for anything else, and for a text that shows no exception.
+std::optional<FailureExplanation> explain_python_failure(const FailureFacts& facts);
 
 }  // namespace kforge::backends
