@@ -108,6 +108,90 @@ void check_artifact(CompileResult& r, const fs::path& artifact, const SymbolPoli
   }
 }
 
+namespace {
+
+/// The compile cache's key of this build: the source and the ABI header, the argv, the symbol
+/// policy (it decides whether an artifact is accepted), the compiler's version, the target.
+std::string cache_key(const Backend& backend, const std::string& source, const std::string& src_name,
+                      const CompileResult& r, const SymbolPolicy& policy, const CompileOptions& options) {
+  std::error_code ec;
+  sandbox::CompileKey key;
+  key.sources.emplace_back(src_name, source);
+  const fs::path abi_header = abi_include_dir(options) / "kforge" / "kernel_abi.h";
+  if (fs::is_regular_file(abi_header, ec))
+    key.sources.emplace_back("kforge/kernel_abi.h", read_file(abi_header));
+  key.flags = r.argv;
+  key.flags.push_back(std::string("#kforge-policy:cublas=") + (policy.allow_cublas ? "1" : "0") +
+                      ",cudnn=" + (policy.allow_cudnn ? "1" : "0"));
+  key.compiler_version = r.compiler_version;
+  key.target_arch = backend.target_arch(options);
+  return key.hash();
+}
+
+/// A failed compiler run as r's status (forbidden_api from its link errors, else compile_error
+/// with the first error's kind and a summary); `output` is what it printed.
+void compiler_failed(CompileResult& r, const sandbox::Result& res, const std::string& output,
+                     const SymbolPolicy& policy, const CompileOptions& options) {
+  r.forbidden = forbidden_in_link_errors(r.diagnostics, policy);
+  if (!r.forbidden.empty()) {
+    r.status = CompileStatus::forbidden_api;
+    r.summary = forbidden_summary(r.forbidden);
+    return;
+  }
+  r.status = CompileStatus::compile_error;
+  r.sub_kind = classify_first_error(r.diagnostics).value_or(CompileErrorKind::other);
+  r.summary = summarise(r.diagnostics, options.summary_max_errors, options.summary_max_bytes);
+  if (r.summary.empty()) {
+    const std::string how = res.status == sandbox::Status::signalled
+                                ? "was killed by signal " + std::to_string(res.term_signal)
+                                : "exited with status " + std::to_string(res.exit_code);
+    r.summary = "The compiler " + how + " without a recognisable error message. Output:\n" +
+                tail(output, options.summary_max_bytes / 2);
+  }
+}
+
+/// Runs the compiler in the sandbox and reads its result into r (log, diagnostics, status; the
+/// artifact checked when it built one).
+void run_compiler(CompileResult& r, const Backend& backend, const std::string& source,
+                  const std::string& src_name, const fs::path& workdir, const fs::path& artifact,
+                  const SymbolPolicy& policy, const CompileOptions& options) {
+  sandbox::Spec spec;
+  spec.argv = r.argv;
+  spec.cwd = workdir;
+  spec.env_set["LC_ALL"] = "C";  // ASCII quotes in messages
+  spec.env_set["LANG"] = "C";
+  spec.limits.wall = options.timeout;
+  spec.limits.output_cap_bytes = options.log_cap_bytes;
+  const auto res = sandbox::run(spec);
+  std::string output = res.err;
+  if (!res.out.empty()) output += (output.empty() || output.back() == '\n' ? "" : "\n") + res.out;
+  r.log = truncate_middle("$ " + join_argv(r.argv) + "\n" + output, options.log_cap_bytes);
+  if (res.status == sandbox::Status::failed_to_start) {
+    r.status = CompileStatus::toolchain_missing;
+    r.summary = "Could not start the compiler " + r.argv.front() + ": " + res.error;
+    return;
+  }
+  r.diagnostics = parse_diagnostics(output, source, src_name, backend.diagnostic_dialects());
+  std::error_code ec;
+  if (res.status == sandbox::Status::timed_out) {
+    r.status = CompileStatus::timeout;
+    r.summary = "The compiler did not finish within " +
+                (options.timeout.count() % 1000 == 0 ? std::to_string(options.timeout.count() / 1000) + " s"
+                                                     : std::to_string(options.timeout.count()) + " ms") +
+                "; simplify the code (heavy templates or unrolling?).";
+  } else if (!res.ok()) {
+    compiler_failed(r, res, output, policy, options);
+  } else if (!fs::is_regular_file(artifact, ec)) {
+    r.status = CompileStatus::compile_error;
+    r.sub_kind = CompileErrorKind::other;
+    r.summary = "The compiler reported success but produced no " + std::string(kArtifactName) + ".";
+  } else {
+    check_artifact(r, artifact, policy);
+  }
+}
+
+}  // namespace
+
 CompileResult compile(const Backend& backend, const std::string& source, const fs::path& workdir,
                       const CompileOptions& options) {
   if (CompileResult own; backend.build(source, workdir, options, &own)) return own;
@@ -140,18 +224,7 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
   std::optional<sandbox::CompileCache> cache;
   if (!options.cache_dir.empty()) {
     cache.emplace(options.cache_dir);
-    sandbox::CompileKey key;
-    key.sources.emplace_back(src_name, source);
-    const fs::path abi_header = abi_include_dir(options) / "kforge" / "kernel_abi.h";
-    if (fs::is_regular_file(abi_header, ec))
-      key.sources.emplace_back("kforge/kernel_abi.h", read_file(abi_header));
-    key.flags = r.argv;
-    // The symbol policy decides whether an artifact is accepted, so it is part of the key.
-    key.flags.push_back(std::string("#kforge-policy:cublas=") + (policy.allow_cublas ? "1" : "0") +
-                        ",cudnn=" + (policy.allow_cudnn ? "1" : "0"));
-    key.compiler_version = r.compiler_version;
-    key.target_arch = backend.target_arch(options);
-    r.cache_key = key.hash();
+    r.cache_key = cache_key(backend, source, src_name, r, policy, options);
     if (auto entry = cache->lookup(r.cache_key)) {
       r.cached = true;
       r.log = entry->log;
@@ -163,73 +236,9 @@ CompileResult compile(const Backend& backend, const std::string& source, const f
       return finish();
     }
   }
-
-  sandbox::Spec spec;
-  spec.argv = r.argv;
-  spec.cwd = workdir;
-  spec.env_set["LC_ALL"] = "C";  // ASCII quotes in messages
-  spec.env_set["LANG"] = "C";
-  spec.limits.wall = options.timeout;
-  spec.limits.output_cap_bytes = options.log_cap_bytes;
-  const auto res = sandbox::run(spec);
-
-  std::string output = res.err;
-  if (!res.out.empty()) output += (output.empty() || output.back() == '\n' ? "" : "\n") + res.out;
-  r.log = truncate_middle("$ " + join_argv(r.argv) + "\n" + output, options.log_cap_bytes);
-
-  switch (res.status) {
-    case sandbox::Status::failed_to_start:
-      r.status = CompileStatus::toolchain_missing;
-      r.summary = "Could not start the compiler " + r.argv.front() + ": " + res.error;
-      return finish();
-    case sandbox::Status::timed_out:
-      r.status = CompileStatus::timeout;
-      r.summary = "The compiler did not finish within " +
-                  (options.timeout.count() % 1000 == 0 ? std::to_string(options.timeout.count() / 1000) + " s"
-                                                       : std::to_string(options.timeout.count()) + " ms") +
-                  "; simplify the code (heavy templates or unrolling?).";
-      r.diagnostics = parse_diagnostics(output, source, src_name, backend.diagnostic_dialects());
-      return finish();
-    case sandbox::Status::signalled:
-    case sandbox::Status::exited:
-      break;
-  }
-  r.diagnostics = parse_diagnostics(output, source, src_name, backend.diagnostic_dialects());
-
-  if (!res.ok()) {
-    r.forbidden = forbidden_in_link_errors(r.diagnostics, policy);
-    if (!r.forbidden.empty()) {
-      r.status = CompileStatus::forbidden_api;
-      r.summary = forbidden_summary(r.forbidden);
-      return finish();
-    }
-    r.status = CompileStatus::compile_error;
-    r.sub_kind = classify_first_error(r.diagnostics).value_or(CompileErrorKind::other);
-    r.summary = summarise(r.diagnostics, options.summary_max_errors, options.summary_max_bytes);
-    if (r.summary.empty()) {
-      const std::string how = res.status == sandbox::Status::signalled
-                                  ? "was killed by signal " + std::to_string(res.term_signal)
-                                  : "exited with status " + std::to_string(res.exit_code);
-      r.summary = "The compiler " + how + " without a recognisable error message. Output:\n" +
-                  tail(output, options.summary_max_bytes / 2);
-    }
-    return finish();
-  }
-
-  if (!fs::is_regular_file(artifact, ec)) {
-    r.status = CompileStatus::compile_error;
-    r.sub_kind = CompileErrorKind::other;
-    r.summary = "The compiler reported success but produced no " + std::string(kArtifactName) + ".";
-    return finish();
-  }
-
-  check_artifact(r, artifact, policy);
-  if (r.status != CompileStatus::ok) return finish();
-  if (cache) {
-    // A failed store costs only a later rebuild; the compile itself succeeded.
-    std::string err;
-    cache->store(r.cache_key, artifact, r.log, &err);
-  }
+  run_compiler(r, backend, source, src_name, workdir, artifact, policy, options);
+  // A failed store costs only a later rebuild; the compile itself succeeded.
+  if (r.status == CompileStatus::ok && cache) cache->store(r.cache_key, artifact, r.log, nullptr);
   return finish();
 }
 

@@ -83,6 +83,84 @@ std::map<std::string, Task> run_tasks(const json& rm) {
 
 }  // namespace
 
+namespace {
+
+/// The bytes the package ships for one task's best kernel, or why it ships none.
+struct Shipped {
+  std::string skip;  ///< why not exported ("" when it is)
+  std::string kernel;
+  bool shared_object = false;  ///< a cpu/cuda kernel's judged shared object (else a Python module)
+};
+
+Shipped skipped(std::string why) {
+  Shipped s;
+  s.skip = std::move(why);
+  return s;
+}
+
+/// A cpu/cuda kernel ships the shared object the judge passed (built once, in the attempt; loaded
+/// by the package through ctypes), a Triton kernel its module; only the bytes the judge was
+/// handed travel: the shared object must hash to the record's artifact_sha256, a Triton module
+/// to its source_sha (the record, not this file). `gen`: 1 generalises, 0 does not, -1 unknown.
+Shipped shipped_kernel(const std::string& task, const LibraryKernel& k, bool native,
+                       const std::optional<Generalisation>& g, int gen, const BackendExportOptions& options) {
+  const AttemptRecord& r = *k.result->best;
+  const fs::path so = k.attempt_dir / "build" / "kernel.so";
+  if (native && !options.watermark && !fs::is_regular_file(so))
+    return skipped("no build/kernel.so in " + k.attempt_dir.string());
+  if (gen != 1 && !options.include_non_generalising)
+    return skipped((gen == 0 ? "does not generalise to unseen shapes (" + g->reason + ")"
+                             : "not shown to generalise (" +
+                                   (g ? g->reason : std::string("not judged on unseen shapes")) + ")") +
+                   "; --include-non-generalising exports it");
+  Shipped out;
+  out.shared_object = native && !options.watermark;
+  out.kernel = options.watermark   ? watermark_kernel(task, *options.watermark)
+               : out.shared_object ? read_file(so)
+                                   : k.source;
+  if (options.watermark) return out;
+  const std::string& want = out.shared_object ? r.artifact_sha256 : r.source_sha;
+  if (want.empty() || sha256_hex(out.kernel) != want)
+    return skipped((out.shared_object ? so.string() : "the kernel source") +
+                   (want.empty()
+                        ? " has no hash in its attempt record (a run from before issue 38)"
+                        : " is not the artifact the judge passed (SHA-256 differs from its attempt record)"));
+  return out;
+}
+
+/// Writes one shipped kernel (and a shared object's source beside it) into `pkg`; its entry in
+/// the package's manifest.
+json write_operator(const fs::path& pkg, const std::string& task, const LibraryKernel& k, const Shipped& sh,
+                    const std::optional<Generalisation>& g, int gen, const BackendExportOptions& options) {
+  const AttemptRecord& r = *k.result->best;
+  const std::string file = "kernels/" + task + (sh.shared_object ? ".so" : ".py");
+  write_file(pkg / file, sh.kernel);
+  const std::string source_file =
+      sh.shared_object ? "kernels/" + task + fs::path(k.file_name).extension().string() : file;
+  if (sh.shared_object) write_file(pkg / source_file, k.source);
+  return {{"operator", task},
+          {"entry", operator_entry(task)},
+          {"kernel_file", file},
+          {"kind", sh.shared_object ? "shared_object" : "triton"},
+          {"source_file", source_file},
+          {"source_sha256", sha256_hex(sh.shared_object ? k.source : sh.kernel)},
+          {"kernel_sha256", options.watermark  ? sha256_hex(sh.kernel)
+                            : sh.shared_object ? r.artifact_sha256
+                                               : r.source_sha},
+          {"source_sha", r.source_sha},
+          {"speedup", r.has_speedup() ? json(r.speedup) : json(nullptr)},
+          {"watermark", options.watermark ? json(*options.watermark) : json(nullptr)},
+          {"generalises", gen < 0 ? json(nullptr) : json(gen == 1)},
+          {"generalisation", g ? json({{"reason", g->reason},
+                                       {"outcome", g->outcome},
+                                       {"sub_kind", g->sub_kind},
+                                       {"unseen", g->unseen}})
+                               : json(nullptr)},
+          {"evidence", to_json(r)}};
+}
+
+}  // namespace
+
 BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
                              const BackendExportOptions& options) {
   const fs::path tmpl = kforge_home() / "benchmarks" / "backend" / "__init__.py.in";
@@ -109,67 +187,16 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
                            " (not a backend of this kforge: nothing to export)");
       continue;
     }
-    const bool native = kind->second == "shared_object";
-    // A cpu/cuda kernel: the shared object the judge passed (built once, in the attempt), loaded
-    // by the package through ctypes; its source beside it for readers.
-    const fs::path so = k.attempt_dir / "build" / "kernel.so";
-    if (native && !options.watermark && !fs::is_regular_file(so)) {
-      ex.skipped.push_back(task + ": no build/kernel.so in " + k.attempt_dir.string());
-      continue;
-    }
     const auto g = generalisation_of(s.generalisation, task, r.source_sha);
     const int gen = !g || !g->generalises ? -1 : *g->generalises ? 1 : 0;  // -1: unknown
-    if (gen != 1 && !options.include_non_generalising) {
-      ex.skipped.push_back(task +
-                           (gen == 0
-                                ? ": does not generalise to unseen shapes (" + g->reason + ")"
-                                : ": not shown to generalise (" +
-                                      (g ? g->reason : std::string("not judged on unseen shapes")) + ")") +
-                           "; --include-non-generalising exports it");
+    const Shipped sh = shipped_kernel(task, k, kind->second == "shared_object", g, gen, options);
+    if (!sh.skip.empty()) {
+      ex.skipped.push_back(task + ": " + sh.skip);
       continue;
     }
-    const bool shared_object = native && !options.watermark;
-    const std::string kernel = options.watermark ? watermark_kernel(task, *options.watermark)
-                               : shared_object   ? read_file(so)
-                                                 : k.source;
-    // Only the bytes the judge was handed travel: the shared object must hash to the attempt
-    // record's artifact_sha256, a Triton module to its source_sha (the record, not this file).
-    if (!options.watermark) {
-      const std::string& want = shared_object ? r.artifact_sha256 : r.source_sha;
-      if (want.empty() || sha256_hex(kernel) != want) {
-        ex.skipped.push_back(task + ": " + (shared_object ? so.string() : "the kernel source") +
-                             (want.empty() ? " has no hash in its attempt record (a run from before issue 38)"
-                                           : " is not the artifact the judge passed (SHA-256 differs from "
-                                             "its attempt record)"));
-        continue;
-      }
-    }
-    const std::string file = "kernels/" + task + (shared_object ? ".so" : ".py");
-    write_file(pkg / file, kernel);
-    const std::string source_file =
-        shared_object ? "kernels/" + task + fs::path(k.file_name).extension().string() : file;
-    if (shared_object) write_file(pkg / source_file, k.source);
+    ops.push_back(write_operator(pkg, task, k, sh, g, gen, options));
     if (auto it = tasks.find(task); it != tasks.end())
       trace += trace_text(it->second.aten_op, it->second.cases);
-    ops.push_back({{"operator", task},
-                   {"entry", operator_entry(task)},
-                   {"kernel_file", file},
-                   {"kind", shared_object ? "shared_object" : "triton"},
-                   {"source_file", source_file},
-                   {"source_sha256", sha256_hex(shared_object ? k.source : kernel)},
-                   {"kernel_sha256", options.watermark ? sha256_hex(kernel)
-                                     : shared_object   ? r.artifact_sha256
-                                                       : r.source_sha},
-                   {"source_sha", r.source_sha},
-                   {"speedup", r.has_speedup() ? json(r.speedup) : json(nullptr)},
-                   {"watermark", options.watermark ? json(*options.watermark) : json(nullptr)},
-                   {"generalises", gen < 0 ? json(nullptr) : json(gen == 1)},
-                   {"generalisation", g ? json({{"reason", g->reason},
-                                                {"outcome", g->outcome},
-                                                {"sub_kind", g->sub_kind},
-                                                {"unseen", g->unseen}})
-                                        : json(nullptr)},
-                   {"evidence", to_json(r)}});
     ++ex.exported;
   }
   for (const auto& m : missing)
