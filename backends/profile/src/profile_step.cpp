@@ -147,6 +147,11 @@ double call_bytes(const LoadResult& lr) {
   return b;
 }
 
+/// Appends `n` to the profile's note ("; " between notes).
+void add_note(NcuProfile& p, const std::string& n) {
+  p.note += std::string(p.note.empty() ? "" : "; ") + n;
+}
+
 std::string seconds(std::chrono::milliseconds ms) {
   char b[32];
   std::snprintf(b, sizeof b, "%.0f s", static_cast<double>(ms.count()) / 1000);
@@ -287,15 +292,23 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
                   : "");
   if (p.candidate.kernels.size() >= static_cast<std::size_t>(kMaxLaunches))
     p.note = "ncu profiled only the first " + std::to_string(kMaxLaunches) + " kernel launches of the call";
-  auto add_note = [&](const std::string& n) { p.note += std::string(p.note.empty() ? "" : "; ") + n; };
-  if (!scaled_note.empty()) add_note(scaled_note);
+  if (!scaled_note.empty()) add_note(p, scaled_note);
+  opt.report_csv = dir / "ncu_reference.csv";
+  opt.replay_mode = "kernel";  // PyTorch's start-up on every pass would cost more than ncu's copies
+  profile_reference(runner, task, targets->reference, opt, t0, p);
+  return p;
+}
+
+void NcuProfiler::profile_reference(RunnerClient& runner, const TaskRef& task,
+                                    const std::vector<std::string>& target, const NcuOptions& opt,
+                                    std::chrono::steady_clock::time_point start, NcuProfile& p) {
   const std::string key = NcuReferenceCache::key(task, environment(runner), metrics_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = references_.find(key); it != references_.end()) {
       p.reference = it->second;
       p.reference_cached = true;
-      return p;
+      return;
     }
   }
   if (!opt_.reference_cache.empty()) {
@@ -304,32 +317,31 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
       references_[key] = *r;
       p.reference = std::move(*r);
       p.reference_cached = true;
-      return p;
+      return;
     }
   }
-  const auto reference_limit = left();
+  const auto reference_limit = opt_.budget - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - start);
   if (reference_limit <= std::chrono::milliseconds(0)) {
-    add_note("reference not profiled: the profile budget of " + seconds(opt_.budget) +
-             " was spent on the candidate; a later pass profiles it");
-    return p;
+    add_note(p, "reference not profiled: the profile budget of " + seconds(opt_.budget) +
+                    " was spent on the candidate; a later pass profiles it");
+    return;
   }
-  opt.report_csv = dir / "ncu_reference.csv";
-  opt.replay_mode = "kernel";  // PyTorch's start-up on every pass would cost more than ncu's copies
-  NcuRun r = opt_.run(metrics_, targets->reference, opt, reference_limit);
+  NcuRun r = opt_.run(metrics_, target, opt, reference_limit);
   p.profiler_ms += r.wall_ms;
+  std::error_code ec;
   if (r.error.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     references_[key] = r.report;
     if (!opt_.reference_cache.empty() && fs::exists(opt.report_csv, ec))
       NcuReferenceCache(opt_.reference_cache).put(key, read_file(opt.report_csv));
   } else {
-    add_note("reference not profiled: " + r.error +
-             (r.wall_ms >= static_cast<double>(reference_limit.count())
-                  ? " (what was left of the profile budget of " + seconds(opt_.budget) + ")"
-                  : ""));
+    add_note(p, "reference not profiled: " + r.error +
+                    (r.wall_ms >= static_cast<double>(reference_limit.count())
+                         ? " (what was left of the profile budget of " + seconds(opt_.budget) + ")"
+                         : ""));
   }
   p.reference = std::move(r.report);
-  return p;
 }
 
 }  // namespace kforge::backends

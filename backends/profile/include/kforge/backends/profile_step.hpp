@@ -156,6 +156,10 @@ class NcuProfiler {
   /// The scaled task when `task`'s inputs are above opt_.full_input_bytes and opt_.scale shrinks them;
   /// its description is the record's note.
   std::optional<ScaledTask> scaled(RunnerClient& runner, const TaskRef& task);
+  /// The reference's profile into p (p.reference): this profiler's cache, the on-disk cache, or
+  /// ncu on `target` with what is left of the budget counted from `start`.
+  void profile_reference(RunnerClient& runner, const TaskRef& task, const std::vector<std::string>& target,
+                         const NcuOptions& opt, std::chrono::steady_clock::time_point start, NcuProfile& p);
 };
 
 }  // namespace kforge::backends
