@@ -68,10 +68,13 @@ bool contains_any(const std::string& hay, std::initializer_list<std::string_view
 
 }  // namespace
 
-std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view source,
-                                          std::string_view source_name,
-                                          const std::vector<DiagnosticDialect>& dialects) {
-  // g++/cc1plus/nvcc host pass: file:line[:col]: severity: message
+namespace {
+
+/// One line in the core's formats into d: g++/cc1plus/nvcc's host pass, GNU ld, a linker
+/// location, a driver's tool-level message. False when it is none of them, or is only a
+/// linker's context line ("/tmp/cc.o: in function `kf_forward':").
+bool match_core(const std::string& line, Diagnostic& d) {
+  // file:line[:col]: severity: message
   static const std::regex kGcc(R"(^(.*?):([0-9]+):(?:([0-9]+):)? (fatal error|error|warning|note): (.*)$)");
   // GNU ld: [path/]ld[.variant]: rest
   static const std::regex kLd(R"(^(?:\S*/)?ld(?:\.[a-z]+)?: (.*)$)");
@@ -79,7 +82,68 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
   static const std::regex kLinkLoc(R"(^(.*?):(?:([0-9]+):)?\((\.[^)]*)\): (.*)$)");
   // A tool-level message of the driver: collect2/g++/cc1plus: severity: message
   static const std::regex kDriver(R"(^([A-Za-z0-9_.+-]+): (fatal error|error|warning|note): (.*)$)");
+  std::smatch m;
+  if (std::regex_match(line, m, kGcc)) {
+    d.file = m[1].str();
+    d.line = to_int(m[2]);
+    d.column = to_int(m[3]);
+    d.severity = severity_of(m[4].str());
+    d.message = m[5].str();
+    d.tool = "compiler";
+  } else if (std::regex_match(line, m, kLd)) {
+    const std::string rest = m[1].str();
+    std::smatch lm;
+    d.tool = "linker";
+    if (std::regex_match(rest, lm, kLinkLoc)) {
+      d.file = lm[1].str();
+      d.line = to_int(lm[2]);
+      d.message = lm[4].str();
+    } else if (!rest.empty() && rest.back() == ':' && rest.find("in function") != std::string::npos) {
+      return false;
+    } else if (starts_with(rest, "warning: ")) {
+      d.severity = Severity::warning;
+      d.message = rest.substr(9);
+    } else {
+      d.message = rest;
+    }
+  } else if (std::regex_match(line, m, kLinkLoc) && m[4].str().find("reference") != std::string::npos) {
+    d.file = m[1].str();
+    d.line = to_int(m[2]);
+    d.message = m[4].str();
+    d.tool = "linker";
+  } else if (std::regex_match(line, m, kDriver)) {
+    d.severity = severity_of(m[2].str());
+    d.message = m[3].str();
+    d.tool = m[1].str() == "collect2" ? "linker" : "driver";
+  } else {
+    return false;
+  }
+  return true;
+}
 
+/// A note as the error it belongs to shows it: "file:line[:col]: note: message" and its source line.
+std::string note_text(const Diagnostic& d) {
+  std::string n = d.file.empty() ? d.tool + ": note: " + d.message
+                                 : d.file + ":" + std::to_string(d.line) +
+                                       (d.column > 0 ? ":" + std::to_string(d.column) : std::string()) +
+                                       ": note: " + d.message;
+  if (!d.source_line.empty()) n += "\n" + std::to_string(d.line) + " | " + trim(d.source_line);
+  return n;
+}
+
+/// A dialect's context line of the previous error ("" when none claims it).
+std::string dialect_context(const std::vector<DiagnosticDialect>& dialects, const std::string& line) {
+  std::string context;
+  for (const auto& dialect : dialects)
+    if (dialect.context && !(context = dialect.context(line)).empty()) break;
+  return context;
+}
+
+}  // namespace
+
+std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view source,
+                                          std::string_view source_name,
+                                          const std::vector<DiagnosticDialect>& dialects) {
   std::vector<Diagnostic> out;
   const auto src_lines = split_lines(source);
   const std::string src_base = base_name(source_name);
@@ -98,68 +162,21 @@ std::vector<Diagnostic> parse_diagnostics(std::string_view log, std::string_view
     if (raw.size() > kMaxLine) raw = std::string(utf8_prefix(raw, kMaxLine));  // whole characters
     const std::string line = ascii_quotes(raw);
     if (owner != std::string::npos) {  // a dialect's context of the previous error
-      std::string context;
-      for (const auto& dialect : dialects)
-        if (dialect.context && !(context = dialect.context(line)).empty()) break;
-      if (!context.empty()) {
+      if (std::string context = dialect_context(dialects, line); !context.empty()) {
         out[owner].notes.push_back(std::move(context));
         continue;
       }
     }
-    std::smatch m;
     Diagnostic d;
-    if (std::any_of(dialects.begin(), dialects.end(), [&](const DiagnosticDialect& dialect) {
-          return dialect.match && dialect.match(line, d);
-        })) {
-      // the backend's own tool
-    } else if (std::regex_match(line, m, kGcc)) {
-      d.file = m[1].str();
-      d.line = to_int(m[2]);
-      d.column = to_int(m[3]);
-      d.severity = severity_of(m[4].str());
-      d.message = m[5].str();
-      d.tool = "compiler";
-    } else if (std::regex_match(line, m, kLd)) {
-      const std::string rest = m[1].str();
-      std::smatch lm;
-      d.tool = "linker";
-      if (std::regex_match(rest, lm, kLinkLoc)) {
-        d.file = lm[1].str();
-        d.line = to_int(lm[2]);
-        d.message = lm[4].str();
-      } else if (!rest.empty() && rest.back() == ':' && rest.find("in function") != std::string::npos) {
-        continue;  // context: "/tmp/cc.o: in function `kf_forward':"
-      } else if (starts_with(rest, "warning: ")) {
-        d.severity = Severity::warning;
-        d.message = rest.substr(9);
-      } else {
-        d.message = rest;
-      }
-    } else if (std::regex_match(line, m, kLinkLoc) && m[4].str().find("reference") != std::string::npos) {
-      d.file = m[1].str();
-      d.line = to_int(m[2]);
-      d.message = m[4].str();
-      d.tool = "linker";
-    } else if (std::regex_match(line, m, kDriver)) {
-      d.severity = severity_of(m[2].str());
-      d.message = m[3].str();
-      d.tool = m[1].str() == "collect2" ? "linker" : "driver";
-    } else {
-      continue;
-    }
+    const bool dialect_line = std::any_of(
+        dialects.begin(), dialects.end(),
+        [&](const DiagnosticDialect& dialect) { return dialect.match && dialect.match(line, d); });
+    if (!dialect_line && !match_core(line, d)) continue;
     fill_source(d);
-    if (d.severity == Severity::note) {
-      if (owner != std::string::npos) {
-        std::string n = d.file.empty() ? d.tool + ": note: " + d.message
-                                       : d.file + ":" + std::to_string(d.line) +
-                                             (d.column > 0 ? ":" + std::to_string(d.column) : std::string()) +
-                                             ": note: " + d.message;
-        if (!d.source_line.empty()) n += "\n" + std::to_string(d.line) + " | " + trim(d.source_line);
-        out[owner].notes.push_back(std::move(n));
-      }
-    } else {
+    if (d.severity != Severity::note)
       owner = out.size();
-    }
+    else if (owner != std::string::npos)
+      out[owner].notes.push_back(note_text(d));
     out.push_back(std::move(d));
   }
   return out;
