@@ -439,17 +439,12 @@ std::string render_report_md(const Summary& s, const std::string& title, const R
   return os.str();
 }
 
-std::string render_compare(const Summary& a, const Summary& b, const std::string& name_a,
-                           const std::string& name_b) {
-  std::ostringstream os;
-  os << "# Compare: " << name_a << " vs " << name_b << "\n\n";
-  os << "A = " << name_a << ": " << a.overall.stats.attempts << " attempts, " << a.overall.best.tasks
-     << " tasks, " << a.overall.best.episodes << " samples, up to " << a.max_turn
-     << (a.max_turn == 1 ? " turn" : " turns") << ".\n"
-     << "B = " << name_b << ": " << b.overall.stats.attempts << " attempts, " << b.overall.best.tasks
-     << " tasks, " << b.overall.best.episodes << " samples, up to " << b.max_turn
-     << (b.max_turn == 1 ? " turn" : " turns") << ".\n";
+namespace {
 
+/// The compare report's headline table: compile@k, pass@k (best and final attempt), fast_p,
+/// the geomean speedup's ratio, attempts, tokens and cost, each with B − A.
+void compare_headline(std::ostringstream& os, const Summary& a, const Summary& b, const std::string& name_a,
+                      const std::string& name_b) {
   std::set<int> ks_set;
   for (int k : a.config.ks) ks_set.insert(k);
   for (int k : b.config.ks) ks_set.insert(k);
@@ -495,7 +490,11 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
            fmt("%+.0f", double(tok(sb)) - double(tok(sa)))});
     t.row({"cost USD", usd(sa.cost_usd), usd(sb.cost_usd), fmt("%+.4f", sb.cost_usd - sa.cost_usd)});
   }
+}
 
+/// pass@1 and fast_1 of both runs by turn; past a run's last turn its final values.
+void compare_repair_curve(std::ostringstream& os, const Summary& a, const Summary& b,
+                          const std::string& name_a, const std::string& name_b) {
   os << "\n## Repair curve\n\n"
      << "pass@1 and fast_1 counting attempts at turns <= t.\n\n";
   {
@@ -511,7 +510,11 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
       t.row({std::to_string(i + 1), cell(a.overall, i, true), cell(b.overall, i, true),
              cell(a.overall, i, false), cell(b.overall, i, false)});
   }
+}
 
+/// One table per cut dimension where the runs hold more than one value between them.
+void compare_cuts(std::ostringstream& os, const Summary& a, const Summary& b, const std::string& name_a,
+                  const std::string& name_b) {
   for (const auto& dim : cut_dimensions()) {
     auto ia = a.cuts.find(dim), ib = b.cuts.find(dim);
     std::map<std::string, std::pair<const Slice*, const Slice*>> rows;
@@ -531,6 +534,24 @@ std::string render_compare(const Summary& a, const Summary& b, const std::string
       t.row({value, p1(pr.first), p1(pr.second), f1(pr.first), f1(pr.second), sp(pr.first), sp(pr.second)});
     }
   }
+}
+
+}  // namespace
+
+std::string render_compare(const Summary& a, const Summary& b, const std::string& name_a,
+                           const std::string& name_b) {
+  std::ostringstream os;
+  os << "# Compare: " << name_a << " vs " << name_b << "\n\n";
+  os << "A = " << name_a << ": " << a.overall.stats.attempts << " attempts, " << a.overall.best.tasks
+     << " tasks, " << a.overall.best.episodes << " samples, up to " << a.max_turn
+     << (a.max_turn == 1 ? " turn" : " turns") << ".\n"
+     << "B = " << name_b << ": " << b.overall.stats.attempts << " attempts, " << b.overall.best.tasks
+     << " tasks, " << b.overall.best.episodes << " samples, up to " << b.max_turn
+     << (b.max_turn == 1 ? " turn" : " turns") << ".\n";
+
+  compare_headline(os, a, b, name_a, name_b);
+  compare_repair_curve(os, a, b, name_a, name_b);
+  compare_cuts(os, a, b, name_a, name_b);
   return os.str();
 }
 
