@@ -379,6 +379,45 @@ std::string in_place_note(const InPlace& in_place, const LoadResult& largest) {
          std::to_string(bytes) + " bytes on the largest timed input";
 }
 
+/// Why performance input p's bench is left out of the Speed Up ("" when it counts): the
+/// reference failing on it when the bench loads it again (on the GPU: a CUDA error of the gold's
+/// own kernel that surfaced after its first load, as G/matmul_kernel's illegal memory access;
+/// RunnerClient::bench retried it on a fresh worker), like one it failed on at its first load:
+/// the task's fault, not the judge's. As TritonBench, an input the candidate fails on (its
+/// verdict is the test block's): PyTorch compute there (the script's call_op may do its own; a
+/// G task's gold ops allowed in its check are not carried over), a crash, a wrong result on a
+/// verified batch, an input it writes that the reference does not (in_place); never credited,
+/// never charged. A reading below one launch's floor: noise on an input too small to time from
+/// the candidate's process (or work outside the clock).
+std::string untimed(int p, const BenchResult& b) {
+  const std::string input = "performance input " + std::to_string(p);
+  if (!b.ok && b.outcome == Outcome::infra_error)
+    return input + " not timed: the reference's performance harness failed on it: " +
+           failure_headline(b.message).substr(0, 300);
+  if (!b.ok)
+    return input + " not timed: " + std::string(to_string(b.outcome)) +
+           (b.sub_kind.empty() ? "" : "/" + b.sub_kind) + ": " + b.message.substr(0, 300);
+  if (b.timing_anomaly_kind == "launch_floor")
+    return input + " left out of the Speed Up (timing_anomaly): " + b.timing_anomaly;
+  return "";
+}
+
+/// Adds performance input p's timing (its bench b, its load's bytes and FLOPs) to the total.
+void fold_input(BenchResult& total, int p, const BenchResult& b, const LoadResult& load) {
+  for (const auto& f : b.flags) total.flags.push_back("performance input " + std::to_string(p) + ": " + f);
+  total.perf_inputs.push_back(PerfInputTiming{p, b.candidate_ms, b.reference_ms, load.bytes, load.flops,
+                                              b.candidate_samples, b.reference_samples});
+  total.candidate_ms += b.candidate_ms;
+  total.reference_ms += b.reference_ms;
+  total.bench_ms += b.bench_ms;
+  for (const auto& [k, v] : b.phases_ms) total.phases_ms[k] += v;  // the timed lock's wait included
+  if (!b.timing_anomaly.empty() && total.timing_anomaly.empty())
+    total.timing_anomaly = "performance input " + std::to_string(p) + ": " + b.timing_anomaly;
+  if (!b.timing_unstable.empty() && total.timing_unstable.empty())
+    total.timing_unstable = "performance input " + std::to_string(p) + ": " + b.timing_unstable;
+  total.sets = std::max(total.sets, b.sets);
+}
+
 }  // namespace
 
 BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const std::string& candidate_source,
@@ -419,46 +458,13 @@ BenchResult bench_tritonbench(RunnerClient& runner, const TaskRef& task, const s
     write_file(artifact, perf_module(candidate_source, task.perf_script, p, false, in_place));
     // A Python module, whatever the backend: the Python host.
     BenchResult b = runner.bench(t, artifact, opt, HostKind::python);
-    // The reference failing on this input when the bench loads it again (on the GPU: a CUDA
-    // error of the gold's own kernel that surfaced after its first load, as G/matmul_kernel's
-    // illegal memory access; RunnerClient::bench retried it on a fresh worker) leaves the input
-    // untimed, like one it failed on at its first load: the task's fault, not the judge's.
-    if (!b.ok && b.outcome == Outcome::infra_error) {
-      if (!reference_unusable(b.failure)) return b;  // the judge's failure
-      total.flags.push_back("performance input " + std::to_string(p) +
-                            " not timed: the reference's performance harness failed on it: " +
-                            failure_headline(b.message).substr(0, 300));
+    if (!b.ok && b.outcome == Outcome::infra_error && !reference_unusable(b.failure))
+      return b;  // the judge's failure, not the task's
+    if (std::string why = untimed(p, b); !why.empty()) {
+      total.flags.push_back(why);
       continue;
     }
-    // As TritonBench, an input the candidate fails on is left out of its Speed Up (its verdict is
-    // the test block's): PyTorch compute there (the script's call_op may do its own; a G task's gold
-    // ops allowed in its check are not carried over), a crash, a wrong result on a verified batch,
-    // an input it writes that the reference does not (in_place). Never credited, never charged.
-    if (!b.ok) {
-      total.flags.push_back("performance input " + std::to_string(p) +
-                            " not timed: " + std::string(to_string(b.outcome)) +
-                            (b.sub_kind.empty() ? "" : "/" + b.sub_kind) + ": " + b.message.substr(0, 300));
-      continue;
-    }
-    // A reading below one launch's floor is noise on an input too small to time from the
-    // candidate's process (or work outside the clock): that input is left out, never credited.
-    if (b.timing_anomaly_kind == "launch_floor") {
-      total.flags.push_back("performance input " + std::to_string(p) +
-                            " left out of the Speed Up (timing_anomaly): " + b.timing_anomaly);
-      continue;
-    }
-    for (const auto& f : b.flags) total.flags.push_back("performance input " + std::to_string(p) + ": " + f);
-    total.perf_inputs.push_back(PerfInputTiming{p, b.candidate_ms, b.reference_ms, loads[p].bytes,
-                                                loads[p].flops, b.candidate_samples, b.reference_samples});
-    total.candidate_ms += b.candidate_ms;
-    total.reference_ms += b.reference_ms;
-    total.bench_ms += b.bench_ms;
-    for (const auto& [k, v] : b.phases_ms) total.phases_ms[k] += v;  // the timed lock's wait included
-    if (!b.timing_anomaly.empty() && total.timing_anomaly.empty())
-      total.timing_anomaly = "performance input " + std::to_string(p) + ": " + b.timing_anomaly;
-    if (!b.timing_unstable.empty() && total.timing_unstable.empty())
-      total.timing_unstable = "performance input " + std::to_string(p) + ": " + b.timing_unstable;
-    total.sets = std::max(total.sets, b.sets);
+    fold_input(total, p, b, loads[static_cast<std::size_t>(p)]);
   }
   if (total.perf_inputs.size() < loads.size())
     total.flags.push_back("timed " + std::to_string(total.perf_inputs.size()) + " of the script's " +
