@@ -99,9 +99,11 @@ std::string kernel_list(std::vector<KernelTime> k, std::size_t max) {
   return s;
 }
 
-std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
+/// "- time: ... : speedup ..." with the run's estimate of the reference, where earlier benches
+/// of the task measured it, and whether these times can be compared with earlier turns' at all
+/// (docs/judge.md).
+std::string time_lines(const PastAttempt& a) {
   std::string d;
-  // Times and speedup.
   std::string sp = a.speedup > 0 ? format_double("%.2fx", a.speedup) : "not measured";
   if (a.speedup_ci_low > 0 && a.speedup_ci_high > 0)
     sp += " (95% CI " + format_double("%.2f", a.speedup_ci_low) + "-" +
@@ -119,8 +121,6 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   } else {
     d += "- Speedup over PyTorch eager: " + sp + "\n";
   }
-  // The run's estimate of the reference, where earlier benches of the task measured it; and
-  // whether these times can be compared with earlier turns' at all (docs/judge.md).
   if (a.reference_run_timings >= 2 && a.t_reference_run_ms > 0 && a.t_candidate_ms > 0)
     d += "- PyTorch eager over this run: " + us(a.t_reference_run_ms) + " us (median of " +
          std::to_string(a.reference_run_timings) + " stable timings): speedup " +
@@ -128,7 +128,12 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   if (!a.timing_unstable.empty())
     d += "- timing unreliable: " + truncate_middle(a.timing_unstable, 240) +
          "; do not read this speedup as a gain or a regression\n";
-  // Rates against the measured peaks, and the bottleneck.
+  return d;
+}
+
+/// The rates against the measured peaks, and the bottleneck.
+std::string rate_lines(const PastAttempt& a) {
+  std::string d;
   if (a.achieved_gbps > 0 || a.achieved_tflops > 0) {
     std::string r = "- achieved: ";
     if (a.achieved_gbps > 0) {
@@ -149,26 +154,34 @@ std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
   if (!a.bottleneck.empty() && a.bottleneck != "unknown")
     d += "- bottleneck: " + a.bottleneck +
          (a.bottleneck_reason.empty() ? "" : " (" + a.bottleneck_reason + ")") + "\n";
-  // The telling metrics, with the best earlier attempt's values.
+  return d;
+}
+
+/// The telling metrics, with the best earlier attempt's values.
+std::string finding_lines(const PastAttempt& a, const PastAttempt* best) {
+  if (a.findings.empty()) return "";
   const bool with_best = best && !best->findings.empty();
-  if (!a.findings.empty()) {
-    d += "- telling metrics" +
-         (with_best ? " (this attempt; best so far: turn " + std::to_string(best->turn) + ", " +
-                          format_double("%.2fx", best->speedup) + ")"
-                    : std::string()) +
-         ":\n";
-    for (const auto& m : a.findings) {
-      d += "  - " + m.label + ": " + value_str(m.value, m.unit);
-      if (with_best) {
-        if (const auto* b = same_metric(best->findings, m))
-          d += " (best " + value_str(b->value, b->unit) + ", change " + (m.value >= b->value ? "+" : "") +
-               value_str(m.value - b->value, m.unit) + ")";
-        else
-          d += " (not among the best attempt's findings)";
-      }
-      d += " - " + m.interpretation + "\n";
+  std::string d = "- telling metrics" +
+                  (with_best ? " (this attempt; best so far: turn " + std::to_string(best->turn) + ", " +
+                                   format_double("%.2fx", best->speedup) + ")"
+                             : std::string()) +
+                  ":\n";
+  for (const auto& m : a.findings) {
+    d += "  - " + m.label + ": " + value_str(m.value, m.unit);
+    if (with_best) {
+      if (const auto* b = same_metric(best->findings, m))
+        d += " (best " + value_str(b->value, b->unit) + ", change " + (m.value >= b->value ? "+" : "") +
+             value_str(m.value - b->value, m.unit) + ")";
+      else
+        d += " (not among the best attempt's findings)";
     }
+    d += " - " + m.interpretation + "\n";
   }
+  return d;
+}
+
+std::string pass_details(const PastAttempt& a, const PastAttempt* best) {
+  std::string d = time_lines(a) + rate_lines(a) + finding_lines(a, best);
   if (!a.candidate_kernels.empty()) {
     d += "- kernels of one call (Nsight Compute): " + kernel_list(a.candidate_kernels, 5) + "\n";
     if (!a.reference_kernels.empty())
