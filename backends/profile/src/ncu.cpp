@@ -144,13 +144,72 @@ int column(const std::vector<std::string>& header, const char* name) {
 
 constexpr const char* kTime = "gpu__time_duration.sum";
 
+/// ncu's own lines worth keeping in the report's notes: errors, warnings, and ==PROF== lines
+/// other than its progress ("Profiling", "Connected", "Disconnected").
+bool ncu_note_line(const std::string& line) {
+  return starts_with(line, "==ERROR==") || starts_with(line, "==WARNING==") ||
+         (starts_with(line, "==PROF==") && line.find("Profiling") == std::string::npos &&
+          line.find("Connected") == std::string::npos && line.find("Disconnected") == std::string::npos);
+}
+
+/// A metric's value in base units (unit_factor) with its unit; nothing when the value is no number.
+void put_metric(KernelProfile& k, const std::string& name, const std::string& value,
+                const std::string& unit) {
+  if (auto v = number(value)) {
+    k.metrics[name] = *v * unit_factor(unit);
+    k.units[name] = unit;
+  }
+}
+
+/// The columns of ncu's CSV header: the raw page's wide form (one metric per column, named with
+/// a double underscore, its units in the next row) or the long form (Metric Name/Unit/Value).
+struct NcuColumns {
+  std::vector<std::string> header;
+  int id = -1, name = -1, block = -1, grid = -1, mname = -1, munit = -1, mval = -1;
+  bool long_form = false;
+
+  explicit NcuColumns(std::vector<std::string> h) : header(std::move(h)) {
+    id = column(header, "ID");
+    name = column(header, "Kernel Name");
+    block = column(header, "Block Size");
+    grid = column(header, "Grid Size");
+    mname = column(header, "Metric Name");
+    munit = column(header, "Metric Unit");
+    mval = column(header, "Metric Value");
+    long_form = mname >= 0 && mval >= 0;
+  }
+  static bool is_header(const std::vector<std::string>& f) {
+    return column(f, "ID") >= 0 && column(f, "Kernel Name") >= 0;
+  }
+  /// Field c of a record ("" when it has none).
+  static std::string at(const std::vector<std::string>& f, int c) {
+    return c >= 0 && static_cast<std::size_t>(c) < f.size() ? f[static_cast<std::size_t>(c)] : "";
+  }
+  /// The kernel a record names, without metrics.
+  KernelProfile kernel(const std::vector<std::string>& f, int kid) const {
+    KernelProfile k;
+    k.id = kid;
+    k.name = at(f, name);
+    k.block = at(f, block);
+    k.grid = at(f, grid);
+    return k;
+  }
+  /// A wide-form record's kernel with every metric column.
+  KernelProfile wide_kernel(const std::vector<std::string>& f, int kid,
+                            const std::vector<std::string>& units) const {
+    KernelProfile k = kernel(f, kid);
+    for (std::size_t c = 0; c < header.size() && c < f.size(); ++c)
+      if (header[c].find("__") != std::string::npos)  // metric names have a double underscore
+        put_metric(k, header[c], f[c], c < units.size() ? units[c] : "");
+    return k;
+  }
+};
+
 }  // namespace
 
 ProfileReport parse_ncu_csv(std::string_view text) {
   ProfileReport r;
-  std::vector<std::string> header;
-  bool long_form = false;
-  int c_id = -1, c_name = -1, c_block = -1, c_grid = -1, c_mname = -1, c_munit = -1, c_mval = -1;
+  std::optional<NcuColumns> cols;
   std::vector<std::string> units;
   bool expect_units = false;
   std::map<int, std::size_t> by_id;  // long form: kernel id -> index
@@ -158,74 +217,37 @@ ProfileReport parse_ncu_csv(std::string_view text) {
     const std::string line = trim(raw);
     if (line.empty()) continue;
     if (line[0] != '"') {
-      if (starts_with(line, "==ERROR==") || starts_with(line, "==WARNING==") ||
-          (starts_with(line, "==PROF==") && line.find("Profiling") == std::string::npos &&
-           line.find("Connected") == std::string::npos && line.find("Disconnected") == std::string::npos))
-        r.notes.push_back(line);
+      if (ncu_note_line(line)) r.notes.push_back(line);
       continue;
     }
     auto f = csv_fields(line);
-    if (header.empty()) {
-      if (column(f, "ID") < 0 || column(f, "Kernel Name") < 0) continue;
-      header = f;
-      c_id = column(header, "ID");
-      c_name = column(header, "Kernel Name");
-      c_block = column(header, "Block Size");
-      c_grid = column(header, "Grid Size");
-      c_mname = column(header, "Metric Name");
-      c_munit = column(header, "Metric Unit");
-      c_mval = column(header, "Metric Value");
-      long_form = c_mname >= 0 && c_mval >= 0;
-      expect_units = !long_form;
+    if (!cols) {
+      if (!NcuColumns::is_header(f)) continue;
+      cols.emplace(f);
+      expect_units = !cols->long_form;
       continue;
     }
     if (expect_units) {
       expect_units = false;
-      if (f.size() > static_cast<std::size_t>(c_id) && f[static_cast<std::size_t>(c_id)].empty()) {
+      if (f.size() > static_cast<std::size_t>(cols->id) && f[static_cast<std::size_t>(cols->id)].empty()) {
         units = f;  // the units row of --page raw: "", "", ..., "nsecond", "%"
         continue;
       }
     }
-    auto at = [&](int c) {
-      return c >= 0 && static_cast<std::size_t>(c) < f.size() ? f[static_cast<std::size_t>(c)] : "";
-    };
-    const auto id = number(at(c_id));
+    const auto id = number(NcuColumns::at(f, cols->id));
     if (!id) continue;
     const int kid = static_cast<int>(*id);
-    if (long_form) {
-      auto it = by_id.find(kid);
-      if (it == by_id.end()) {
-        KernelProfile k;
-        k.id = kid;
-        k.name = at(c_name);
-        k.block = at(c_block);
-        k.grid = at(c_grid);
-        it = by_id.emplace(kid, r.kernels.size()).first;
-        r.kernels.push_back(std::move(k));
-      }
-      auto& k = r.kernels[it->second];
-      const std::string unit = at(c_munit);
-      if (auto v = number(at(c_mval))) {
-        k.metrics[at(c_mname)] = *v * unit_factor(unit);
-        k.units[at(c_mname)] = unit;
-      }
+    if (!cols->long_form) {
+      r.kernels.push_back(cols->wide_kernel(f, kid, units));
       continue;
     }
-    KernelProfile k;
-    k.id = kid;
-    k.name = at(c_name);
-    k.block = at(c_block);
-    k.grid = at(c_grid);
-    for (std::size_t c = 0; c < header.size() && c < f.size(); ++c) {
-      const std::string& name = header[c];
-      if (name.find("__") == std::string::npos) continue;  // metric names have a double underscore
-      const std::string unit = c < units.size() ? units[c] : "";
-      if (auto v = number(f[c])) {
-        k.metrics[name] = *v * unit_factor(unit);
-        k.units[name] = unit;
-      }
+    auto it = by_id.find(kid);
+    if (it == by_id.end()) {
+      it = by_id.emplace(kid, r.kernels.size()).first;
+      r.kernels.push_back(cols->kernel(f, kid));
     }
-    r.kernels.push_back(std::move(k));
+    put_metric(r.kernels[it->second], NcuColumns::at(f, cols->mname), NcuColumns::at(f, cols->mval),
+               NcuColumns::at(f, cols->munit));
   }
   for (auto& k : r.kernels) k.time_ms = k.get(kTime) * 1e-6;  // ns -> ms
   return r;
