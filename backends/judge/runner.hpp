@@ -1,7 +1,7 @@
 // backends/judge/runner.hpp — internals of kforge-runner (not a public header).
 //
 // kforge-runner is a warm worker: one process per device, speaking JSON lines on its
-// stdin/stdout (protocol: backends/include/kforge/backends/runner_client.hpp). It embeds
+// stdin/stdout (protocol: backends/client/include/kforge/backends/runner_client.hpp). It embeds
 // Python to run the reference Model and uses LibTorch (and CUDA when built with it) to
 // own inputs, outputs, comparison and timing. Single-threaded: everything below runs on
 // the main thread, which holds the GIL.

@@ -1,6 +1,6 @@
 // kforge-runner: the judge's warm worker (docs/judge.md). One process per device; reads
 // one JSON request per line on stdin, writes one JSON reply per line (protocol, typed at both
-// ends: backends/include/kforge/backends/runner_protocol.hpp; every reply echoes the request's id).
+// ends: backends/client/include/kforge/backends/runner_protocol.hpp; every reply echoes the request's id).
 // It holds the reference, the inputs, the tolerances and the clock; candidate code never
 // runs in it: checks and benches start a fresh kforge-host per candidate (check.cpp,
 // bench.cpp, testblock.cpp).

@@ -1,4 +1,4 @@
-// backends/src/timed_lock.cpp — the per-device lock for timed work (timed_lock.hpp). Compiled
+// backends/client/timed_lock.cpp — the per-device lock for timed work (timed_lock.hpp). Compiled
 // into kforge_backends and, as it is, into kforge-runner: POSIX and the standard library only.
 #include "kforge/backends/timed_lock.hpp"
 
