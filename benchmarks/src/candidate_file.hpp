@@ -1,5 +1,6 @@
 // Internal to kforge_benchmarks: which file of an attempt directory is the candidate's source,
-// for the reports (report.cpp library_kernels, report_html.cpp). Pure; thread-safe.
+// for the reports (report.cpp library_kernels, report_html.cpp). Pure but for reading the
+// directory; thread-safe.
 #pragma once
 
 #include <filesystem>
@@ -7,9 +8,12 @@
 
 namespace kforge {
 
-/// The candidate's source in `dir`: the first of kernel.cu, kernel.cpp and kernel.py that is a
-/// regular file, the one named after the record's `backend` (the built-in backends' file names)
-/// tried first, since a directory may hold kforge's build of another next to it; "" when none.
-std::filesystem::path candidate_file(const std::filesystem::path& dir, const std::string& backend);
+/// The candidate's source in `dir`, chosen by what was judged, never by a backend's name: of
+/// kernel.cu, kernel.cpp and kernel.py, the regular file whose bytes hash (SHA-256) to the
+/// record's `source_sha`, kforge's operator adapter (appended after its marker, operators.hpp)
+/// left out, since a directory may hold kforge's build of another file next to it. Without a
+/// match (a record with no hash, a file changed since) the first of them that exists; "" when
+/// none does.
+std::filesystem::path candidate_file(const std::filesystem::path& dir, const std::string& source_sha);
 
 }  // namespace kforge

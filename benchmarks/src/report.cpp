@@ -841,10 +841,10 @@ std::map<std::string, LibraryKernel> library_kernels(const fs::path& run_dir, co
     const AttemptRecord& r = *tr->best;
     // The canonical layout, not the record's attempt_dir: a record never points outside the run.
     const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
-    // The backend's own source first (a directory should hold only that one); `kforge eval` keeps
-    // only the built one (build/kernel.*).
-    fs::path src = candidate_file(adir, r.backend);
-    if (src.empty()) src = candidate_file(adir / "build", r.backend);
+    // The judged source (its hash is the record's); `kforge eval` keeps only the built one
+    // (build/kernel.*).
+    fs::path src = candidate_file(adir, r.source_sha);
+    if (src.empty()) src = candidate_file(adir / "build", r.source_sha);
     if (src.empty()) {
       if (missing) missing->push_back(task + ": no kernel.cu, kernel.cpp or kernel.py in " + adir.string());
       continue;

@@ -196,9 +196,10 @@ std::string read_if(const fs::path& p) {
   }
 }
 
-/// The candidate source of an attempt directory and its file name: the backend's own first.
-std::pair<std::string, std::string> kernel_file(const fs::path& dir, const std::string& backend) {
-  const fs::path f = candidate_file(dir, backend);
+/// The candidate source of an attempt directory and its file name: the one the record's
+/// source_sha names first (candidate_file).
+std::pair<std::string, std::string> kernel_file(const fs::path& dir, const std::string& source_sha) {
+  const fs::path f = candidate_file(dir, source_sha);
   if (f.empty()) return {"", ""};
   return {f.filename().string(), read_if(f)};
 }
@@ -266,7 +267,7 @@ json attempt_json(const fs::path& run_dir, const AttemptRecord& r, TextTable& tt
   }
   if (std::string p = read_if(dir / "prompt.md"); !p.empty()) a["P"] = tt.add(p, lim.max_text_bytes);
   if (std::string t = read_if(dir / "response.txt"); !t.empty()) a["R"] = tt.add(t, lim.max_text_bytes);
-  if (auto [name, src] = kernel_file(dir, r.backend); !name.empty()) {
+  if (auto [name, src] = kernel_file(dir, r.source_sha); !name.empty()) {
     a["kn"] = name;
     a["K"] = tt.add(src, lim.max_text_bytes);
   }

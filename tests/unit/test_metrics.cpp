@@ -8,8 +8,10 @@
 
 #include "catch.hpp"
 #include "kforge/benchmarks/metrics.hpp"
+#include "kforge/benchmarks/operators.hpp"
 #include "kforge/benchmarks/report.hpp"
 #include "kforge/benchmarks/run_report.hpp"
+#include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 
@@ -471,6 +473,34 @@ TEST_CASE("two backends: problems are scored apart, cut by backend, best one exp
   CHECK(idx[0]["backend"] == "cuda");
   CHECK(idx[0]["file"] == "relu/kernel.cu");
   CHECK(read_file(run / "library/relu/kernel.cu") == "// cuda\n");
+}
+
+TEST_CASE("the exported file is the one the record's source_sha names, never chosen by backend name",
+          "[metrics]") {
+  // One attempt directory holding two candidate files: the best record's own is the one whose
+  // bytes hash to its source_sha (kforge's operator adapter after its marker left out), whatever
+  // the file's name; without a hash, the first of kernel.cu, kernel.cpp, kernel.py.
+  TempDir tmp;
+  const std::string own = "// the judged source\n";
+  const std::string other = "// another file\n";
+  for (const std::string& sha : {sha256_hex(own), std::string()}) {
+    fs::path run = tmp.path / (sha.empty() ? "unhashed" : "hashed");
+    auto best = att("relu", 0, 1, Outcome::pass, 3.0);
+    best.backend = "some-backend";
+    best.source_sha = sha;
+    {
+      RunDir rd = RunDir::create(run, nlohmann::json::object());
+      rd.append(best);
+      rd.write_attempt_file("relu", 0, 1, "kernel.cu", other);
+      rd.write_attempt_file("relu", 0, 1, "kernel.py",
+                            own + "\n\n" + operator_adapter_marker() + "\nkforge's\n");
+    }
+    LibraryExport ex = export_library(run);
+    CHECK(ex.exported == 1);
+    auto idx = nlohmann::json::parse(read_file(run / "library/index.json"));
+    REQUIRE(idx.size() == 1);
+    CHECK(idx[0]["file"] == (sha.empty() ? "relu/kernel.cu" : "relu/kernel.py"));
+  }
 }
 
 TEST_CASE("llm_error records are counted but not scored; a re-asked turn supersedes them silently",
