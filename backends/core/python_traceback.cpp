@@ -69,11 +69,6 @@ Block parse_block(const std::vector<std::string>& lines, std::size_t from, std::
   return b;
 }
 
-std::string first_line(const std::string& s) {
-  auto nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-
 std::string rstrip(std::string s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
   return s;

@@ -49,6 +49,10 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
+std::string first_line(std::string_view s) {
+  return std::string(s.substr(0, s.find('\n')));
+}
+
 std::vector<std::string> split_lines(std::string_view s) {
   std::vector<std::string> out;
   std::size_t pos = 0;

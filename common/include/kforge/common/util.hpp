@@ -25,6 +25,8 @@ void write_file(const std::filesystem::path& p, std::string_view data);
 
 std::string trim(std::string_view s);
 std::vector<std::string> split_lines(std::string_view s);
+/// `s` up to its first '\n' (all of it when it has none); a '\r' before the '\n' is kept.
+std::string first_line(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
 
 /// `v` printed through a printf format holding one floating conversion ("%.2f", "%.2fx",
