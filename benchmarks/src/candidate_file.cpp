@@ -20,18 +20,19 @@ bool is_source(const std::string& text, const std::string& sha) {
 
 }  // namespace
 
-std::filesystem::path candidate_file(const std::filesystem::path& dir, const std::string& source_sha) {
-  std::filesystem::path first;
+CandidateFile candidate_file(const std::filesystem::path& dir, const std::string& source_sha) {
+  CandidateFile first;
   std::error_code ec;
   for (const char* n : {"kernel.cu", "kernel.cpp", "kernel.py"}) {
-    const auto p = dir / n;
-    if (!std::filesystem::is_regular_file(p, ec)) continue;
-    if (first.empty()) first = p;
-    if (source_sha.empty()) break;
+    CandidateFile f{dir / n, std::nullopt};
+    if (!std::filesystem::is_regular_file(f.path, ec)) continue;
     try {
-      if (is_source(read_file(p), source_sha)) return p;
+      f.text = read_file(f.path);
     } catch (const std::exception&) {  // unreadable: not the judged source
     }
+    if (!source_sha.empty() && f.text && is_source(*f.text, source_sha)) return f;
+    if (first.path.empty()) first = std::move(f);
+    if (source_sha.empty()) break;
   }
   return first;
 }

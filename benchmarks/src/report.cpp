@@ -843,13 +843,13 @@ std::map<std::string, LibraryKernel> library_kernels(const fs::path& run_dir, co
     const fs::path adir = run_dir / attempt_rel_path(r.task, r.sample, r.turn);
     // The judged source (its hash is the record's); `kforge eval` keeps only the built one
     // (build/kernel.*).
-    fs::path src = candidate_file(adir, r.source_sha);
-    if (src.empty()) src = candidate_file(adir / "build", r.source_sha);
-    if (src.empty()) {
+    CandidateFile src = candidate_file(adir, r.source_sha);
+    if (src.path.empty()) src = candidate_file(adir / "build", r.source_sha);
+    if (src.path.empty()) {
       if (missing) missing->push_back(task + ": no kernel.cu, kernel.cpp or kernel.py in " + adir.string());
       continue;
     }
-    std::string text = read_file(src);
+    std::string text = src.text ? std::move(*src.text) : read_file(src.path);  // unreadable: its error
     auto at = text.find(operator_adapter_marker());
     if (at == std::string::npos) at = text.find(native_adapter_marker());
     if (at != std::string::npos) {  // kforge's adapter, not the candidate's code
@@ -857,7 +857,7 @@ std::map<std::string, LibraryKernel> library_kernels(const fs::path& run_dir, co
       while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
       text += "\n";
     }
-    out.emplace(task, LibraryKernel{tr, adir, src.filename().string(), std::move(text)});
+    out.emplace(task, LibraryKernel{tr, adir, src.path.filename().string(), std::move(text)});
   }
   return out;
 }

@@ -199,9 +199,9 @@ std::string read_if(const fs::path& p) {
 /// The candidate source of an attempt directory and its file name: the one the record's
 /// source_sha names first (candidate_file).
 std::pair<std::string, std::string> kernel_file(const fs::path& dir, const std::string& source_sha) {
-  const fs::path f = candidate_file(dir, source_sha);
-  if (f.empty()) return {"", ""};
-  return {f.filename().string(), read_if(f)};
+  CandidateFile f = candidate_file(dir, source_sha);
+  if (f.path.empty()) return {"", ""};
+  return {f.path.filename().string(), f.text.value_or("")};
 }
 
 json profile_json(const AttemptProfile& p) {
