@@ -293,7 +293,12 @@ Expected<ProfileTargets> RunnerClient::profile_targets(const TaskRef& task, cons
   q.candidate.host = host;
   q.dir = fs::absolute(dir).string();
   q.seed = seed;
-  return ask<ProfileTargets>(q, cfg_.load_timeout);
+  // Untimed work on the device (the inputs made there and copied out): a shared hold, or the
+  // profile step's own exclusive one when it already holds it.
+  const TimedHold shared = hold_timed("profile setup", TimedLock::Mode::shared);
+  protocol::Request req(std::move(q));
+  req.timed_lock_shared = shared.held();
+  return ask<ProfileTargets>(std::move(req), cfg_.load_timeout);
 }
 
 std::string RunnerClient::unusable_detail(const TaskRef& task) const {

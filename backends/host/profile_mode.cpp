@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host.hpp"
+#include "kforge/backends/profile_gate.hpp"
 
 #ifdef KFORGE_HOST_CUDA
 #include <cuda_profiler_api.h>
@@ -102,6 +103,12 @@ int profile_main(const std::string& artifact, int device, const std::string& ten
   std::ifstream f(tensor_file, std::ios::binary);
   std::vector<TensorLine> lines;
   std::string e = f ? read_header(f, &lines) : "cannot open";
+  // Started ahead of its turn by the profile step: no CUDA call before it holds the device
+  // (profile_gate.hpp).
+  if (!kforge::backends::wait_for_profile_gate()) {
+    std::fprintf(stderr, "kforge-host --profile: the profile gate never opened\n");
+    return 2;
+  }
 #ifdef KFORGE_HOST_CUDA
   if (e.empty() && device >= 0 && (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess))
     e = std::string("cuda init: ") + cudaGetErrorString(cudaGetLastError());

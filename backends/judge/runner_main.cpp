@@ -30,6 +30,7 @@
 #include <sstream>
 
 #include "judge.hpp"
+#include "kforge/backends/profile_gate.hpp"
 #include "runner.hpp"
 
 #ifdef KFORGE_RUNNER_CUDA
@@ -555,8 +556,21 @@ int main(int argc, char** argv) {
     reply(error(JudgeError::python_exception, "import torch failed: " + python_traceback(e)));
     return 3;
   }
+  const bool profile_reference = argc == 3 && std::string(argv[1]) == "--profile-reference";
+  if (profile_reference) {
+    // Started ahead of its turn by the profile step (profile_gate.hpp): Triton is imported
+    // before the gate too (a TritonBench reference's module imports it), CUDA only after it.
+    try {
+      py::module_::import("triton");
+    } catch (py::error_already_set&) {
+    }
+    if (!kforge::backends::wait_for_profile_gate()) {
+      std::fprintf(stderr, "kforge-runner --profile-reference: the profile gate never opened\n");
+      return 2;
+    }
+  }
   Worker w;
-  if (argc == 3 && std::string(argv[1]) == "--profile-reference") {
+  if (profile_reference) {
     try {
       return w.profile_reference(argv[2]);
     } catch (py::error_already_set& e) {

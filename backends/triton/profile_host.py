@@ -13,7 +13,9 @@ imports the candidate exactly as `load` does (ModelNew included: model.json hold
 judge's `model` line holds), then makes one untimed call (Triton's JIT, caches) and one call
 between cudaProfilerStart and cudaProfilerStop (what `ncu --profile-from-start off` profiles),
 and exits: 0 when both calls returned, 1 when the candidate failed (the reason on stderr), 2 on
-bad arguments or a bad tensor file.
+bad arguments, a bad tensor file or a gate that never opened. Started ahead of its turn by the
+profile step, it imports torch and Triton and then waits at its gate ($KFORGE_PROFILE_GATE,
+wait_for_gate) before anything touches the device.
 
 Confinement: the same as the judged host (no new privileges, no capabilities, the seccomp
 filter, Landlock for writes) except what Nsight Compute needs, as for kforge-host's profile
@@ -71,6 +73,29 @@ def read_tensor_file(path, kf_dtypes, torch, device):
         return ins, outs
 
 
+def wait_for_gate(max_wait_s=1800.0):
+    """Started ahead of its turn by the profile step (issue 41 §4; the C++ side:
+    backends/client/include/kforge/backends/profile_gate.hpp): imports torch and Triton, which
+    touch no device, then waits until the file named by $KFORGE_PROFILE_GATE exists (the step
+    holds the device's timed lock), polling every 2 ms. True at once when it is unset; False
+    when the gate did not open within max_wait_s."""
+    gate = os.environ.get("KFORGE_PROFILE_GATE", "")
+    if not gate:
+        return True
+    import time
+    try:
+        import torch  # noqa: F401 - the Host imports them again, from sys.modules
+        import triton  # noqa: F401
+    except ImportError:
+        pass  # the Host reports it
+    until = time.monotonic() + max_wait_s
+    while not os.path.exists(gate):
+        if time.monotonic() >= until:
+            return False
+        time.sleep(0.002)
+    return True
+
+
 def profile_main(host_module, argv):
     """argv: host.py's, from "--profile" on (above). Returns the exit status."""
     if len(argv) != 8 or argv[1] != "--profile":
@@ -97,6 +122,9 @@ def profile_main(host_module, argv):
         os.environ["TRITON_CACHE_DIR"] = triton_cache
     if device < 0:
         os.environ["TRITON_INTERPRET"] = "1"
+    if not wait_for_gate():
+        sys.stderr.write("host.py --profile: the profile gate never opened\n")
+        return 2
 
     class ProfileHost(host_module.Host):
         profile_host = True

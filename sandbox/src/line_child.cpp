@@ -24,7 +24,8 @@ struct LineChild::Impl {
   int in_fd = -1, out_fd = -1, err_fd = -1;
   std::string pending;  // stdout bytes not yet returned as lines
   detail::TailBuffer err_tail{0};
-  bool exited = false;  // seen as a zombie (not reaped)
+  std::size_t max_line = 0;  // Limits::max_line_bytes
+  bool exited = false;       // seen as a zombie (not reaped)
   bool reaped = false;
   std::mutex reap_mu;  // held while reaping and by kill_group: no signal reaches a reused pid
   Result final;
@@ -44,10 +45,12 @@ struct LineChild::Impl {
     for (;;) {
       ssize_t n = ::read(fd, buf, sizeof buf);
       if (n > 0) {
-        if (is_out)
+        if (is_out) {
           pending.append(buf, static_cast<std::size_t>(n));
-        else
+          if (max_line != 0 && pending.size() >= max_line) return;  // read_line hands out a piece
+        } else {
           err_tail.add(buf, static_cast<std::size_t>(n));
+        }
         if (static_cast<std::size_t>(n) < sizeof buf) return;  // probably empty now
         continue;
       }
@@ -144,6 +147,7 @@ std::unique_ptr<LineChild> LineChild::start(const Spec& spec, std::string* error
   I.out_fd = sp.out_fd;
   I.err_fd = sp.err_fd;
   I.t0 = t0;
+  I.max_line = spec.limits.max_line_bytes;
   for (int fd : {I.out_fd, I.err_fd}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   return c;
 }
@@ -185,6 +189,11 @@ std::optional<std::string> LineChild::read_line(milliseconds timeout) {
       std::string line = I.pending.substr(0, nl);
       I.pending.erase(0, nl + 1);
       return line;
+    }
+    if (I.max_line != 0 && I.pending.size() >= I.max_line) {
+      std::string piece = I.pending.substr(0, I.max_line);
+      I.pending.erase(0, I.max_line);
+      return piece;
     }
     if (I.out_fd < 0) {  // EOF: an unterminated last line is still a line
       if (I.pending.empty()) return std::nullopt;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -62,6 +63,35 @@ sandbox::Result run_argv(const std::vector<std::string>& argv, const std::string
   s.limits.wall = std::chrono::milliseconds(120'000);
   s.isolate_network = false;
   return sandbox::run(s);
+}
+
+/// Runs `argv` as run_argv does, with $KFORGE_PROFILE_GATE naming `gate` (absent): after
+/// `closed` it must still be running and have said nothing (it waits at its gate, before CUDA
+/// and before the candidate is loaded; `not_yet`, when given, does not exist yet); then the gate
+/// opens and it runs to its end.
+sandbox::Result gated_run(const std::vector<std::string>& argv, const fs::path& gate,
+                          std::chrono::milliseconds closed, const std::string& scratch = "",
+                          const fs::path& not_yet = {}) {
+  sandbox::Spec s;
+  s.argv = argv;
+  if (!scratch.empty()) s.env_set["KFORGE_PROFILE_SCRATCH"] = scratch;
+  s.env_set["KFORGE_PROFILE_GATE"] = gate.string();
+  s.isolate_network = false;
+  std::string error;
+  auto child = sandbox::LineChild::start(s, &error);
+  REQUIRE(child);
+  std::this_thread::sleep_for(closed);
+  CHECK(child->alive());
+  if (!not_yet.empty()) CHECK_FALSE(fs::exists(not_yet));
+  std::string out;
+  while (auto line = child->read_line(std::chrono::milliseconds(100))) out += *line + "\n";
+  CHECK(out.empty());
+  write_file(gate, "");
+  for (int i = 0; i < 1200 && child->alive(); ++i)
+    while (auto line = child->read_line(std::chrono::milliseconds(100))) out += *line + "\n";
+  sandbox::Result r = child->alive() ? child->terminate() : child->wait();
+  r.out = out + r.out;
+  return r;
 }
 
 /// A fake ncu: insists on --profile-from-start off and --log-file, logs its target's kind to
@@ -130,6 +160,144 @@ TEST_CASE("run_ncu: a profiled process that fails is named by its own last words
   CHECK(r.error.find("==PROF==") == std::string::npos);
 }
 
+namespace {
+
+/// A fake ncu for start_ncu: notes its start in `dir`/started, waits for $KFORGE_PROFILE_GATE,
+/// notes that in `dir`/ran, sleeps `after_s`, then copies a recorded report to its --log-file.
+fs::path gated_ncu(const fs::path& dir, int after_s = 0) {
+  fs::create_directories(dir);
+  const fs::path script = dir / "ncu";
+  std::ofstream f(script);
+  f << "#!/bin/sh\n"
+    << "log=\n"
+    << "while [ $# -gt 0 ]; do [ \"$1\" = --log-file ] && log=$2; shift; done\n"
+    << "echo $$ > " << (dir / "started").string() << "\n"
+    << "while [ ! -e \"$KFORGE_PROFILE_GATE\" ]; do sleep 0.01; done\n"
+    << "echo ran > " << (dir / "ran").string() << "\n"
+    << "sleep " << after_s << "\n"
+    << "cp " << (fs::path(KFORGE_TESTS_DIR) / "data/profile/ncu_raw.csv").string() << " \"$log\"\n";
+  f.close();
+  fs::permissions(script, fs::perms::owner_all);
+  return script;
+}
+
+bool appears(const fs::path& f, std::chrono::milliseconds within) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  while (!fs::exists(f) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return fs::exists(f);
+}
+
+}  // namespace
+
+TEST_CASE("start_ncu: the run starts at once and waits at its gate until finish() opens it", "[profile]") {
+  const fs::path work = scratch("profile-gate");
+  backends::NcuOptions opt;
+  opt.ncu = gated_ncu(work / "one");
+  opt.report_csv = work / "one/ncu.csv";
+  auto launch = backends::start_ncu(backends::load_ncu_metrics(), {"/bin/true"}, opt);
+  REQUIRE(appears(work / "one/started", std::chrono::milliseconds(20'000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK_FALSE(fs::exists(work / "one/ran"));          // at its gate
+  CHECK(fs::is_directory(work / "one/ncu.csv.tmp"));  // its scratch directory
+  const auto r = launch->finish(std::chrono::milliseconds(20'000));
+  INFO(r.error);
+  CHECK(r.error.empty());
+  CHECK(r.report.kernels.size() == 3);
+  CHECK(fs::exists(work / "one/ran"));
+  CHECK(r.wall_ms < 1500);  // from the gate's opening, not from the start
+  CHECK_FALSE(fs::exists(work / "one/ncu.csv.gate"));
+  CHECK_FALSE(fs::exists(work / "one/ncu.csv.tmp"));
+  // Destroyed unfinished: the run is killed, its gate never opens.
+  opt.ncu = gated_ncu(work / "two");
+  opt.report_csv = work / "two/ncu.csv";
+  launch = backends::start_ncu(backends::load_ncu_metrics(), {"/bin/true"}, opt);
+  REQUIRE(appears(work / "two/started", std::chrono::milliseconds(20'000)));
+  launch.reset();
+  write_file(work / "two/ncu.csv.gate", "");  // too late: nothing waits for it
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(fs::exists(work / "two/ran"));
+  // A run past its limit is killed and says so; the limit counts from the gate's opening.
+  opt.ncu = gated_ncu(work / "three", 30);
+  opt.report_csv = work / "three/ncu.csv";
+  launch = backends::start_ncu(backends::load_ncu_metrics(), {"/bin/true"}, opt);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto late = launch->finish(std::chrono::milliseconds(2000));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15));
+  CHECK(late.error == "ncu did not finish within 2 s");
+}
+
+TEST_CASE(
+    "profile step: both runs start before the timed lock; the reference's gate opens after the "
+    "candidate's run",
+    "[runner][profile]") {
+  const fs::path work = scratch("profile-order");
+  auto c = compile_adversarial("correct", work / "build");
+  std::vector<std::string> events;
+  std::mutex mu;
+  auto note = [&](const std::string& e) {
+    std::lock_guard<std::mutex> lock(mu);
+    events.push_back(e);
+  };
+  struct RecordingLock : backends::TimedLock {
+    std::function<void(const std::string&)> note;
+    backends::TimedHold acquire(const std::string&, const std::string& what, std::chrono::milliseconds,
+                                Mode mode) override {
+      const std::string e = (mode == Mode::exclusive ? "timed:" : "shared:") + what;
+      note(e);
+      return backends::TimedHold(backends::TimedHold::State::held, 0, "",
+                                 [this, e] { note("release " + e); });
+    }
+  } lock;
+  lock.note = note;
+  struct Launch : backends::NcuLaunch {
+    std::string which;
+    std::function<void(const std::string&)> note;
+    backends::NcuOptions opt;
+    backends::NcuRun finish(std::chrono::milliseconds) override {
+      note("finish " + which);
+      const fs::path rec = fs::path(KFORGE_TESTS_DIR) / "data/profile/ncu_raw.csv";
+      write_file(opt.report_csv, read_file(rec));
+      backends::NcuRun r;
+      r.report = backends::parse_ncu_csv(read_file(rec));
+      return r;
+    }
+    ~Launch() override { note("end " + which); }
+  };
+  backends::RunnerConfig rc = cpu_runner();
+  rc.timed_lock = &lock;
+  backends::RunnerClient runner(rc);
+  backends::NcuProfilerOptions po;
+  po.environment = [] { return std::string("gpu=test"); };
+  po.start = [&](const std::vector<backends::NcuMetric>&, const std::vector<std::string>& target,
+                 const backends::NcuOptions& o) -> std::unique_ptr<backends::NcuLaunch> {
+    auto l = std::make_unique<Launch>();
+    l->which = std::find(target.begin(), target.end(), "--profile-reference") != target.end() ? "reference"
+                                                                                              : "candidate";
+    l->note = note;
+    l->opt = o;
+    note("start " + l->which);
+    return l;
+  };
+  backends::NcuProfiler prof(fake_ncu(work), backends::load_ncu_metrics(), po);
+  auto p = prof.profile(runner, c.task, c.artifact, work / "a1", backends::HostKind::native);
+  INFO(p.note);
+  CHECK_FALSE(p.candidate.empty());
+  CHECK_FALSE(p.reference.empty());
+  // The judge's files under a shared hold; both runs started; then the exclusive hold, the
+  // candidate's run to its end (its process tree gone), then the reference's.
+  std::vector<std::string> tail;
+  bool seen = false;
+  for (const auto& e : events) {
+    if (e == "start candidate") seen = true;
+    if (seen) tail.push_back(e);
+  }
+  CHECK(std::find(events.begin(), events.end(), "shared:profile setup") < events.end() - tail.size());
+  CHECK(tail == std::vector<std::string>{"start candidate", "start reference", "timed:ncu",
+                                         "finish candidate", "end candidate", "finish reference",
+                                         "end reference", "release timed:ncu"});
+}
+
 TEST_CASE("profile step: the judge's files and both targets run (cpu, no ncu)", "[runner][profile]") {
   const fs::path work = scratch("profile-targets");
   auto c = compile_adversarial("correct", work / "build");
@@ -162,6 +330,14 @@ TEST_CASE("profile step: the judge's files and both targets run (cpu, no ncu)", 
   REQUIRE(targets->reference.size() == 3);
   CHECK(targets->reference[1] == "--profile-reference");
   auto rr = run_argv(targets->reference);
+  INFO(rr.out << rr.err);
+  CHECK(rr.ok());
+  // Started ahead of their turn, both wait at their gates (profile_gate.hpp) until they open.
+  r = gated_run(targets->candidate, work / "candidate.gate", std::chrono::milliseconds(800));
+  INFO(r.out << r.err);
+  CHECK(r.ok());
+  CHECK_THAT(r.out, Catch::Contains("profiled one call"));
+  rr = gated_run(targets->reference, work / "reference.gate", std::chrono::milliseconds(800));
   INFO(rr.out << rr.err);
   CHECK(rr.ok());
 }
@@ -357,7 +533,7 @@ TEST_CASE("profile step: the reference's report is kept across runs, keyed by ta
   std::string env = "gpu=NVIDIA H100 80GB HBM3; driver=570.1 torch=2.11 cuda=12.8 ncu=2025.1";
   backends::NcuProfilerOptions po;
   po.reference_cache = work / "cache";
-  po.run = fake.fn();
+  po.start = backends::deferred_start(fake.fn());
   po.environment = [&] { return env; };
   {
     backends::NcuProfiler first(fake_ncu(work), backends::load_ncu_metrics(), po);
@@ -400,7 +576,7 @@ TEST_CASE("profile step: ncu's wall-clock budget; a run it leaves no time for is
   fake.hang_candidate = true;
   backends::NcuProfilerOptions po;
   po.budget = std::chrono::milliseconds(3000);
-  po.run = fake.fn();
+  po.start = backends::deferred_start(fake.fn());
   po.environment = [] { return std::string("gpu=test"); };
   backends::NcuProfiler prof(fake_ncu(work), backends::load_ncu_metrics(), po);
   const auto t0 = std::chrono::steady_clock::now();
@@ -459,7 +635,7 @@ std::string after(const std::vector<std::string>& argv, const std::string& opt) 
 
 backends::NcuProfilerOptions argv_options(ArgvRuns& runs) {
   backends::NcuProfilerOptions po;
-  po.run = runs.fn();
+  po.start = backends::deferred_start(runs.fn());
   po.environment = [] { return std::string("gpu=test"); };
   return po;
 }
@@ -572,6 +748,27 @@ TEST_CASE("profile step: the Triton host's profile mode makes its calls, confine
   INFO(r.out << r.err);
   CHECK(r.ok());
   CHECK_THAT(r.out, Catch::Contains("kforge triton host: profiled one call"));
+  {
+    // Started ahead of its turn, it imports torch and Triton and waits at its gate: the
+    // candidate's module (which notes its import in the scratch directory) only after it opens.
+    const auto artifact = triton_artifact(work / "gated",
+                                          "import os\n"
+                                          "open(os.path.join(os.environ['KFORGE_PROFILE_SCRATCH'], "
+                                          "'imported'), 'w').close()\n"
+                                          "def kf_forward(x, y):\n"
+                                          "    out = torch.empty_like(x)\n"
+                                          "    launch(x, y, out)\n"
+                                          "    return out\n");
+    auto targets =
+        runner.profile_targets(task, artifact, work / "gated/profile", 3000, backends::HostKind::python);
+    REQUIRE(targets);
+    fs::create_directories(work / "gated/scratch");
+    auto g = gated_run(targets->candidate, work / "gated/gate", std::chrono::milliseconds(5000),
+                       (work / "gated/scratch").string(), work / "gated/scratch/imported");
+    INFO(g.out << g.err);
+    CHECK(g.ok());
+    CHECK(fs::exists(work / "gated/scratch/imported"));
+  }
   r = run_candidate("model_new",
                     "class ModelNew(torch.nn.Module):\n"
                     "    def forward(self, x, y):\n"
@@ -645,7 +842,7 @@ TEST_CASE("profile step: huge inputs are profiled on the scaled task, and the no
   // Below the threshold: the task's own shapes, no note.
   po.full_input_bytes = 4 * 1024 * 1024;
   ArgvRuns full;
-  po.run = full.fn();
+  po.start = backends::deferred_start(full.fn());
   backends::NcuProfiler prof2("/opt/ncu/ncu", backends::load_ncu_metrics(), po);
   auto q = prof2.profile(runner, c.task, c.artifact, work / "a2", backends::HostKind::native);
   CHECK(full.first_input == "in 0 2 256 512");

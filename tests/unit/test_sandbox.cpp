@@ -441,6 +441,27 @@ TEST_CASE("LineChild reports EOF, exit status and the stderr tail", "[sandbox]")
   CHECK(error == "kforge-no-such-program-xyz: No such file or directory");
 }
 
+TEST_CASE("LineChild: max_line_bytes hands a line without newline out in pieces", "[sandbox]") {
+  std::string error;
+  auto spec = make_spec({"sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' e; echo; echo next"});
+  spec.limits.max_line_bytes = 4096;
+  auto child = LineChild::start(spec, &error);
+  REQUIRE(child);
+  std::size_t pieces = 0, bytes = 0, longest = 0;
+  std::string last;
+  while (auto line = child->read_line(5000ms)) {
+    ++pieces;
+    bytes += line->size();
+    longest = std::max(longest, line->size());
+    last = *line;
+  }
+  CHECK(longest == 4096);
+  CHECK(bytes == 1000000 + 4);  // the e's, the empty rest of their line, "next"
+  CHECK(pieces >= 1000000 / 4096);
+  CHECK(last == "next");
+  CHECK(child->wait().ok());
+}
+
 TEST_CASE("LineChild kills its whole group when destroyed", "[sandbox]") {
   std::string error;
   auto child = LineChild::start(make_spec({"sh", "-c", "sleep 30 & echo $!; cat"}), &error);

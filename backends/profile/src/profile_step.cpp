@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "kforge/backends/profile_gate.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/sandbox/compile_cache.hpp"
@@ -34,29 +36,12 @@ std::string target_output_tail(const std::string& out, const std::string& err, s
   return kept.size() > max ? kept.substr(kept.size() - max) : kept;
 }
 
-}  // namespace
-
-NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::string>& target,
-               const NcuOptions& opt, std::chrono::milliseconds timeout) {
+/// What a finished ncu run left: its report, or why not (NcuLaunch::finish's errors).
+NcuRun read_run(const sandbox::Result& r, const fs::path& report_csv, std::chrono::milliseconds limit) {
   NcuRun run;
-  sandbox::Spec spec;
-  spec.argv = ncu_argv(metrics, target, opt);
-  spec.limits.wall = timeout;
-  // ncu talks to the process it profiles over loopback; a private network namespace would
-  // leave it without one. The profiled candidate is still confined (no sockets: seccomp).
-  spec.isolate_network = false;
-  // A scratch directory of its own for ncu and the profiled process (its lock file; the
-  // candidate host may write nothing else: ConfinePolicy::scratch_dirs), removed afterwards.
-  std::error_code ec;
-  const fs::path scratch = opt.report_csv.parent_path() / "tmp";
-  fs::create_directories(scratch, ec);
-  spec.env_set["TMPDIR"] = scratch.string();
-  spec.env_set["KFORGE_PROFILE_SCRATCH"] = scratch.string();
-  fs::remove(opt.report_csv, ec);
-  const sandbox::Result r = sandbox::run(spec);
-  fs::remove_all(scratch, ec);
   run.wall_ms = static_cast<double>(r.wall.count());
-  const std::string csv = fs::exists(opt.report_csv, ec) ? read_file(opt.report_csv) : "";
+  std::error_code ec;
+  const std::string csv = fs::exists(report_csv, ec) ? read_file(report_csv) : "";
   run.report = parse_ncu_csv(csv);
   if (!run.report.empty()) return run;
   std::string why = ncu_error_line(csv + "\n" + r.out + "\n" + r.err);
@@ -67,7 +52,7 @@ NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::str
   if (r.status == sandbox::Status::failed_to_start)
     why = "ncu could not start: " + r.error;
   else if (r.status == sandbox::Status::timed_out)
-    why = "ncu did not finish within " + std::to_string(timeout.count() / 1000) + " s";
+    why = "ncu did not finish within " + std::to_string(limit.count() / 1000) + " s";
   else if (why.empty() && !r.ok())
     why = "the profiled process failed (exit " + std::to_string(r.exit_code) +
           "): " + truncate_middle(trim(r.err.empty() ? r.out : r.err), 300);
@@ -75,6 +60,135 @@ NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::str
     why = "ncu reported no kernel";
   run.error = why;
   return run;
+}
+
+constexpr std::size_t kTargetOutputBytes = 64 * 1024;
+
+/// start_ncu's launch: ncu as a sandboxed child, its target waiting at the gate file.
+class SandboxNcuLaunch final : public NcuLaunch {
+ public:
+  SandboxNcuLaunch(const sandbox::Spec& spec, fs::path report_csv, fs::path gate, fs::path scratch)
+      : report_csv_(std::move(report_csv)), gate_(std::move(gate)), scratch_(std::move(scratch)) {
+    child_ = sandbox::LineChild::start(spec, &start_error_);
+  }
+  ~SandboxNcuLaunch() override {
+    child_.reset();  // kills its process group when unfinished
+    clean();
+  }
+  SandboxNcuLaunch(const SandboxNcuLaunch&) = delete;
+  SandboxNcuLaunch& operator=(const SandboxNcuLaunch&) = delete;
+
+  NcuRun finish(std::chrono::milliseconds limit) override {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    sandbox::Result r;
+    if (!child_) {
+      r.error = start_error_;
+    } else {
+      try {
+        write_file(gate_, "");
+        r = await(t0 + limit);
+      } catch (const std::exception& e) {
+        r.error = std::string("cannot open its gate: ") + e.what();
+      }
+    }
+    r.wall = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    child_.reset();
+    clean();
+    return read_run(r, report_csv_, limit);
+  }
+
+ private:
+  /// Reads the child's stdout (its last kTargetOutputBytes kept) until it exits or `deadline`
+  /// passes (then its group is killed: timed_out).
+  sandbox::Result await(std::chrono::steady_clock::time_point deadline) {
+    using namespace std::chrono;
+    std::string out;
+    for (;;) {
+      const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
+      if (left <= milliseconds(0)) {
+        sandbox::Result r = child_->terminate(milliseconds(1000));
+        r.status = sandbox::Status::timed_out;
+        r.out = out + r.out;
+        return r;
+      }
+      if (auto line = child_->read_line(std::min(left, milliseconds(200)))) {
+        out += *line + "\n";
+        if (out.size() > kTargetOutputBytes) out.erase(0, out.size() - kTargetOutputBytes);
+        continue;
+      }
+      if (!child_->alive()) {
+        sandbox::Result r = child_->wait();
+        r.out = out + r.out;
+        return r;
+      }
+      std::this_thread::sleep_for(milliseconds(2));  // stdout closed: the process is ending
+    }
+  }
+
+  void clean() {
+    std::error_code ec;
+    fs::remove(gate_, ec);
+    fs::remove_all(scratch_, ec);
+  }
+
+  fs::path report_csv_, gate_, scratch_;
+  std::unique_ptr<sandbox::LineChild> child_;
+  std::string start_error_;
+};
+
+/// deferred_start's launch: the fake's whole run in finish().
+class DeferredNcuLaunch final : public NcuLaunch {
+ public:
+  DeferredNcuLaunch(NcuRunFn run, std::vector<NcuMetric> metrics, std::vector<std::string> target,
+                    NcuOptions opt)
+      : run_(std::move(run)),
+        metrics_(std::move(metrics)),
+        target_(std::move(target)),
+        opt_(std::move(opt)) {}
+  NcuRun finish(std::chrono::milliseconds limit) override { return run_(metrics_, target_, opt_, limit); }
+
+ private:
+  NcuRunFn run_;
+  std::vector<NcuMetric> metrics_;
+  std::vector<std::string> target_;
+  NcuOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<NcuLaunch> start_ncu(const std::vector<NcuMetric>& metrics,
+                                     const std::vector<std::string>& target, const NcuOptions& opt) {
+  sandbox::Spec spec;
+  spec.argv = ncu_argv(metrics, target, opt);
+  spec.limits.max_line_bytes = kTargetOutputBytes;
+  // ncu talks to the process it profiles over loopback; a private network namespace would
+  // leave it without one. The profiled candidate is still confined (no sockets: seccomp).
+  spec.isolate_network = false;
+  fs::path scratch = opt.report_csv, gate = opt.report_csv;
+  scratch += ".tmp";
+  gate += ".gate";
+  std::error_code ec;
+  fs::remove(gate, ec);
+  fs::remove_all(scratch, ec);
+  fs::create_directories(scratch, ec);
+  fs::remove(opt.report_csv, ec);
+  spec.env_set["TMPDIR"] = scratch.string();
+  spec.env_set["KFORGE_PROFILE_SCRATCH"] = scratch.string();
+  spec.env_set[kProfileGateEnv] = gate.string();
+  return std::make_unique<SandboxNcuLaunch>(spec, opt.report_csv, gate, scratch);
+}
+
+NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::string>& target,
+               const NcuOptions& opt, std::chrono::milliseconds timeout) {
+  return start_ncu(metrics, target, opt)->finish(timeout);
+}
+
+NcuStartFn deferred_start(NcuRunFn run) {
+  return [run = std::move(run)](const std::vector<NcuMetric>& metrics, const std::vector<std::string>& target,
+                                const NcuOptions& opt) -> std::unique_ptr<NcuLaunch> {
+    return std::make_unique<DeferredNcuLaunch>(run, metrics, target, opt);
+  };
 }
 
 fs::path NcuReferenceCache::default_dir() {
@@ -113,7 +227,7 @@ void NcuReferenceCache::put(const std::string& key, const std::string& csv) cons
 
 NcuProfiler::NcuProfiler(fs::path ncu, std::vector<NcuMetric> metrics, NcuProfilerOptions options)
     : ncu_(std::move(ncu)), metrics_(std::move(metrics)), opt_(std::move(options)) {
-  if (!opt_.run) opt_.run = run_ncu;
+  if (!opt_.start) opt_.start = start_ncu;
 }
 
 namespace {
@@ -240,18 +354,9 @@ std::optional<ScaledTask> NcuProfiler::scaled(RunnerClient& runner, const TaskRe
 
 NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, const fs::path& artifact,
                                 const fs::path& dir, HostKind host) {
-  using Clock = std::chrono::steady_clock;
-  auto t0 = Clock::now();
-  auto left = [&] {
-    return opt_.budget - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
-  };
-  // Nsight Compute times kernels: the device's timed lock (timed_lock.hpp) is held from here to
-  // the end, its wait outside the budget.
-  TimedHold held = runner.hold_timed("ncu");
   NcuProfile p;
-  p.lock_wait_ms = held.waited_ms();
-  t0 +=
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(p.lock_wait_ms));
+  // Before the device's timed lock: the judge's files (under a shared hold) and both runs
+  // started, each waiting at its gate.
   const auto smaller = scaled(runner, full_task);
   const TaskRef& task = smaller ? smaller->task : full_task;
   const std::string scaled_note = smaller ? smaller->description : "";
@@ -273,71 +378,83 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
   const bool cheap_restart = host == HostKind::native;
   p.replay_mode = opt.replay_mode = choose_replay_mode(
       true, cheap_restart, call_bytes(runner.load(task).value_or(LoadResult{})), device_memory(runner));
-  std::error_code ec;
-  if (left() <= std::chrono::milliseconds(0)) {
-    fs::remove(dir / "profile_tensors.bin", ec);
-    p.note = "not profiled: the profile budget of " + seconds(opt_.budget) + " was spent preparing it";
-    return p;
+  std::unique_ptr<NcuLaunch> candidate = opt_.start(metrics_, targets->candidate, opt);
+  const std::string key = NcuReferenceCache::key(task, environment(runner), metrics_);
+  NcuOptions ref_opt = opt;
+  ref_opt.report_csv = dir / "ncu_reference.csv";
+  ref_opt.replay_mode = "kernel";  // PyTorch's start-up on every pass would cost more than ncu's copies
+  std::unique_ptr<NcuLaunch> reference;
+  if (auto cached = cached_reference(key)) {
+    p.reference = std::move(*cached);
+    p.reference_cached = true;
+  } else {
+    reference = opt_.start(metrics_, targets->reference, ref_opt);
   }
-  const auto candidate_limit = left();
-  NcuRun c = opt_.run(metrics_, targets->candidate, opt, candidate_limit);
+  // Nsight Compute times kernels: the device's timed lock is held from here to the end, its
+  // wait outside the budget.
+  TimedHold held = runner.hold_timed("ncu");
+  p.lock_wait_ms = held.waited_ms();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto left = [&] {
+    return opt_.budget -
+           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  };
+  finish_candidate(*candidate, left(), p);
+  candidate.reset();
   // The inputs' copy is as large as the task's inputs: an overnight run keeps none of them.
+  std::error_code ec;
   fs::remove(dir / "profile_tensors.bin", ec);
+  if (!scaled_note.empty()) add_note(p, scaled_note);
+  if (reference) finish_reference(*reference, key, ref_opt.report_csv, left(), p);
+  reference.reset();  // its process tree gone before the lock is released
+  return p;
+}
+
+void NcuProfiler::finish_candidate(NcuLaunch& launch, std::chrono::milliseconds limit, NcuProfile& p) {
+  NcuRun c = launch.finish(limit);
   p.candidate = std::move(c.report);
   p.profiler_ms = c.wall_ms;
   if (!c.error.empty())
     p.note = "ncu: " + c.error +
-             (c.wall_ms >= static_cast<double>(candidate_limit.count())
+             (c.wall_ms >= static_cast<double>(limit.count())
                   ? " (the profile budget of " + seconds(opt_.budget) + ")"
                   : "");
   if (p.candidate.kernels.size() >= static_cast<std::size_t>(kMaxLaunches))
     p.note = "ncu profiled only the first " + std::to_string(kMaxLaunches) + " kernel launches of the call";
-  if (!scaled_note.empty()) add_note(p, scaled_note);
-  opt.report_csv = dir / "ncu_reference.csv";
-  opt.replay_mode = "kernel";  // PyTorch's start-up on every pass would cost more than ncu's copies
-  profile_reference(runner, task, targets->reference, opt, t0, p);
-  return p;
 }
 
-void NcuProfiler::profile_reference(RunnerClient& runner, const TaskRef& task,
-                                    const std::vector<std::string>& target, const NcuOptions& opt,
-                                    std::chrono::steady_clock::time_point start, NcuProfile& p) {
-  const std::string key = NcuReferenceCache::key(task, environment(runner), metrics_);
+std::optional<ProfileReport> NcuProfiler::cached_reference(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = references_.find(key); it != references_.end()) {
-      p.reference = it->second;
-      p.reference_cached = true;
-      return;
-    }
+    if (auto it = references_.find(key); it != references_.end()) return it->second;
   }
-  if (!opt_.reference_cache.empty()) {
-    if (auto r = NcuReferenceCache(opt_.reference_cache).get(key)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      references_[key] = *r;
-      p.reference = std::move(*r);
-      p.reference_cached = true;
-      return;
-    }
+  if (opt_.reference_cache.empty()) return std::nullopt;
+  auto r = NcuReferenceCache(opt_.reference_cache).get(key);
+  if (r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    references_[key] = *r;
   }
-  const auto reference_limit = opt_.budget - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 std::chrono::steady_clock::now() - start);
-  if (reference_limit <= std::chrono::milliseconds(0)) {
+  return r;
+}
+
+void NcuProfiler::finish_reference(NcuLaunch& launch, const std::string& key, const fs::path& report_csv,
+                                   std::chrono::milliseconds limit, NcuProfile& p) {
+  if (limit <= std::chrono::milliseconds(0)) {
     add_note(p, "reference not profiled: the profile budget of " + seconds(opt_.budget) +
                     " was spent on the candidate; a later pass profiles it");
     return;
   }
-  NcuRun r = opt_.run(metrics_, target, opt, reference_limit);
+  NcuRun r = launch.finish(limit);
   p.profiler_ms += r.wall_ms;
   std::error_code ec;
   if (r.error.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     references_[key] = r.report;
-    if (!opt_.reference_cache.empty() && fs::exists(opt.report_csv, ec))
-      NcuReferenceCache(opt_.reference_cache).put(key, read_file(opt.report_csv));
+    if (!opt_.reference_cache.empty() && fs::exists(report_csv, ec))
+      NcuReferenceCache(opt_.reference_cache).put(key, read_file(report_csv));
   } else {
     add_note(p, "reference not profiled: " + r.error +
-                    (r.wall_ms >= static_cast<double>(reference_limit.count())
+                    (r.wall_ms >= static_cast<double>(limit.count())
                          ? " (what was left of the profile budget of " + seconds(opt_.budget) + ")"
                          : ""));
   }

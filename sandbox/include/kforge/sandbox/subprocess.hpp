@@ -42,6 +42,10 @@ struct Limits {
   /// Per stream; the first and last halves are kept around a "... [N bytes truncated] ..."
   /// line (which may exceed the cap by its own length). 0 = keep everything.
   std::size_t output_cap_bytes = 1 << 20;
+  /// LineChild only: a stdout line longer than this is returned in pieces of this many bytes,
+  /// so a child that writes without newlines cannot grow the parent's memory. 0 = no limit
+  /// (the runner's replies are lines of any length).
+  std::size_t max_line_bytes = 0;
 };
 
 struct Spec {
@@ -121,7 +125,7 @@ class LineChild {
   bool write_line(std::string_view line);
   /// One line from stdout (without '\n'), waiting at most `timeout`; std::nullopt on timeout
   /// or EOF (then alive() tells which). At EOF an unterminated last line is returned once.
-  /// Lines are not capped.
+  /// Lines are not capped unless the Spec's limits.max_line_bytes is set.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
   bool alive();
   /// SIGTERM to the group, grace, SIGKILL; reaps and returns how it ended (out/err: tails).

@@ -21,12 +21,16 @@
 // cache: NcuReferenceCache).
 //
 // Thread-safety: NcuProfiler::profile may be called from several threads (its reference cache
-// is locked). The whole step holds the device's timed lock (timed_lock.hpp,
-// RunnerClient::hold_timed), so that no profile overlaps a timed bench of any runner on that GPU.
+// is locked). The step's device work holds the device's timed lock (timed_lock.hpp,
+// RunnerClient::hold_timed), so that no profile overlaps a timed bench of any runner on that
+// GPU: the judge's files are written under a shared hold, both ncu runs are started before the
+// exclusive one and wait at their gates (NcuLaunch) until it is held, then run one after the
+// other, the reference's gate opening only once the candidate's process tree is gone.
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,22 +44,52 @@ namespace kforge::backends {
 /// One target run under ncu.
 struct NcuRun {
   ProfileReport report;
-  double wall_ms = 0;  ///< ncu's whole run, target included
+  double wall_ms = 0;  ///< from the target's gate opening (NcuLaunch::finish) to ncu's exit
   std::string error;   ///< "" when the report has kernels; else why not, in one line
 };
 
-/// Runs `target` under ncu_argv(metrics, target, opt) through the sandbox (argv only, own
-/// process group, `timeout`), with ncu's CSV in opt.report_csv (required), and parses it. An
-/// empty report gets an error naming the cause: ncu's own ==ERROR== line (counters not
-/// permitted: ERR_NVGPUCTRPERM; "The application returned an error code" followed by the
-/// profiled process's own last output lines), a timeout, or the target's failure with its
-/// stderr tail.
+/// One target under ncu, started ahead of its turn (issue 41 §4): ncu, the target's process and
+/// its imports start at once, and the target waits at its gate (profile_gate.hpp), before any
+/// CUDA call, until finish() opens it, so that only its device work is paid while the profile
+/// step holds the device's timed lock. Destroyed unfinished, the run is killed. One owner; not
+/// thread-safe.
+class NcuLaunch {
+ public:
+  virtual ~NcuLaunch() = default;
+  /// Opens the gate and waits for the run's end, at most `limit` from now; then kills it. The
+  /// report is parsed from opt.report_csv; an empty one gets an error naming the cause: ncu's
+  /// own ==ERROR== line (counters not permitted: ERR_NVGPUCTRPERM; "The application returned an
+  /// error code" followed by the profiled process's own last output lines), the limit, or the
+  /// target's failure with its stderr tail.
+  virtual NcuRun finish(std::chrono::milliseconds limit) = 0;
+};
+
+/// Starts `target` under ncu_argv(metrics, target, opt) through the sandbox (argv only, own
+/// process group, the network namespace shared: ncu talks to its target over loopback), with
+/// ncu's CSV in opt.report_csv (required). Beside it: <report_csv>.gate, the gate file
+/// ($KFORGE_PROFILE_GATE, created by finish()), and <report_csv>.tmp/, the run's scratch
+/// directory ($TMPDIR and $KFORGE_PROFILE_SCRATCH: ncu's lock file, the candidate host's only
+/// writable place), both removed when the run ends. Runs started side by side need distinct
+/// report_csv paths. The target's stdout is read in lines of at most 64 KiB, only the last
+/// 64 KiB kept.
+std::unique_ptr<NcuLaunch> start_ncu(const std::vector<NcuMetric>& metrics,
+                                     const std::vector<std::string>& target, const NcuOptions& opt);
+
+/// start_ncu(...)->finish(timeout): a run whose gate opens at once.
 NcuRun run_ncu(const std::vector<NcuMetric>& metrics, const std::vector<std::string>& target,
                const NcuOptions& opt, std::chrono::milliseconds timeout);
 
-/// Runs one target under ncu: run_ncu in kforge, a fake in tests.
+/// Starts one target under ncu: start_ncu in kforge, a fake in tests.
+using NcuStartFn = std::function<std::unique_ptr<NcuLaunch>(
+    const std::vector<NcuMetric>&, const std::vector<std::string>&, const NcuOptions&)>;
+
+/// One run of a target under ncu, from start to end (a fake's shape).
 using NcuRunFn = std::function<NcuRun(const std::vector<NcuMetric>&, const std::vector<std::string>&,
                                       const NcuOptions&, std::chrono::milliseconds)>;
+
+/// An NcuStartFn for fakes: nothing runs ahead; each launch calls `run` in finish(), with its
+/// limit.
+NcuStartFn deferred_start(NcuRunFn run);
 
 /// The reference's ncu reports kept across runs (issue 21 §4): one CSV per key in a directory
 /// beside the compile cache (default_dir(): <kforge cache>/ncu_reference). A reference profile
@@ -84,9 +118,11 @@ class NcuReferenceCache {
 struct NcuProfile {
   ProfileReport candidate;
   ProfileReport reference;  ///< empty when the reference could not be profiled
-  double profiler_ms = 0;   ///< wall time of the profile step (ncu runs, both when the reference is new)
-  std::string note;         ///< "" when the candidate was profiled; else why not (never a failure)
-  std::string replay_mode;  ///< the candidate's ncu --replay-mode ("kernel" or "application")
+  /// The step's time under the device's timed lock: the ncu runs from their gates' opening (both
+  /// when the reference is new); their start-up ran before, beside other runners' work.
+  double profiler_ms = 0;
+  std::string note;               ///< "" when the candidate was profiled; else why not (never a failure)
+  std::string replay_mode;        ///< the candidate's ncu --replay-mode ("kernel" or "application")
   bool reference_cached = false;  ///< the reference's report came from this run's or the disk cache
   double lock_wait_ms = 0;        ///< waited for the device's timed lock (other runners' timed work)
 };
@@ -102,13 +138,14 @@ struct ScaledTask {
 using ScaleTaskFn = std::function<std::optional<ScaledTask>(const TaskRef&, double target_bytes)>;
 
 struct NcuProfilerOptions {
-  /// Wall clock for one attempt's whole profile step (the judge's files, the candidate's ncu run
-  /// and, when not cached, the reference's). What is left when a run starts is its timeout; a
-  /// run that cannot start or finish within it is skipped with a note saying so.
+  /// Wall clock for one attempt's ncu runs under the device's timed lock (the candidate's and,
+  /// when not cached, the reference's), counted from the lock's hold. What is left when a run's
+  /// gate opens is its timeout; a run that cannot start or finish within it is skipped with a
+  /// note saying so.
   std::chrono::milliseconds budget{120'000};
   /// Reference reports across runs; empty: this process's memory only.
   std::filesystem::path reference_cache;
-  NcuRunFn run;                              ///< empty: run_ncu
+  NcuStartFn start;                          ///< empty: start_ncu
   std::function<std::string()> environment;  ///< GPU, driver, toolchain in one line; empty: probed
   /// Inputs above full_input_bytes are profiled on smaller ones (this scaling, down to
   /// scaled_input_bytes), the same for the candidate and the reference, and the note says so;
@@ -131,7 +168,9 @@ class NcuProfiler {
   NcuProfiler(std::filesystem::path ncu, std::vector<NcuMetric> metrics, NcuProfilerOptions options = {});
   /// Profiles one call of the artifact and (once per task and environment: cached by
   /// NcuReferenceCache::key, in memory and, when configured, on disk) one of the reference,
-  /// within the options' budget. Files go to `dir`: ncu_candidate.csv, ncu_reference.csv and
+  /// within the options' budget. Both runs are started before the device's timed lock is
+  /// held and wait at their gates (NcuLaunch); the candidate's runs first, the reference's once
+  /// the candidate's process tree is gone. Files go to `dir`: ncu_candidate.csv, ncu_reference.csv and
   /// profile_reference.json stay; profile_tensors.bin (a copy of the inputs) is removed once
   /// the candidate's run is over. The candidate's replay mode: choose_replay_mode (a passing
   /// candidate's call is idempotent: the judge verified it; kforge-host restarts cheaply, the
@@ -156,10 +195,15 @@ class NcuProfiler {
   /// The scaled task when `task`'s inputs are above opt_.full_input_bytes and opt_.scale shrinks them;
   /// its description is the record's note.
   std::optional<ScaledTask> scaled(RunnerClient& runner, const TaskRef& task);
-  /// The reference's profile into p (p.reference): this profiler's cache, the on-disk cache, or
-  /// ncu on `target` with what is left of the budget counted from `start`.
-  void profile_reference(RunnerClient& runner, const TaskRef& task, const std::vector<std::string>& target,
-                         const NcuOptions& opt, std::chrono::steady_clock::time_point start, NcuProfile& p);
+  /// The candidate's run with `limit`, into p (its report, profiler_ms, a note when it fell short).
+  void finish_candidate(NcuLaunch& launch, std::chrono::milliseconds limit, NcuProfile& p);
+  /// The reference's report of `key` from this profiler's memory or the on-disk cache; nullopt:
+  /// not profiled yet.
+  std::optional<ProfileReport> cached_reference(const std::string& key);
+  /// The reference's run with what is left of the budget (`limit`), into p.reference, cached
+  /// under `key` when it has kernels; a note when it could not run or failed.
+  void finish_reference(NcuLaunch& launch, const std::string& key, const std::filesystem::path& report_csv,
+                        std::chrono::milliseconds limit, NcuProfile& p);
 };
 
 }  // namespace kforge::backends
