@@ -551,15 +551,16 @@ TEST_CASE("profile step: the reference's report is kept across runs, keyed by ta
   CHECK(p.reference.kernels.size() == 3);
   CHECK(fake.log.size() == 3);  // the candidate only
   // Another shape profile (the source as sent differs) or another environment is another key.
+  const auto reference_set = backends::reference_metrics(backends::load_ncu_metrics());
   auto other = c.task;
   other.source += "\n# another shape profile\n";
-  CHECK(backends::NcuReferenceCache::key(other, env, backends::load_ncu_metrics()) !=
-        backends::NcuReferenceCache::key(c.task, env, backends::load_ncu_metrics()));
-  const auto key = backends::NcuReferenceCache::key(c.task, env, backends::load_ncu_metrics());
+  CHECK(backends::NcuReferenceCache::key(other, env, reference_set) !=
+        backends::NcuReferenceCache::key(c.task, env, reference_set));
+  const auto key = backends::NcuReferenceCache::key(c.task, env, reference_set);
   CHECK(backends::NcuReferenceCache(work / "cache").get(key));
   env = "gpu=NVIDIA H200; driver=570.1 torch=2.11 cuda=12.8 ncu=2025.1";
   CHECK_FALSE(backends::NcuReferenceCache(work / "cache")
-                  .get(backends::NcuReferenceCache::key(c.task, env, backends::load_ncu_metrics())));
+                  .get(backends::NcuReferenceCache::key(c.task, env, reference_set)));
   backends::NcuProfiler third(fake_ncu(work), backends::load_ncu_metrics(), po);
   p = third.profile(runner, c.task, c.artifact, work / "a3", backends::HostKind::native);
   CHECK_FALSE(p.reference_cached);
@@ -627,6 +628,13 @@ struct ArgvRuns {
   }
 };
 
+/// "m1,m2,...": the metric names as ncu_argv joins them.
+std::string join_names(const std::vector<backends::NcuMetric>& metrics) {
+  std::string out;
+  for (const auto& m : metrics) out += (out.empty() ? "" : ",") + m.name;
+  return out;
+}
+
 /// The value after `opt` in `argv` ("" when absent).
 std::string after(const std::vector<std::string>& argv, const std::string& opt) {
   auto it = std::find(argv.begin(), argv.end(), opt);
@@ -683,6 +691,12 @@ TEST_CASE("ncu argv: a cuda candidate under kernel replay, cold caches, its laun
   CHECK(after(r, "--replay-mode") == "kernel");
   CHECK(after(r, "--log-file") == (work / "a1/ncu_reference.csv").string());
   CHECK(after(r, "--profile-reference") == fs::absolute(work / "a1/profile_reference.json").string());
+  // The candidate with the whole set, the reference with what its record keeps: the time metric
+  // and the launch__ values (no replay pass of their own).
+  CHECK(after(a, "--metrics") == join_names(backends::load_ncu_metrics()));
+  CHECK(after(r, "--metrics") == join_names(backends::reference_metrics(backends::load_ncu_metrics())));
+  CHECK_THAT(after(r, "--metrics"), Catch::StartsWith("gpu__time_duration.sum,launch__"));
+  CHECK_THAT(after(r, "--metrics"), !Catch::Contains("smsp__") && !Catch::Contains("dram__"));
   // Each run's timeout is what is left of the step's budget (120 s by default).
   REQUIRE(runs.timeouts.size() == 2);
   CHECK(runs.timeouts[0] <= backends::NcuProfilerOptions().budget);

@@ -20,6 +20,13 @@ fs::path default_ncu_metrics_file() {
   return kforge_home() / "backends" / "profile" / "ncu_metrics.json";
 }
 
+std::vector<NcuMetric> reference_metrics(const std::vector<NcuMetric>& metrics) {
+  std::vector<NcuMetric> out;
+  for (const auto& m : metrics)
+    if (m.group == "time" || m.name.rfind("launch__", 0) == 0) out.push_back(m);
+  return out;
+}
+
 std::vector<NcuMetric> load_ncu_metrics(const fs::path& file) {
   nlohmann::json j;
   try {

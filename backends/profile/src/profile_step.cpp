@@ -226,7 +226,10 @@ void NcuReferenceCache::put(const std::string& key, const std::string& csv) cons
 }
 
 NcuProfiler::NcuProfiler(fs::path ncu, std::vector<NcuMetric> metrics, NcuProfilerOptions options)
-    : ncu_(std::move(ncu)), metrics_(std::move(metrics)), opt_(std::move(options)) {
+    : ncu_(std::move(ncu)),
+      metrics_(std::move(metrics)),
+      reference_metrics_(reference_metrics(metrics_)),
+      opt_(std::move(options)) {
   if (!opt_.start) opt_.start = start_ncu;
 }
 
@@ -379,7 +382,7 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
   p.replay_mode = opt.replay_mode = choose_replay_mode(
       true, cheap_restart, call_bytes(runner.load(task).value_or(LoadResult{})), device_memory(runner));
   std::unique_ptr<NcuLaunch> candidate = opt_.start(metrics_, targets->candidate, opt);
-  const std::string key = NcuReferenceCache::key(task, environment(runner), metrics_);
+  const std::string key = NcuReferenceCache::key(task, environment(runner), reference_metrics_);
   NcuOptions ref_opt = opt;
   ref_opt.report_csv = dir / "ncu_reference.csv";
   ref_opt.replay_mode = "kernel";  // PyTorch's start-up on every pass would cost more than ncu's copies
@@ -388,7 +391,7 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
     p.reference = std::move(*cached);
     p.reference_cached = true;
   } else {
-    reference = opt_.start(metrics_, targets->reference, ref_opt);
+    reference = opt_.start(reference_metrics_, targets->reference, ref_opt);
   }
   // Nsight Compute times kernels: the device's timed lock is held from here to the end, its
   // wait outside the budget.

@@ -36,6 +36,13 @@ std::filesystem::path default_ncu_metrics_file();
 /// The curated set; throws std::runtime_error naming the file and entry when malformed.
 std::vector<NcuMetric> load_ncu_metrics(const std::filesystem::path& file = default_ncu_metrics_file());
 
+/// The reference's share of a metric set: its time metric (group "time") and the launch__*
+/// values, which ncu reads without a replay pass. The record keeps only the reference's kernels'
+/// names, times and launches (kernel_times); the findings are the candidate's. One pass per
+/// kernel instead of the set's several (issue 41 §4, on an H200: a reference of 18 kernels 11.2 s
+/// under ncu with the whole set, 5.0 s with the time metric alone; 3.9 s with no kernel profiled).
+std::vector<NcuMetric> reference_metrics(const std::vector<NcuMetric>& metrics);
+
 struct NcuOptions {
   std::filesystem::path ncu = "ncu";
   std::string kernel_filter;         ///< -k regex:<filter> when not empty

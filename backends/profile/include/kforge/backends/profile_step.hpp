@@ -103,7 +103,8 @@ class NcuReferenceCache {
   static std::filesystem::path default_dir();
   /// SHA-256 over: the task's cache key (its id, the source as sent, which carries the shape
   /// profile's constants, and the module mode), the environment line (GPU, driver, toolchain:
-  /// NcuProfiler::environment) and the metric names.
+  /// NcuProfiler::environment) and the names of the metrics the reference is profiled with
+  /// (reference_metrics).
   static std::string key(const TaskRef& task, const std::string& environment,
                          const std::vector<NcuMetric>& metrics);
   std::optional<ProfileReport> get(const std::string& key) const;  ///< nullopt: absent or empty
@@ -185,7 +186,8 @@ class NcuProfiler {
 
  private:
   std::filesystem::path ncu_;
-  std::vector<NcuMetric> metrics_;
+  std::vector<NcuMetric> metrics_;            ///< the candidate's
+  std::vector<NcuMetric> reference_metrics_;  ///< the reference's: reference_metrics(metrics_)
   NcuProfilerOptions opt_;
   std::mutex mu_;
   std::map<std::string, ProfileReport> references_;  ///< by NcuReferenceCache::key
