@@ -160,8 +160,10 @@ int cmd_library_export(const std::string& run, const std::string& as_backend,
   opt.include_non_generalising = include_non_generalising;
   for (const std::string& name : backends::backend_names())
     if (const backends::Backend* b = backends::find_backend(name))
-      opt.artifact_kinds[name] =
-          b->artifact_kind() == backends::ArtifactKind::shared_object ? "shared_object" : "python_module";
+      opt.backends[name] = {b->artifact_kind() == backends::ArtifactKind::shared_object
+                                ? PackageKernelKind::shared_object
+                                : PackageKernelKind::python_module,
+                            b->device_type()};
   BackendExport ex = export_backend(run, as_backend, opt);
   for (const auto& m : ex.skipped) std::cerr << "kforge library export: skipped " << m << "\n";
   std::cout << "kforge library export: " << ex.exported << " operator kernel(s) -> " << ex.dir.string()

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "kforge/agent/attempt.hpp"
@@ -16,6 +17,7 @@
 #include "kforge/backends/compile.hpp"
 #include "kforge/backends/runner_client.hpp"
 #include "kforge/backends/symbols.hpp"
+#include "kforge/benchmarks/backend_export.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/hash.hpp"
 #include "kforge/common/json_text.hpp"
@@ -78,6 +80,19 @@ std::map<std::string, std::string> kernel_bytes(const fs::path& pkg, const json&
   return out;
 }
 
+/// A manifest entry's kernel kind ("kind"; absent: a Python module, as the first packages
+/// wrote); nullopt for a kind kforge does not know.
+std::optional<PackageKernelKind> kernel_kind(const json& e) {
+  return parse_package_kernel_kind(e.value("kind", to_string(PackageKernelKind::python_module)));
+}
+
+/// The backend of a shared object's entry: its "backend", or, in packages written before the
+/// field, the one its source's suffix implies (.cu: cuda, else cpu).
+std::string native_backend(const json& e) {
+  if (e.contains("backend") && e["backend"].is_string()) return e["backend"].get<std::string>();
+  return fs::path(e.value("source_file", "")).extension() == ".cu" ? "cuda" : "cpu";
+}
+
 /// The Triton modules, judged by eval (the operator's adapter appended, as in the run). Returns
 /// eval's exit status (0 when there is nothing to judge).
 int judge_triton(const fs::path& pkg, const json& manifest, const std::map<std::string, std::string>& bytes,
@@ -86,7 +101,7 @@ int judge_triton(const fs::path& pkg, const json& manifest, const std::map<std::
   bool any = false;
   for (const auto& e : manifest["operators"]) {
     const std::string op = e.value("operator", "");
-    if (e.value("kind", "triton") != "triton" || !bytes.count(op)) continue;
+    if (kernel_kind(e) != PackageKernelKind::python_module || !bytes.count(op)) continue;
     write_file(work / "kernels" / op / "kernel.py", bytes.at(op));
     any = true;
   }
@@ -139,9 +154,8 @@ int judge_native(const fs::path& pkg, const json& manifest, const std::map<std::
                  std::map<std::string, VerdictNow>& got) {
   std::map<std::string, std::string> todo;  // operator -> backend
   for (const auto& e : manifest["operators"])
-    if (e.value("kind", "triton") == "shared_object" && bytes.count(e.value("operator", "")))
-      todo[e.value("operator", "")] =
-          fs::path(e.value("source_file", "")).extension() == ".cu" ? "cuda" : "cpu";
+    if (kernel_kind(e) == PackageKernelKind::shared_object && bytes.count(e.value("operator", "")))
+      todo[e.value("operator", "")] = native_backend(e);
   if (todo.empty()) return 0;
   const auto backend = backends::find_backend(todo.begin()->second);
   StartedRunners started = start_runners({}, device, *backend, "kforge library verify");
@@ -230,10 +244,13 @@ std::string verify_one(json& e, const VerifyContext& cx, const std::map<std::str
   const fs::path source = cx.pkg / e.value("source_file", e.value("kernel_file", ""));
   const bool same =
       !sha.empty() && sha == e.value("kernel_sha256", "") &&
-      (!e.contains("source_sha256") || e.value("kind", "") != "shared_object" ||
+      (!e.contains("source_sha256") || kernel_kind(e) != PackageKernelKind::shared_object ||
        (fs::is_regular_file(source) && sha256_hex(read_file(source)) == e.value("source_sha256", "")));
   if (!same) reasons.push_back("kernel file changed since export (SHA-256 differs from the manifest)");
   if (!cx.loader.empty()) reasons.push_back(cx.loader);
+  if (!kernel_kind(e))
+    reasons.push_back("manifest.json: operator " + op + ": kind \"" + e.value("kind", "") +
+                      "\" is not a kernel kind of kforge (shared_object, python_module): not judged");
   if (!plain_name(op)) reasons.push_back("the operator name is not a plain name: nothing is recorded for it");
   auto it = got.find(op);
   const VerdictNow j = it == got.end() ? VerdictNow{} : it->second;
@@ -260,7 +277,7 @@ std::string verify_one(json& e, const VerifyContext& cx, const std::map<std::str
     const json rec{{"kernel_sha256", sha},
                    {"operator", op},
                    {"entry", e.value("entry", "")},
-                   {"kind", e.value("kind", "triton")},
+                   {"kind", e.value("kind", to_string(PackageKernelKind::python_module))},
                    {"status", status},
                    {"outcome", j.outcome},
                    {"verified_at", cx.at},

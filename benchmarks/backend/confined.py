@@ -221,7 +221,9 @@ def load(entry, path, verified, records, check_record, host=None):
         data = f.read()
     if verified:
         check_record(entry, path, hashlib.sha256(data).hexdigest(), records)
-    if entry.get("kind") != "shared_object" or os.path.splitext(entry.get("source_file", ""))[1] == ".cu":
+    device = entry.get("device_type") or ("cuda" if os.path.splitext(entry.get("source_file", ""))[1] == ".cu"
+                                          else "cpu")  # packages written before device_type
+    if entry.get("kind") != "shared_object" or device != "cpu":
         raise RuntimeError("%s: the confined mode runs cpu shared objects only" % entry["operator"])
     exe = find_host(host)
     op = _overload(entry["operator"])[1]

@@ -20,6 +20,16 @@ using nlohmann::json;
 
 namespace kforge {
 
+const char* to_string(PackageKernelKind kind) {
+  return kind == PackageKernelKind::shared_object ? "shared_object" : "python_module";
+}
+
+std::optional<PackageKernelKind> parse_package_kernel_kind(std::string_view text) {
+  if (text == "shared_object") return PackageKernelKind::shared_object;
+  if (text == "python_module" || text == "triton") return PackageKernelKind::python_module;
+  return std::nullopt;
+}
+
 std::string watermark_kernel(const std::string& op, double value) {
   char v[64];
   std::snprintf(v, sizeof v, "%.17g", value);
@@ -131,7 +141,8 @@ Shipped shipped_kernel(const std::string& task, const LibraryKernel& k, bool nat
 /// Writes one shipped kernel (and a shared object's source beside it) into `pkg`; its entry in
 /// the package's manifest.
 json write_operator(const fs::path& pkg, const std::string& task, const LibraryKernel& k, const Shipped& sh,
-                    const std::optional<Generalisation>& g, int gen, const BackendExportOptions& options) {
+                    const std::optional<Generalisation>& g, int gen, const BackendExportOptions& options,
+                    const ExportedBackend& backend) {
   const AttemptRecord& r = *k.result->best;
   const std::string file = "kernels/" + task + (sh.shared_object ? ".so" : ".py");
   write_file(pkg / file, sh.kernel);
@@ -141,7 +152,10 @@ json write_operator(const fs::path& pkg, const std::string& task, const LibraryK
   return {{"operator", task},
           {"entry", operator_entry(task)},
           {"kernel_file", file},
-          {"kind", sh.shared_object ? "shared_object" : "triton"},
+          {"kind",
+           to_string(sh.shared_object ? PackageKernelKind::shared_object : PackageKernelKind::python_module)},
+          {"backend", r.backend},
+          {"device_type", backend.device_type},
           {"source_file", source_file},
           {"source_sha256", sha256_hex(sh.shared_object ? k.source : sh.kernel)},
           {"kernel_sha256", options.watermark  ? sha256_hex(sh.kernel)
@@ -181,20 +195,21 @@ BackendExport export_backend(const fs::path& run_dir, const fs::path& out_dir,
   for (const auto& [task, k] : library_kernels(run_dir, s, &missing)) {
     const AttemptRecord& r = *k.result->best;
     if (r.category != "operator") continue;
-    const auto kind = options.artifact_kinds.find(r.backend);
-    if (kind == options.artifact_kinds.end()) {
+    const auto backend = options.backends.find(r.backend);
+    if (backend == options.backends.end()) {
       ex.skipped.push_back(task + ": backend " + r.backend +
                            " (not a backend of this kforge: nothing to export)");
       continue;
     }
     const auto g = generalisation_of(s.generalisation, task, r.source_sha);
     const int gen = !g || !g->generalises ? -1 : *g->generalises ? 1 : 0;  // -1: unknown
-    const Shipped sh = shipped_kernel(task, k, kind->second == "shared_object", g, gen, options);
+    const bool native = backend->second.kind == PackageKernelKind::shared_object;
+    const Shipped sh = shipped_kernel(task, k, native, g, gen, options);
     if (!sh.skip.empty()) {
       ex.skipped.push_back(task + ": " + sh.skip);
       continue;
     }
-    ops.push_back(write_operator(pkg, task, k, sh, g, gen, options));
+    ops.push_back(write_operator(pkg, task, k, sh, g, gen, options, backend->second));
     if (auto it = tasks.find(task); it != tasks.end())
       trace += trace_text(it->second.aten_op, it->second.cases);
     ++ex.exported;

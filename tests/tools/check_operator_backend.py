@@ -8,6 +8,7 @@ not hold falls through.
 
 usage: check_operator_backend.py KFORGE SOURCE_DIR SCRATCH_DIR   (run with the torch/triton venv)
 """
+import json
 import os
 import shutil
 import subprocess
@@ -36,6 +37,10 @@ pkg, wm = os.path.join(OUT, "pkg"), os.path.join(OUT, "wm")
 check(kforge("library", "export", run, "--as-backend", pkg).returncode == 0, "export --as-backend")
 check(kforge("library", "export", run, "--as-backend", wm, "--watermark", "7").returncode == 0,
       "export --as-backend --watermark 7")
+m = json.load(open(os.path.join(pkg, "kforge_backend", "manifest.json")))
+check(len(m["operators"]) == 5 and all((e["kind"], e["backend"]) == ("python_module", "triton")
+                                       and e["device_type"] in ("cpu", "cuda") for e in m["operators"]),
+      "the manifest names each kernel's kind (a Python module), backend and device type")
 
 USE = r'''
 import sys, torch
@@ -75,4 +80,16 @@ for d, w, what, e in ((pkg, "0", "the package's kernels match eager on a small m
     p = subprocess.run([sys.executable, "-c", USE, d, w], env=e, capture_output=True, text=True)
     print(p.stdout + p.stderr[-3000:])
     check(p.returncode == 0, what)
+# A package written before "kind" named the artifact's kind says "triton" for a Python module:
+# still judged; a kind kforge does not know is judged nothing, and the reason names the field.
+mf = os.path.join(pkg, "kforge_backend", "manifest.json")
+m = json.load(open(mf))
+m["operators"][0]["kind"], m["operators"][1]["kind"] = "triton", "bogus"
+json.dump(m, open(mf, "w"), indent=2)
+v = kforge("library", "verify", pkg, "--device", "cpu", "--records", os.path.join(OUT, "verified-legacy"))
+st = [e["verify"] for e in json.load(open(mf))["operators"]]
+check(v.returncode == 1 and st[0]["status"] == "ok" and st[1]["status"] == "failing"
+      and any('kind "bogus" is not a kernel kind of kforge' in r for r in st[1]["reasons"])
+      and all(x["status"] == "ok" for x in st[2:]),
+      "library verify: a legacy kind \"triton\" is a Python module; an unknown kind is named and not judged")
 print("operator backend: all checks passed")

@@ -74,7 +74,9 @@ m = json.load(open(os.path.join(pkg, "kforge_backend", "manifest.json")))
 kinds = {e["operator"]: (e["kind"], e["kernel_file"], e["source_file"]) for e in m["operators"]}
 check(kinds == {"aten.relu.default": ("shared_object", "kernels/aten.relu.default.so", "kernels/aten.relu.default" + EXT),
                 "aten.add.Tensor": ("shared_object", "kernels/aten.add.Tensor.so", "kernels/aten.add.Tensor" + EXT)}
-      and m["dispatch_key"] == ("CUDA" if BACKEND == "cuda" else "CPU"), "the manifest names each shared object and its source")
+      and m["dispatch_key"] == ("CUDA" if BACKEND == "cuda" else "CPU")
+      and all((e["backend"], e["device_type"]) == (BACKEND, "cuda" if BACKEND == "cuda" else "cpu") for e in m["operators"]),
+      "the manifest names each shared object, its source, backend and device type")
 
 USE = r'''
 import sys, torch

@@ -21,20 +21,40 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kforge {
+
+/// What a package's kernel is (its manifest entry's "kind", a package-format field read by the
+/// package's loader and by `kforge library verify`): a shared object exporting kf_forward, or a
+/// Python module.
+enum class PackageKernelKind { shared_object, python_module };
+
+/// "shared_object" / "python_module".
+const char* to_string(PackageKernelKind kind);
+
+/// A manifest's "kind": "shared_object", "python_module", or "triton" (what packages exported
+/// before the field named the artifact's kind wrote for a Python module); nullopt otherwise.
+std::optional<PackageKernelKind> parse_package_kernel_kind(std::string_view text);
+
+/// A backend whose passing kernels a package may hold, as the registry describes it (this
+/// library names no backend): what its build produces and where its kernels run.
+struct ExportedBackend {
+  PackageKernelKind kind = PackageKernelKind::python_module;  ///< Backend::artifact_kind
+  std::string device_type;                                    ///< Backend::device_type: "cpu", "cuda"
+};
 
 struct BackendExportOptions {
   std::optional<double> watermark;  ///< set: every kernel writes this value instead of computing
   /// Also export kernels not shown to generalise to unseen shapes (generalisation.json says no,
   /// or could not judge them, or has no verdict for them); by default only those that do.
   bool include_non_generalising = false;
-  /// What each backend's passing kernel is, by backend name (Backend::artifact_kind, filled by
-  /// the caller from the registry: this library names no backend): "shared_object" (exported
-  /// as kernels/<op>.so, called through ctypes) or "python_module" (kernels/<op>.py). A record
-  /// of a backend not listed is skipped, with the reason.
-  std::map<std::string, std::string> artifact_kinds;
+  /// The backends by name (filled by the caller from the registry): a shared object is exported
+  /// as kernels/<op>.so (called through ctypes, its source beside it), a Python module as
+  /// kernels/<op>.py; each manifest entry names its kind, backend and device type. A record of
+  /// a backend not listed is skipped, with the reason.
+  std::map<std::string, ExportedBackend> backends;
 };
 
 struct BackendExport {
