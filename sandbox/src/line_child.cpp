@@ -185,15 +185,16 @@ std::optional<std::string> LineChild::read_line(milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     auto nl = I.pending.find('\n');
+    // A line longer than max_line (its newline beyond it, or none yet) goes out in pieces.
+    if (I.max_line != 0 && (nl == std::string::npos ? I.pending.size() >= I.max_line : nl > I.max_line)) {
+      std::string piece = I.pending.substr(0, I.max_line);
+      I.pending.erase(0, I.max_line);
+      return piece;
+    }
     if (nl != std::string::npos) {
       std::string line = I.pending.substr(0, nl);
       I.pending.erase(0, nl + 1);
       return line;
-    }
-    if (I.max_line != 0 && I.pending.size() >= I.max_line) {
-      std::string piece = I.pending.substr(0, I.max_line);
-      I.pending.erase(0, I.max_line);
-      return piece;
     }
     if (I.out_fd < 0) {  // EOF: an unterminated last line is still a line
       if (I.pending.empty()) return std::nullopt;

@@ -460,6 +460,16 @@ TEST_CASE("LineChild: max_line_bytes hands a line without newline out in pieces"
   CHECK(pieces >= 1000000 / 4096);
   CHECK(last == "next");
   CHECK(child->wait().ok());
+  // A long line read whole at once (its newline already in the buffer) is split too.
+  auto whole = make_spec({"sh", "-c", "head -c 10000 /dev/zero | tr '\\0' e; echo"});
+  whole.limits.max_line_bytes = 4096;
+  auto c2 = LineChild::start(whole, &error);
+  REQUIRE(c2);
+  std::this_thread::sleep_for(500ms);  // all of it written before the first read
+  std::vector<std::size_t> sizes;
+  while (auto line = c2->read_line(5000ms)) sizes.push_back(line->size());
+  CHECK(sizes == std::vector<std::size_t>{4096, 4096, 1808});
+  CHECK(c2->wait().ok());
 }
 
 TEST_CASE("LineChild kills its whole group when destroyed", "[sandbox]") {
