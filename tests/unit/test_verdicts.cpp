@@ -595,8 +595,13 @@ TEST_CASE(
     "[verdicts][runner]") {
   fs::path dir = vtemp("runnogxx");
   fs::create_directories(dir / "emptybin");
-  std::ofstream(dir / "script.json")
-      << json{{"default", {{"content", reply_with(fixture_kernels() / "act/relu/kernel.cpp")}}}}.dump();
+  // Each reply 250 ms late: the missing compiler's failures are seen long before all eight
+  // samples have a reply, so the stop after two of them leaves episodes unasked (on a loaded
+  // machine, instant replies let all eight in before the second failure was seen).
+  std::ofstream(dir / "script.json") << json{
+      {"default",
+       {{"content", reply_with(fixture_kernels() / "act/relu/kernel.cpp")},
+        {"delay_ms", 250}}}}.dump();
   fs::path out = dir / "run";
   const std::vector<std::string> common{"--suite",
                                         fixture_suite().string(),
