@@ -130,7 +130,7 @@ void note_counts_source(AttemptRecord& rec, const backends::LoadResult& load) {
 
 void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
                      const backends::TaskRef& ref, const backends::Evaluation& ev, const fs::path& dir,
-                     std::optional<double> short_of_best) {
+                     std::optional<double> short_of_best, std::unique_ptr<backends::NcuStarted> started) {
   rec.profile.profiler = step.profiler;
   if (!rec.passed() && !(step.failing && rec.outcome == Outcome::output_mismatch)) return;
   rec.profile.profiler_note = step.note;
@@ -143,13 +143,21 @@ void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClie
                                 "); --profile-every-pass profiles every pass";
     return;
   }
-  backends::NcuProfile p = step.ncu->profile(runner, ref, ev.compile.artifact, dir, ev.host);
+  if (!started) started = start_profiler(step, runner, ref, ev, dir);
+  backends::NcuProfile p = step.ncu->finish(runner, *started);
   rec.profile.profiler_ms = p.profiler_ms;
   rec.judge.phases_ms["judge.profile.device_lock_wait"] = p.lock_wait_ms;  // other runners' timed work
   rec.profile.profiler_note = p.note;
   rec.profile.findings = backends::ncu_findings(p.candidate);
   rec.profile.candidate_kernels = backends::kernel_times(p.candidate);
   rec.profile.reference_kernels = backends::kernel_times(p.reference);
+}
+
+std::unique_ptr<backends::NcuStarted> start_profiler(ProfileStep& step, backends::RunnerClient& runner,
+                                                     const backends::TaskRef& ref,
+                                                     const backends::Evaluation& ev, const fs::path& dir) {
+  if (!step.ncu || ev.compile.artifact.empty() || ref.test_block()) return nullptr;
+  return step.ncu->start(runner, ref, ev.compile.artifact, dir, ev.host);
 }
 
 double task_bytes(const backends::LoadResult& lr) {

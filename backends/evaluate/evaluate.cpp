@@ -70,7 +70,8 @@ BenchResult bench_retimed(RunnerClient& runner, const TaskRef& task, const std::
   return second;
 }
 
-void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, const EvalOptions& options) {
+void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, const EvalOptions& options,
+                     const std::function<void()>& before_bench) {
   if (!ev.compile.ok()) throw std::logic_error("check_and_bench: the candidate did not compile");
   ev.check = runner.check(task, ev.compile.artifact, options.trials, ev.seed, ev.host);
   ev.check_ms = ev.check->check_ms;
@@ -83,6 +84,7 @@ void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, 
   ev.failure = ev.check->failure;
   explain(ev, false);
   if (ev.outcome != Outcome::pass || !options.bench) return;
+  if (before_bench) before_bench();
   if (task.test_block())  // TritonBench: checked on its test block, timed on its performance inputs
     ev.bench =
         bench_tritonbench(runner, task, read_file(ev.compile.artifact),

@@ -564,7 +564,7 @@ int main(int argc, char** argv) {
       py::module_::import("triton");
     } catch (py::error_already_set&) {
     }
-    if (!kforge::backends::wait_for_profile_gate()) {
+    if (!kforge::backends::wait_for_profile_gate(g_out_fd)) {  // fd 1 is stderr here
       std::fprintf(stderr, "kforge-runner --profile-reference: the profile gate never opened\n");
       return 2;
     }

@@ -73,12 +73,15 @@ def read_tensor_file(path, kf_dtypes, torch, device):
         return ins, outs
 
 
+PROFILE_GATE_READY_LINE = "kforge: at the profile gate"
+
+
 def wait_for_gate(max_wait_s=1800.0):
     """Started ahead of its turn by the profile step (issue 41 §4; the C++ side:
     backends/client/include/kforge/backends/profile_gate.hpp): imports torch and Triton, which
     touch no device, then waits until the file named by $KFORGE_PROFILE_GATE exists (the step
-    holds the device's timed lock), polling every 2 ms. True at once when it is unset; False
-    when the gate did not open within max_wait_s."""
+    holds the device's timed lock), polling every 2 ms, after printing PROFILE_GATE_READY_LINE on
+    stdout. True at once when it is unset; False when the gate did not open within max_wait_s."""
     gate = os.environ.get("KFORGE_PROFILE_GATE", "")
     if not gate:
         return True
@@ -88,6 +91,10 @@ def wait_for_gate(max_wait_s=1800.0):
         import triton  # noqa: F401
     except ImportError:
         pass  # the Host reports it
+    # Its start-up is over: the step takes the device's timed lock only now (profile_gate.hpp's
+    # kProfileGateReadyLine, printed before the candidate is loaded).
+    sys.stdout.write(PROFILE_GATE_READY_LINE + "\n")
+    sys.stdout.flush()
     until = time.monotonic() + max_wait_s
     while not os.path.exists(gate):
         if time.monotonic() >= until:

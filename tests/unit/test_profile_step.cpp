@@ -22,6 +22,7 @@
 #include "catch.hpp"
 #include "kforge/agent/attempt_record.hpp"
 #include "kforge/agent/judge_setup.hpp"
+#include "kforge/backends/profile_gate.hpp"
 #include "kforge/backends/profile_step.hpp"
 #include "kforge/benchmarks/task.hpp"
 #include "kforge/common/util.hpp"
@@ -66,9 +67,9 @@ sandbox::Result run_argv(const std::vector<std::string>& argv, const std::string
 }
 
 /// Runs `argv` as run_argv does, with $KFORGE_PROFILE_GATE naming `gate` (absent): after
-/// `closed` it must still be running and have said nothing (it waits at its gate, before CUDA
-/// and before the candidate is loaded; `not_yet`, when given, does not exist yet); then the gate
-/// opens and it runs to its end.
+/// `closed` it must still be running and have said only that it stands at its gate
+/// (kProfileGateReadyLine: it waits there, before CUDA and before the candidate is loaded;
+/// `not_yet`, when given, does not exist yet); then the gate opens and it runs to its end.
 sandbox::Result gated_run(const std::vector<std::string>& argv, const fs::path& gate,
                           std::chrono::milliseconds closed, const std::string& scratch = "",
                           const fs::path& not_yet = {}) {
@@ -80,10 +81,17 @@ sandbox::Result gated_run(const std::vector<std::string>& argv, const fs::path& 
   std::string error;
   auto child = sandbox::LineChild::start(s, &error);
   REQUIRE(child);
+  // Its start-up (a runner imports torch) ends with the line, then it waits.
+  const std::string ready = std::string(backends::kProfileGateReadyLine) + "\n";
+  std::string out;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (out.find(ready) == std::string::npos && child->alive() && std::chrono::steady_clock::now() < until)
+    if (auto line = child->read_line(std::chrono::milliseconds(100))) out += *line + "\n";
+  CHECK(out == ready);
   std::this_thread::sleep_for(closed);
   CHECK(child->alive());
   if (!not_yet.empty()) CHECK_FALSE(fs::exists(not_yet));
-  std::string out;
+  out.clear();
   while (auto line = child->read_line(std::chrono::milliseconds(100))) out += *line + "\n";
   CHECK(out.empty());
   write_file(gate, "");
@@ -162,9 +170,10 @@ TEST_CASE("run_ncu: a profiled process that fails is named by its own last words
 
 namespace {
 
-/// A fake ncu for start_ncu: notes its start in `dir`/started, waits for $KFORGE_PROFILE_GATE,
-/// notes that in `dir`/ran, sleeps `after_s`, then copies a recorded report to its --log-file.
-fs::path gated_ncu(const fs::path& dir, int after_s = 0) {
+/// A fake ncu for start_ncu: notes its start in `dir`/started, sleeps `before_s` (its start-up),
+/// says it stands at its gate (kProfileGateReadyLine), waits for $KFORGE_PROFILE_GATE, notes
+/// that in `dir`/ran, sleeps `after_s`, then copies a recorded report to its --log-file.
+fs::path gated_ncu(const fs::path& dir, int after_s = 0, int before_s = 0) {
   fs::create_directories(dir);
   const fs::path script = dir / "ncu";
   std::ofstream f(script);
@@ -172,6 +181,8 @@ fs::path gated_ncu(const fs::path& dir, int after_s = 0) {
     << "log=\n"
     << "while [ $# -gt 0 ]; do [ \"$1\" = --log-file ] && log=$2; shift; done\n"
     << "echo $$ > " << (dir / "started").string() << "\n"
+    << "sleep " << before_s << "\n"
+    << "echo '" << backends::kProfileGateReadyLine << "'\n"
     << "while [ ! -e \"$KFORGE_PROFILE_GATE\" ]; do sleep 0.01; done\n"
     << "echo ran > " << (dir / "ran").string() << "\n"
     << "sleep " << after_s << "\n"
@@ -197,6 +208,7 @@ TEST_CASE("start_ncu: the run starts at once and waits at its gate until finish(
   opt.report_csv = work / "one/ncu.csv";
   auto launch = backends::start_ncu(backends::load_ncu_metrics(), {"/bin/true"}, opt);
   REQUIRE(appears(work / "one/started", std::chrono::milliseconds(20'000)));
+  CHECK(launch->ready(std::chrono::milliseconds(20'000)));  // it said so
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   CHECK_FALSE(fs::exists(work / "one/ran"));          // at its gate
   CHECK(fs::is_directory(work / "one/ncu.csv.tmp"));  // its scratch directory
@@ -225,6 +237,24 @@ TEST_CASE("start_ncu: the run starts at once and waits at its gate until finish(
   const auto late = launch->finish(std::chrono::milliseconds(2000));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15));
   CHECK(late.error == "ncu did not finish within 2 s");
+  // ready() waits out the target's start-up, and not longer than its limit; a run that ends
+  // before its gate is not ready and says why in finish().
+  opt.ncu = gated_ncu(work / "four", 0, 2);
+  opt.report_csv = work / "four/ncu.csv";
+  launch = backends::start_ncu(backends::load_ncu_metrics(), {"/bin/true"}, opt);
+  const auto t1 = std::chrono::steady_clock::now();
+  CHECK_FALSE(launch->ready(std::chrono::milliseconds(300)));
+  CHECK(std::chrono::steady_clock::now() - t1 < std::chrono::seconds(2));
+  CHECK(launch->ready(std::chrono::milliseconds(20'000)));
+  CHECK(std::chrono::steady_clock::now() - t1 >= std::chrono::milliseconds(1900));
+  CHECK_FALSE(fs::exists(work / "four/ran"));
+  CHECK(launch->finish(std::chrono::milliseconds(20'000)).error.empty());
+  opt.ncu = "/bin/false";
+  opt.report_csv = work / "five/ncu.csv";
+  fs::create_directories(work / "five");
+  launch = backends::start_ncu(backends::load_ncu_metrics(), {"/bin/true"}, opt);
+  CHECK_FALSE(launch->ready(std::chrono::milliseconds(20'000)));
+  CHECK_FALSE(launch->finish(std::chrono::milliseconds(20'000)).error.empty());
 }
 
 TEST_CASE(
@@ -254,6 +284,10 @@ TEST_CASE(
     std::string which;
     std::function<void(const std::string&)> note;
     backends::NcuOptions opt;
+    bool ready(std::chrono::milliseconds) override {
+      note("ready " + which);
+      return true;
+    }
     backends::NcuRun finish(std::chrono::milliseconds) override {
       note("finish " + which);
       const fs::path rec = fs::path(KFORGE_TESTS_DIR) / "data/profile/ncu_raw.csv";
@@ -284,8 +318,9 @@ TEST_CASE(
   INFO(p.note);
   CHECK_FALSE(p.candidate.empty());
   CHECK_FALSE(p.reference.empty());
-  // The judge's files under a shared hold; both runs started; then the exclusive hold, the
-  // candidate's run to its end (its process tree gone), then the reference's.
+  // The judge's files under a shared hold; both runs started and at their gates (their
+  // start-up over); then the exclusive hold, the candidate's run to its end (its process tree
+  // gone), then the reference's.
   std::vector<std::string> tail;
   bool seen = false;
   for (const auto& e : events) {
@@ -293,9 +328,9 @@ TEST_CASE(
     if (seen) tail.push_back(e);
   }
   CHECK(std::find(events.begin(), events.end(), "shared:profile setup") < events.end() - tail.size());
-  CHECK(tail == std::vector<std::string>{"start candidate", "start reference", "timed:ncu",
-                                         "finish candidate", "end candidate", "finish reference",
-                                         "end reference", "release timed:ncu"});
+  CHECK(tail == std::vector<std::string>{"start candidate", "start reference", "ready candidate",
+                                         "ready reference", "timed:ncu", "finish candidate", "end candidate",
+                                         "finish reference", "end reference", "release timed:ncu"});
 }
 
 TEST_CASE("profile step: the judge's files and both targets run (cpu, no ncu)", "[runner][profile]") {
@@ -373,6 +408,35 @@ TEST_CASE("profile step: a bad tensor file is the host's error, not a crash", "[
   auto r = run_argv({host.string(), "--profile", c.artifact.string(), "-1", (work / "bad.bin").string()});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("the data ends early"));
+}
+
+TEST_CASE(
+    "check_and_bench: before_bench runs once a check passed, before its bench; never after a failed one",
+    "[runner][profile]") {
+  const fs::path work = scratch("profile-before-bench");
+  backends::RunnerClient runner(cpu_runner());
+  backends::EvalOptions opt;
+  opt.bench = true;
+  opt.bench_options.reps = 3;
+  opt.bench_options.min_reps = 3;
+  for (const auto& [kernel, passes] : {std::pair{"correct", true}, std::pair{"partial_output", false}}) {
+    auto c = compile_adversarial(kernel, work / kernel);
+    backends::Evaluation ev;
+    ev.compile.status = backends::CompileStatus::ok;
+    ev.compile.artifact = c.artifact;
+    ev.seed = 7;
+    int calls = 0;
+    bool benched_before = false;
+    backends::check_and_bench(ev, runner, c.task, opt, [&] {
+      ++calls;
+      benched_before = ev.bench.has_value();
+    });
+    INFO(kernel << ": " << to_string(ev.outcome) << " " << ev.message);
+    CHECK((ev.outcome == Outcome::pass) == passes);
+    CHECK(calls == (passes ? 1 : 0));
+    CHECK_FALSE(benched_before);
+    CHECK(ev.bench.has_value() == passes);
+  }
 }
 
 TEST_CASE("profile step: ncu's reports become findings and kernel times; the reference is profiled once",

@@ -78,6 +78,23 @@ class SandboxNcuLaunch final : public NcuLaunch {
   SandboxNcuLaunch(const SandboxNcuLaunch&) = delete;
   SandboxNcuLaunch& operator=(const SandboxNcuLaunch&) = delete;
 
+  bool ready(std::chrono::milliseconds limit) override {
+    using namespace std::chrono;
+    if (!child_) return false;
+    const auto deadline = steady_clock::now() + limit;
+    for (;;) {
+      const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
+      if (left <= milliseconds(0)) return false;
+      if (auto line = child_->read_line(std::min(left, milliseconds(200)))) {
+        keep(*line);
+        if (trim(*line) == kProfileGateReadyLine) return true;
+        continue;
+      }
+      if (!child_->alive()) return false;
+      std::this_thread::sleep_for(milliseconds(2));  // stdout closed: the process is ending
+    }
+  }
+
   NcuRun finish(std::chrono::milliseconds limit) override {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
@@ -103,27 +120,31 @@ class SandboxNcuLaunch final : public NcuLaunch {
   /// passes (then its group is killed: timed_out).
   sandbox::Result await(std::chrono::steady_clock::time_point deadline) {
     using namespace std::chrono;
-    std::string out;
     for (;;) {
       const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
       if (left <= milliseconds(0)) {
         sandbox::Result r = child_->terminate(milliseconds(1000));
         r.status = sandbox::Status::timed_out;
-        r.out = out + r.out;
+        r.out = out_ + r.out;
         return r;
       }
       if (auto line = child_->read_line(std::min(left, milliseconds(200)))) {
-        out += *line + "\n";
-        if (out.size() > kTargetOutputBytes) out.erase(0, out.size() - kTargetOutputBytes);
+        keep(*line);
         continue;
       }
       if (!child_->alive()) {
         sandbox::Result r = child_->wait();
-        r.out = out + r.out;
+        r.out = out_ + r.out;
         return r;
       }
       std::this_thread::sleep_for(milliseconds(2));  // stdout closed: the process is ending
     }
+  }
+
+  /// Keeps a line of the target's stdout (the last kTargetOutputBytes).
+  void keep(const std::string& line) {
+    out_ += line + "\n";
+    if (out_.size() > kTargetOutputBytes) out_.erase(0, out_.size() - kTargetOutputBytes);
   }
 
   void clean() {
@@ -135,6 +156,7 @@ class SandboxNcuLaunch final : public NcuLaunch {
   fs::path report_csv_, gate_, scratch_;
   std::unique_ptr<sandbox::LineChild> child_;
   std::string start_error_;
+  std::string out_;  ///< the target's stdout so far (its last kTargetOutputBytes)
 };
 
 /// deferred_start's launch: the fake's whole run in finish().
@@ -355,19 +377,25 @@ std::optional<ScaledTask> NcuProfiler::scaled(RunnerClient& runner, const TaskRe
   return s;
 }
 
-NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, const fs::path& artifact,
+NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& task, const fs::path& artifact,
                                 const fs::path& dir, HostKind host) {
-  NcuProfile p;
+  return finish(runner, *start(runner, task, artifact, dir, host));
+}
+
+std::unique_ptr<NcuStarted> NcuProfiler::start(RunnerClient& runner, const TaskRef& full_task,
+                                               const fs::path& artifact, const fs::path& dir, HostKind host) {
+  auto s = std::make_unique<NcuStarted>();
+  s->dir = dir;
   // Before the device's timed lock: the judge's files (under a shared hold) and both runs
   // started, each waiting at its gate.
   const auto smaller = scaled(runner, full_task);
   const TaskRef& task = smaller ? smaller->task : full_task;
-  const std::string scaled_note = smaller ? smaller->description : "";
+  s->scaled_note = smaller ? smaller->description : "";
   auto targets = runner.profile_targets(task, artifact, dir, 3000, host);
   if (!targets) {
-    p.note =
-        "not profiled: " + targets.failure().message + (scaled_note.empty() ? "" : " (" + scaled_note + ")");
-    return p;
+    s->profile.note = "not profiled: " + targets.failure().message +
+                      (s->scaled_note.empty() ? "" : " (" + s->scaled_note + ")");
+    return s;
   }
   NcuOptions opt;
   opt.ncu = ncu_;
@@ -379,20 +407,32 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
   // parameters intact and writes every output element); kforge-host restarts cheaply, the
   // Triton host (torch, Triton, its JIT) does not.
   const bool cheap_restart = host == HostKind::native;
-  p.replay_mode = opt.replay_mode = choose_replay_mode(
+  s->profile.replay_mode = opt.replay_mode = choose_replay_mode(
       true, cheap_restart, call_bytes(runner.load(task).value_or(LoadResult{})), device_memory(runner));
-  std::unique_ptr<NcuLaunch> candidate = opt_.start(metrics_, targets->candidate, opt);
-  const std::string key = NcuReferenceCache::key(task, environment(runner), reference_metrics_);
+  s->candidate = opt_.start(metrics_, targets->candidate, opt);
+  s->key = NcuReferenceCache::key(task, environment(runner), reference_metrics_);
   NcuOptions ref_opt = opt;
   ref_opt.report_csv = dir / "ncu_reference.csv";
   ref_opt.replay_mode = "kernel";  // PyTorch's start-up on every pass would cost more than ncu's copies
-  std::unique_ptr<NcuLaunch> reference;
-  if (auto cached = cached_reference(key)) {
-    p.reference = std::move(*cached);
-    p.reference_cached = true;
+  if (auto cached = cached_reference(s->key)) {
+    s->profile.reference = std::move(*cached);
+    s->profile.reference_cached = true;
   } else {
-    reference = opt_.start(reference_metrics_, targets->reference, ref_opt);
+    s->reference = opt_.start(reference_metrics_, targets->reference, ref_opt);
   }
+  return s;
+}
+
+NcuProfile NcuProfiler::finish(RunnerClient& runner, NcuStarted& s) {
+  NcuProfile& p = s.profile;
+  if (!s.candidate) return std::move(p);
+  // Their start-up (ncu's, the process's, its imports) over before the lock is taken; a run
+  // that ended or hangs before its gate is finished below all the same (finish() says why).
+  const auto ready_until = std::chrono::steady_clock::now() + opt_.budget;
+  for (NcuLaunch* l : {s.candidate.get(), s.reference.get()})
+    if (l)
+      l->ready(std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                          ready_until - std::chrono::steady_clock::now())));
   // Nsight Compute times kernels: the device's timed lock is held from here to the end, its
   // wait outside the budget.
   TimedHold held = runner.hold_timed("ncu");
@@ -402,15 +442,15 @@ NcuProfile NcuProfiler::profile(RunnerClient& runner, const TaskRef& full_task, 
     return opt_.budget -
            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   };
-  finish_candidate(*candidate, left(), p);
-  candidate.reset();
+  finish_candidate(*s.candidate, left(), p);
+  s.candidate.reset();
   // The inputs' copy is as large as the task's inputs: an overnight run keeps none of them.
   std::error_code ec;
-  fs::remove(dir / "profile_tensors.bin", ec);
-  if (!scaled_note.empty()) add_note(p, scaled_note);
-  if (reference) finish_reference(*reference, key, ref_opt.report_csv, left(), p);
-  reference.reset();  // its process tree gone before the lock is released
-  return p;
+  fs::remove(s.dir / "profile_tensors.bin", ec);
+  if (!s.scaled_note.empty()) add_note(p, s.scaled_note);
+  if (s.reference) finish_reference(*s.reference, s.key, s.dir / "ncu_reference.csv", left(), p);
+  s.reference.reset();  // its process tree gone before the lock is released
+  return std::move(p);
 }
 
 void NcuProfiler::finish_candidate(NcuLaunch& launch, std::chrono::milliseconds limit, NcuProfile& p) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,9 +55,22 @@ void record_tritonbench_roofline(AttemptRecord& rec, const std::optional<DeviceP
 /// `runner`'s lease. `short_of_best` (issue 21 §4): the pass does not improve its episode's best
 /// speedup (this value), so it gets the basic profile (rec.profile.profiler "basic", a note
 /// saying why) and no ncu run.
+/// `started`: the ncu runs start_profiler began before the bench (then used, not started again);
+/// null: started here.
 void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
                      const backends::TaskRef& ref, const backends::Evaluation& ev,
-                     const std::filesystem::path& dir, std::optional<double> short_of_best = std::nullopt);
+                     const std::filesystem::path& dir, std::optional<double> short_of_best = std::nullopt,
+                     std::unique_ptr<backends::NcuStarted> started = nullptr);
+
+/// The ncu runs of a candidate that passed its check, started ahead of its bench (issue 41 §4:
+/// their start-up then runs beside the bench, and the profile step takes the device's timed
+/// lock only for their device work; NcuProfiler::start). null when the step has no ncu, the
+/// task is a test block's or the artifact is missing: record_profiler decides as before.
+/// Started runs that record_profiler is not given (the bench failed) are killed with it.
+std::unique_ptr<backends::NcuStarted> start_profiler(ProfileStep& step, backends::RunnerClient& runner,
+                                                     const backends::TaskRef& ref,
+                                                     const backends::Evaluation& ev,
+                                                     const std::filesystem::path& dir);
 
 /// The bytes a call moves: the suite's formula when it has one (lr.bytes > 0), else every
 /// input read once and every output written once (io_bytes).

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -69,9 +70,12 @@ BenchResult bench_retimed(RunnerClient& runner, const TaskRef& task, const std::
                           const BenchOptions& options, HostKind host);
 
 /// The second stage: checks the compiled candidate of `ev` against `task` in `runner` and, when
-/// it passes and options.bench, times candidate and reference side by side. Requires
-/// ev.compile.ok(); throws std::logic_error otherwise.
-void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, const EvalOptions& options);
+/// it passes and options.bench, times candidate and reference side by side. `before_bench`,
+/// when set, is called once the check passed and before the bench begins (the profile step
+/// starts its runs there, to wait at their gates while the bench runs: profile_step.hpp).
+/// Requires ev.compile.ok(); throws std::logic_error otherwise.
+void check_and_bench(Evaluation& ev, RunnerClient& runner, const TaskRef& task, const EvalOptions& options,
+                     const std::function<void()>& before_bench = {});
 
 /// Both stages: compiles `source` for `backend` in `workdir`, checks and benchmarks it against
 /// `task` in `runner`. Shapes: whatever the task's profile makes them; times in ms.

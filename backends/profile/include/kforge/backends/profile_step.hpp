@@ -62,6 +62,15 @@ class NcuLaunch {
   /// error code" followed by the profiled process's own last output lines), the limit, or the
   /// target's failure with its stderr tail.
   virtual NcuRun finish(std::chrono::milliseconds limit) = 0;
+  /// Waits, at most `limit`, until the target stands at its gate: it printed
+  /// kProfileGateReadyLine (profile_gate.hpp) before it began to wait, so its start-up, ncu's
+  /// and its imports are over. true at once for a launch that runs nothing ahead (a fake's);
+  /// false when the run ended or the limit passed first (finish() then says why). The profile
+  /// step calls it before it takes the device's timed lock, so that no start-up is paid under it.
+  virtual bool ready(std::chrono::milliseconds limit) {
+    (void)limit;
+    return true;
+  }
 };
 
 /// Starts `target` under ncu_argv(metrics, target, opt) through the sandbox (argv only, own
@@ -161,6 +170,18 @@ struct NcuProfilerOptions {
   double scaled_input_bytes = 256.0 * 1024 * 1024;
 };
 
+/// One attempt's profile between NcuProfiler::start and NcuProfiler::finish: its ncu runs
+/// started, each waiting at its gate. Destroyed unfinished, its runs are killed (nothing of them
+/// touched the device). One owner; not thread-safe.
+struct NcuStarted {
+  NcuProfile profile;                    ///< its note says why nothing runs (then no launch)
+  std::unique_ptr<NcuLaunch> candidate;  ///< null: nothing to run (the note says why)
+  std::unique_ptr<NcuLaunch> reference;  ///< null: cached (profile.reference) or not run
+  std::string key;                       ///< the reference's NcuReferenceCache::key
+  std::filesystem::path dir;             ///< the attempt's profile directory
+  std::string scaled_note;               ///< ScaledTask::description when scaled, else ""
+};
+
 class NcuProfiler {
  public:
   /// At most this many kernel launches of one call are profiled (ncu -c): each costs several
@@ -180,6 +201,15 @@ class NcuProfiler {
   /// `host`: the candidate host the artifact's backend needs (Backend::host_kind).
   NcuProfile profile(RunnerClient& runner, const TaskRef& task, const std::filesystem::path& artifact,
                      const std::filesystem::path& dir, HostKind host);
+  /// profile() in two halves, so that the runs' start-up can hide behind other work of the same
+  /// attempt (its bench; issue 41 §4): start() writes the judge's files (under a shared hold of
+  /// the device's timed lock) and starts both runs, which wait at their gates; finish() waits
+  /// (outside the lock, at most the budget) until both stand at their gates (NcuLaunch::ready),
+  /// then takes the exclusive hold and runs them. profile() == finish(start()).
+  std::unique_ptr<NcuStarted> start(RunnerClient& runner, const TaskRef& task,
+                                    const std::filesystem::path& artifact, const std::filesystem::path& dir,
+                                    HostKind host);
+  NcuProfile finish(RunnerClient& runner, NcuStarted& started);
   /// The environment line of the cache key (probed once: the runner's hello, `nvidia-smi`'s
   /// driver version, `ncu --version`).
   std::string environment(RunnerClient& runner);
