@@ -1,5 +1,6 @@
 // tests/catch.hpp — one include for Catch2 2.x (Debian 12) and 3.x (GPU machine).
-// Tests use Catch::Contains(str) as a string matcher in both versions.
+// Tests use Catch::Contains(str) as a string matcher in both versions, and
+// Catch::Matchers::StartsWith / EndsWith (both versions have them there).
 #pragma once
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>

@@ -759,7 +759,7 @@ TEST_CASE("ncu argv: a cuda candidate under kernel replay, cold caches, its laun
   // and the launch__ values (no replay pass of their own).
   CHECK(after(a, "--metrics") == join_names(backends::load_ncu_metrics()));
   CHECK(after(r, "--metrics") == join_names(backends::reference_metrics(backends::load_ncu_metrics())));
-  CHECK_THAT(after(r, "--metrics"), Catch::StartsWith("gpu__time_duration.sum,launch__"));
+  CHECK_THAT(after(r, "--metrics"), Catch::Matchers::StartsWith("gpu__time_duration.sum,launch__"));
   CHECK_THAT(after(r, "--metrics"), !Catch::Contains("smsp__") && !Catch::Contains("dram__"));
   // Each run's timeout is what is left of the step's budget (120 s by default).
   REQUIRE(runs.timeouts.size() == 2);
