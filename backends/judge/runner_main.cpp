@@ -183,6 +183,7 @@ with FlopCounterMode(display=False):
   Loaded* cur_ = nullptr;                                ///< the task check/bench use; null: none
   uint64_t use_clock_ = 0;
   at::Device device_{at::kCPU};
+  int current_cuda_ = -1;  ///< the current CUDA device set by use_device; -1: none yet
 
   static long env_long(const char* name, long fallback) {
     const char* v = std::getenv(name);
@@ -268,7 +269,7 @@ with FlopCounterMode(display=False):
     const std::string key = req.task + '\n' + dev + '\n' + std::to_string(req.model_seed) + '\n' + req.flops +
                             '\n' + req.bytes + '\n' + req.source;
     cur_ = nullptr;
-    device_ = at::Device(dev);
+    use_device(dev);
     if (auto it = tasks_.find(key); it != tasks_.end()) {
       cur_ = it->second.get();
       cur_->last_use = ++use_clock_;
@@ -377,15 +378,27 @@ with FlopCounterMode(display=False):
   /// The candidate host started warm before the first check; no `load` precedes it, so the
   /// request names its device.
   protocol::PrewarmReply prewarm(const protocol::PrewarmRequest& req) {
-    if (!req.device.empty()) device_ = at::Device(req.device);
+    if (!req.device.empty()) use_device(req.device);
     warm_flop_counter_ = true;  // after_reply
     return prewarm_host(judge_context(), req.host);
   }
 
   /// A TritonBench test block: no `load` precedes it, so the request names its device.
   json testblock(const protocol::TestblockRequest& req) {
-    if (!req.device.empty()) device_ = at::Device(req.device);  // one client, one device
+    if (!req.device.empty()) use_device(req.device);  // one client, one device
     return check_testblock(judge_context(), req);
+  }
+
+  /// Makes `dev` this runner's device: device_ and, for a GPU, the current CUDA device of the
+  /// thread that serves requests (torch's too), so that what the judge allocates without naming
+  /// a device (the exchange's cudaMalloc) and what a reference or a test block makes on "cuda"
+  /// land on it. A runner of cuda:1 made them on cuda:0 before, and every test block it judged
+  /// failed ("Specified device cuda:1 does not match device of data cuda:0").
+  void use_device(const std::string& dev) {
+    device_ = at::Device(dev);
+    if (!device_.is_cuda() || !device_.has_index() || device_.index() == current_cuda_) return;
+    py::module_::import("torch").attr("cuda").attr("set_device")(static_cast<int>(device_.index()));
+    current_cuda_ = device_.index();
   }
 
   JudgeContext judge_context() const {
