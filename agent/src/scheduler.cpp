@@ -253,7 +253,7 @@ void Scheduler::start_load(int ep) {
         slots_[static_cast<std::size_t>(slot)].busy = false;
         end_slot_job(ep);
         // A load that works proves little of the judge; one abandoned at a stop says nothing.
-        after_judge(slot, !lr.ok() && lr.failure().sub_kind != "abandoned", false);
+        after_judge(slot, !lr.ok() && lr.failure().kind != FailureKind::cancelled, false);
         finish_load(id, lr);
       });
     };

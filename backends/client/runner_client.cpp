@@ -362,7 +362,7 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
   q.bytes = task.bytes_expr;
   q.module_mode = task.module_mode;
   const TimedHold shared = hold_for_load();  // the reference runs on the device
-  if (loading_ && abandoned_) return Failure{FailureKind::judge, "abandoned", "abandoned while waiting"};
+  if (loading_ && abandoned_) return Failure{FailureKind::cancelled, "abandoned", "abandoned while waiting"};
   protocol::Request req(std::move(q));
   req.timed_lock_shared = shared.held();
   Reply r = request(std::move(req), cfg_.load_timeout);
@@ -383,7 +383,7 @@ Expected<LoadResult> RunnerClient::load_once(const TaskRef& task) {
 }
 
 Expected<LoadResult> RunnerClient::load(const TaskRef& task) {
-  const Failure abandoned{FailureKind::judge, "abandoned",
+  const Failure abandoned{FailureKind::cancelled, "abandoned",
                           "the load of " + task.id + " was abandoned: the run is stopping"};
   {
     std::lock_guard lk(child_mu_);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -121,6 +122,8 @@ struct FakeJudge : agent::JudgePort {
   std::map<int, int> jobs_on;                     ///< slot -> jobs judged
   int loads = 0, in_flight = 0, peak = 0;
   std::set<std::string> unusable;  ///< tasks whose reference does not load
+  /// Every load fails with this kind (judge: the worker died; cancelled: abandoned at a stop).
+  std::optional<FailureKind> load_failure;
 
   int slots() const override { return n_slots; }
   std::string slot_name(int slot) const override { return "fake:" + std::to_string(slot); }
@@ -128,6 +131,7 @@ struct FakeJudge : agent::JudgePort {
     ++loads;
     Expected<backends::LoadResult> lr = backends::LoadResult{};
     if (unusable.count(ref.id)) lr = Failure{FailureKind::reference, "reference_failed", "no Model"};
+    if (load_failure) lr = Failure{*load_failure, "abandoned", "the load failed"};
     later(io, 0, [lr, done = std::move(done)] { done(lr); });
   }
   void judge(int slot, agent::JudgeJob job, agent::Completion<agent::Judged> done) override {

@@ -137,6 +137,22 @@ TEST_CASE("scheduler: a task stays on its slot; an idle slot takes queued work; 
   CHECK(t.passes == 10 - bad.sc.slot_max_failures);
 }
 
+TEST_CASE("scheduler: failed loads count against their slot by kind, not by name: a cancelled one does not",
+          "[scheduler]") {
+  // Both fail with the sub_kind "abandoned": only the typed kind decides (issue 38 §1).
+  for (const FailureKind kind : {FailureKind::judge, FailureKind::cancelled}) {
+    Rig rig(2);
+    rig.sc.llm_concurrency = 8;
+    rig.sc.max_infra_failures = 0;
+    rig.judge.load_failure = kind;
+    Scheduler s(rig.io, rig.ports(), rig.mc, rig.sc);
+    rig.add(s, 10);
+    const RunTally t = s.run();
+    INFO(to_string(kind));
+    CHECK(t.retired_slots.empty() == (kind == FailureKind::cancelled));
+  }
+}
+
 TEST_CASE("scheduler: an exception inside one episode is its recorded infra_error; the run goes on",
           "[scheduler]") {
   Rig rig;

@@ -79,7 +79,7 @@ class JudgePort {
   /// Loads a task on slot `slot` (shapes, formulas); the runner keeps it warm.
   virtual void load(int slot, const backends::TaskRef& ref, Completion<backends::LoadResult> done) = 0;
   /// Ends every load in flight at once, and answers later ones at once (the run is stopping and
-  /// no episode waits for a load): each still completes, with Failure{judge, "abandoned"};
+  /// no episode waits for a load): each still completes, with Failure{cancelled, "abandoned"};
   /// checks and benches are untouched.
   /// Thread-safe. Default: nothing to end.
   virtual void abandon_loads() {}

@@ -235,7 +235,7 @@ class RunnerClient {
                                            const std::filesystem::path& dir, int64_t seed, HostKind host);
   /// Loads the task unless it is already loaded; a failed load is a Failure{reference} whose
   /// message is the traceback or the worker's failure (LoadResult). A load ended by
-  /// abandon_loads() is Failure{judge, "abandoned"}: not retried, the task not marked unusable.
+  /// abandon_loads() is Failure{cancelled, "abandoned"}: not retried, the task not marked unusable.
   Expected<LoadResult> load(const TaskRef& task);
   /// Ends the load() in flight, if any, at once: its worker is killed (and reaped by the load's
   /// own thread, which answers "abandoned"); the next request starts a fresh worker. Every later
