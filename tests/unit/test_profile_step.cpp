@@ -150,6 +150,7 @@ TEST_CASE("run_ncu: a profiled process that fails is named by its own last words
     std::ofstream f(script);
     f << "#!/bin/sh\n"
       << "echo '==PROF== Connected to process 4242' >&2\n"
+      << "echo '" << backends::kProfileGateReadyLine << "'\n"
       << "echo 'Traceback (most recent call last):' >&2\n"
       << "echo 'RuntimeError: the profiled call failed here' >&2\n"
       << "echo '==ERROR== The application returned an error code (1).'\n"
@@ -166,6 +167,7 @@ TEST_CASE("run_ncu: a profiled process that fails is named by its own last words
   CHECK(r.error.rfind("The application returned an error code (1).", 0) == 0);
   CHECK(r.error.find("RuntimeError: the profiled call failed here") != std::string::npos);
   CHECK(r.error.find("==PROF==") == std::string::npos);
+  CHECK(r.error.find(backends::kProfileGateReadyLine) == std::string::npos);  // its gate's, not its words
 }
 
 namespace {

@@ -28,11 +28,12 @@ std::string ncu_error_line(const std::string& text) {
 }
 
 /// The profiled process's own last words: its output without ncu's "==PROF==" / "==ERROR=="
-/// lines, the last `max` characters ("" when none).
+/// lines and its gate's line, the last `max` characters ("" when none).
 std::string target_output_tail(const std::string& out, const std::string& err, std::size_t max) {
   std::string kept;
   for (const auto& line : split_lines(err + "\n" + out))
-    if (!trim(line).empty() && line.rfind("==", 0) != 0) kept += trim(line) + "\n";
+    if (!trim(line).empty() && line.rfind("==", 0) != 0 && trim(line) != kProfileGateReadyLine)
+      kept += trim(line) + "\n";
   return kept.size() > max ? kept.substr(kept.size() - max) : kept;
 }
 
