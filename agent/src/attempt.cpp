@@ -140,7 +140,7 @@ void record_judge_phases(AttemptRecord& rec, const backends::Evaluation& ev, dou
 }  // namespace
 
 bool wants_deep_profile(const AttemptRecord& rec, const DeepProfile& p) {
-  if (!rec.passed() || p.every_pass || !p.best) return true;
+  if (!rec.passed() || p.any_pass()) return true;
   return credited_speedup(rec) > *p.best;
 }
 
@@ -156,7 +156,7 @@ Judged judge_candidate(const AttemptSetup& setup, backends::RunnerClient* runner
     std::unique_ptr<backends::NcuStarted> started;
     double start_ms = 0;  // the judge's files written and the runs started, before the bench
     const auto start_profile = [&] {
-      if (!setup.profile || !(deep.every_pass || !deep.best)) return;
+      if (!setup.profile || !deep.any_pass()) return;
       Lap start;
       started = start_profiler(*setup.profile, *runner, task.ref, ev, workdir / "profile");
       start_ms = start();

@@ -128,13 +128,23 @@ void note_counts_source(AttemptRecord& rec, const backends::LoadResult& load) {
   if (!est.empty()) rec.profile.bottleneck_reason += " [estimated: " + est + "]";
 }
 
+namespace {
+
+/// Whether the step's ncu profile applies to this attempt at all: an ncu step, an artifact, not
+/// a test block's task (their entry points take no fixed inputs to replay).
+bool ncu_applies(const ProfileStep& step, const backends::TaskRef& ref, const backends::Evaluation& ev) {
+  return step.ncu && !ev.compile.artifact.empty() && !ref.test_block();
+}
+
+}  // namespace
+
 void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClient& runner,
                      const backends::TaskRef& ref, const backends::Evaluation& ev, const fs::path& dir,
                      std::optional<double> short_of_best, std::unique_ptr<backends::NcuStarted> started) {
   rec.profile.profiler = step.profiler;
   if (!rec.passed() && !(step.failing && rec.outcome == Outcome::output_mismatch)) return;
   rec.profile.profiler_note = step.note;
-  if (!step.ncu || ev.compile.artifact.empty() || ref.test_block()) return;
+  if (!ncu_applies(step, ref, ev)) return;
   if (short_of_best && rec.passed()) {
     rec.profile.profiler = "basic";
     rec.profile.profiler_note = "ncu not run: this pass (" + format_double("%.2fx", credited_speedup(rec)) +
@@ -156,7 +166,7 @@ void record_profiler(AttemptRecord& rec, ProfileStep& step, backends::RunnerClie
 std::unique_ptr<backends::NcuStarted> start_profiler(ProfileStep& step, backends::RunnerClient& runner,
                                                      const backends::TaskRef& ref,
                                                      const backends::Evaluation& ev, const fs::path& dir) {
-  if (!step.ncu || ev.compile.artifact.empty() || ref.test_block()) return nullptr;
+  if (!ncu_applies(step, ref, ev)) return nullptr;
   return step.ncu->start(runner, ref, ev.compile.artifact, dir, ev.host);
 }
 

@@ -80,20 +80,7 @@ class SandboxNcuLaunch final : public NcuLaunch {
   SandboxNcuLaunch& operator=(const SandboxNcuLaunch&) = delete;
 
   bool ready(std::chrono::milliseconds limit) override {
-    using namespace std::chrono;
-    if (!child_) return false;
-    const auto deadline = steady_clock::now() + limit;
-    for (;;) {
-      const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
-      if (left <= milliseconds(0)) return false;
-      if (auto line = child_->read_line(std::min(left, milliseconds(200)))) {
-        keep(*line);
-        if (trim(*line) == kProfileGateReadyLine) return true;
-        continue;
-      }
-      if (!child_->alive()) return false;
-      std::this_thread::sleep_for(milliseconds(2));  // stdout closed: the process is ending
-    }
+    return child_ && read_until(std::chrono::steady_clock::now() + limit, true) == Read::ready;
   }
 
   NcuRun finish(std::chrono::milliseconds limit) override {
@@ -117,29 +104,32 @@ class SandboxNcuLaunch final : public NcuLaunch {
   }
 
  private:
-  /// Reads the child's stdout (its last kTargetOutputBytes kept) until it exits or `deadline`
-  /// passes (then its group is killed: timed_out).
-  sandbox::Result await(std::chrono::steady_clock::time_point deadline) {
+  enum class Read { ready, ended, deadline };
+  /// Reads the child's stdout into out_ (its last kTargetOutputBytes) until it ends, `deadline`
+  /// passes or, with `stop_at_ready`, its gate's line (kProfileGateReadyLine) came.
+  Read read_until(std::chrono::steady_clock::time_point deadline, bool stop_at_ready) {
     using namespace std::chrono;
     for (;;) {
       const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
-      if (left <= milliseconds(0)) {
-        sandbox::Result r = child_->terminate(milliseconds(1000));
-        r.status = sandbox::Status::timed_out;
-        r.out = out_ + r.out;
-        return r;
-      }
+      if (left <= milliseconds(0)) return Read::deadline;
       if (auto line = child_->read_line(std::min(left, milliseconds(200)))) {
         keep(*line);
+        if (stop_at_ready && trim(*line) == kProfileGateReadyLine) return Read::ready;
         continue;
       }
-      if (!child_->alive()) {
-        sandbox::Result r = child_->wait();
-        r.out = out_ + r.out;
-        return r;
-      }
+      if (!child_->alive()) return Read::ended;
       std::this_thread::sleep_for(milliseconds(2));  // stdout closed: the process is ending
     }
+  }
+
+  /// Reads the child's stdout until it exits or `deadline` passes (then its group is killed:
+  /// timed_out).
+  sandbox::Result await(std::chrono::steady_clock::time_point deadline) {
+    const bool ended = read_until(deadline, false) == Read::ended;
+    sandbox::Result r = ended ? child_->wait() : child_->terminate(std::chrono::milliseconds(1000));
+    if (!ended) r.status = sandbox::Status::timed_out;
+    r.out = out_ + r.out;
+    return r;
   }
 
   /// Keeps a line of the target's stdout (the last kTargetOutputBytes).

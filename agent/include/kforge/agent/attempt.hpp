@@ -104,6 +104,8 @@ struct Judged {
 struct DeepProfile {
   bool every_pass = true;
   std::optional<double> best;  ///< the best speedup of an earlier pass of the episode (none: no pass yet)
+  /// Any pass gets the ncu profile, whatever its speedup: under every_pass, or with no earlier pass.
+  bool any_pass() const { return every_pass || !best; }
 };
 
 /// True unless `rec` is a pass that does not improve the episode's best: under every_pass, or
