@@ -361,6 +361,44 @@ bool open_pipes(bool stdin_pipe, int out_p[2], int err_p[2], int st_p[2], int in
   return true;
 }
 
+/// What the child's plan points into: its argv, environment, directory and id maps, made
+/// before fork (the child allocates nothing).
+struct ChildStrings {
+  std::vector<std::string> env;
+  std::string path, cwd, uid_map, gid_map;
+  std::vector<char*> argv, envp;
+};
+
+/// Fills `plan` (pointing into `s`, which must outlive it) from `spec`; false with `error` set
+/// when the program cannot be found.
+bool make_plan(const Spec& spec, ChildStrings& s, ChildPlan& plan, std::string* error) {
+  s.env = build_env(spec);
+  int resolve_err = 0;
+  s.path = resolve_program(spec.argv[0], s.env, spec.cwd, &resolve_err);
+  if (s.path.empty()) {
+    *error = spec.argv[0] + ": " + std::strerror(resolve_err);
+    return false;
+  }
+  for (const auto& a : spec.argv) s.argv.push_back(const_cast<char*>(a.c_str()));
+  s.argv.push_back(nullptr);
+  for (const auto& e : s.env) s.envp.push_back(const_cast<char*>(e.c_str()));
+  s.envp.push_back(nullptr);
+  s.cwd = spec.cwd.string();
+  const std::string uid = std::to_string(::getuid()), gid = std::to_string(::getgid());
+  s.uid_map = uid + " " + uid + " 1\n";
+  s.gid_map = gid + " " + gid + " 1\n";
+  plan.path = s.path.c_str();
+  plan.argv = s.argv.data();
+  plan.envp = s.envp.data();
+  plan.cwd = s.cwd.empty() ? nullptr : s.cwd.c_str();
+  plan.isolate_network = spec.isolate_network;
+  plan.netns_only_as_root = spec.network_without_userns_as_root;
+  plan.uid_map = s.uid_map.c_str();
+  plan.gid_map = s.gid_map.c_str();
+  set_rlimits(plan, spec.limits);
+  return true;
+}
+
 }  // namespace
 
 bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) {
@@ -369,35 +407,10 @@ bool spawn(const Spec& spec, bool stdin_pipe, Spawned* out, std::string* error) 
     *error = "empty argv";
     return false;
   }
-
-  // --- everything the child needs, allocated now ---
-  std::vector<std::string> env = build_env(spec);
-  int resolve_err = 0;
-  std::string path = resolve_program(spec.argv[0], env, spec.cwd, &resolve_err);
-  if (path.empty()) {
-    *error = spec.argv[0] + ": " + std::strerror(resolve_err);
-    return false;
-  }
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const std::string cwd = spec.cwd.string();
-  const std::string uid = std::to_string(::getuid()), gid = std::to_string(::getgid());
-  const std::string uid_map = uid + " " + uid + " 1\n";
-  const std::string gid_map = gid + " " + gid + " 1\n";
-
+  // Everything the child needs, allocated now.
+  ChildStrings strings;
   ChildPlan plan;
-  plan.path = path.c_str();
-  plan.argv = argv.data();
-  plan.envp = envp.data();
-  plan.cwd = cwd.empty() ? nullptr : cwd.c_str();
-  plan.isolate_network = spec.isolate_network;
-  plan.netns_only_as_root = spec.network_without_userns_as_root;
-  plan.uid_map = uid_map.c_str();
-  plan.gid_map = gid_map.c_str();
-  set_rlimits(plan, spec.limits);
+  if (!make_plan(spec, strings, plan, error)) return false;
 
   // --- descriptors (parent ends O_CLOEXEC; child ends are dup2'ed onto 0/1/2) ---
   int out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, st_p[2] = {-1, -1}, in_s[2] = {-1, -1};
