@@ -331,6 +331,7 @@ void write(json& j, const TestblockRequest& q) {
   j.update({{"trials", q.trials},
             {"seed", q.seed},
             {"deadline_ms", q.deadline_ms},
+            {"reference_deadline_ms", q.reference_deadline_ms},
             {"tolerances", tolerances_json(q.tolerances)},
             {"source", q.source},
             {"test_source", q.test_source},
@@ -343,6 +344,7 @@ void read(Reader& r, TestblockRequest& q) {
   r.optional("trials", q.trials);
   r.optional("seed", q.seed);
   r.optional("deadline_ms", q.deadline_ms);
+  r.optional("reference_deadline_ms", q.reference_deadline_ms);
   r.optional("tolerances", q.tolerances);
   r.required("source", q.source);
   r.required("test_source", q.test_source);

@@ -3,7 +3,10 @@
 // of each task's gold.
 #include "testblock_gold.hpp"
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "../host/op_tally.hpp"
 
@@ -18,6 +21,13 @@ py::object testblock_module(const JudgeContext& ctx) {
 }
 
 namespace {
+
+/// The exception the reference's deadline raises in the gold: a BaseException, so that a test
+/// block's `except Exception` (TritonBench's blocks record `f"failed: {e}"`) does not swallow it.
+PyObject* reference_deadline_type() {
+  static PyObject* type = PyErr_NewException("kforge.ReferenceDeadline", PyExc_BaseException, nullptr);
+  return type;
+}
 
 Leaves reference_leaves(py::object& tb, const protocol::TestblockRequest& req, int64_t seed,
                         const std::string& device, bool twice, bool fresh, bool stubs) {
@@ -92,11 +102,59 @@ Leaves gold_seed(py::object& tb, const protocol::TestblockRequest& req, int64_t 
     try {
       Leaves l = reference_leaves(tb, req, seed, device, twice, true, stubs);
       if (l.unjudgeable.empty()) return l;
-    } catch (py::error_already_set&) {
+    } catch (py::error_already_set& e) {
+      if (e.matches(reference_deadline_type())) throw;
     }
   }
   return reference_leaves(tb, req, seed, device, twice, false, stubs);
 }
+
+/// Interrupts the serving thread's Python at a deadline (the reference's part of a test block):
+/// from then on, every 100 ms until disarmed, it raises reference_deadline_type() there
+/// (PyThreadState_SetAsyncExc, checked between bytecodes: a long native call, such as one Triton
+/// compile, ends first). Constructed and destroyed on the serving thread, which holds the GIL;
+/// disarming clears an exception set but not yet raised, so none reaches later code.
+class ReferenceWatchdog {
+ public:
+  explicit ReferenceWatchdog(int64_t ms)
+      : tid_(PyThread_get_thread_ident()), end_(Clock::now() + Ms(ms)), thread_([this] { watch(); }) {}
+  ~ReferenceWatchdog() {
+    armed_ = false;  // under the GIL: watch() reads it under the GIL too
+    PyThreadState_SetAsyncExc(tid_, nullptr);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    py::gil_scoped_release release;  // watch() may be waiting for the GIL
+    thread_.join();
+  }
+  ReferenceWatchdog(const ReferenceWatchdog&) = delete;
+  ReferenceWatchdog& operator=(const ReferenceWatchdog&) = delete;
+
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> l(mu_);
+    if (cv_.wait_until(l, end_, [&] { return stop_; })) return;
+    while (!stop_) {
+      l.unlock();
+      {
+        py::gil_scoped_acquire gil;
+        if (armed_) PyThreadState_SetAsyncExc(tid_, reference_deadline_type());
+      }
+      l.lock();
+      cv_.wait_for(l, Ms(100), [&] { return stop_; });
+    }
+  }
+
+  unsigned long tid_;
+  Clock::time_point end_;
+  bool armed_ = true;  ///< read and written under the GIL
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  ///< last: started once the members above are
+};
 
 }  // namespace
 
@@ -110,10 +168,18 @@ std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb,
   twice = known == gold_agrees_wholly().end() || !known->second;
   const bool stubs = !stub_verdicts().count(key);
   try {
+    ReferenceWatchdog watchdog(req.reference_deadline_ms);
     for (int i = 0; i < trials; ++i)
       refs.push_back(gold_seed(tb, req, seed + i, device, twice, i > 0, stubs && i == 0));
     sync_device(ctx.device);
   } catch (py::error_already_set& e) {
+    if (e.matches(reference_deadline_type()))
+      return protocol::encode(protocol::ErrorReply{
+          JudgeError::reference_failed,
+          "the gold's test block did not finish within " + std::to_string(req.reference_deadline_ms / 1000) +
+              " s (its runs under " + std::to_string(trials) +
+              " seed(s), each twice for gold agreement on a first check, Triton's compiles and "
+              "autotuning cold): the task is unusable at this limit"});
     // The task's own failure, not the candidate's: the client starts a fresh worker (the
     // reference may have left this interpreter or device unusable) and lists the task unusable.
     return protocol::encode(protocol::ErrorReply{JudgeError::reference_failed, reference_traceback(e)});

@@ -352,6 +352,44 @@ TEST_CASE("triton: a TritonBench-T task is judged on its test block in the confi
   CHECK(runner.workers_started() == 1);
 }
 
+TEST_CASE("triton: a test block whose gold runs past the reference's deadline lists the task unusable",
+          "[runner]") {
+  // Issue 38 §3: TritonBench-G chunk_retention_ops's block, run by TritonBench's own script,
+  // takes over 200 s of CPU on an H200 host; kforge's client then gave up on the whole check
+  // (judge_timeout, the machinery's). The runner now interrupts the gold at its own deadline:
+  // the task's failure with the reason, the worker replaced, the next check judged as before.
+  Suite suite = load_suite(fs::path(KFORGE_TESTS_DIR) / "data/tritonbench");
+  const Task* t = suite.find("T/relu_scale");
+  REQUIRE(t);
+  auto slow = agent::task_ref(*t, "");
+  // The gold spins in Python (a busy loop, as an autotuner's compiles keep the interpreter busy)
+  // and catches every Exception on the way, as TritonBench's blocks do.
+  slow.source += "\nimport time as _kf_time\n_kf_gold = relu_scale\n\n"
+                 "def relu_scale(*a, **k):\n"
+                 "    end = _kf_time.monotonic() + 120\n"
+                 "    while _kf_time.monotonic() < end:\n"
+                 "        try:\n            sum(range(1000))\n        except Exception:\n            pass\n"
+                 "    return _kf_gold(*a, **k)\n";
+  backends::RunnerConfig rc = runner_config("cpu");
+  rc.testblock_reference_timeout = std::chrono::milliseconds(4'000);  // the runner's deadline: 2 s
+  backends::RunnerClient runner(rc);
+  const fs::path work = scratch("triton-testblock-deadline");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ev = backends::evaluate(triton(), relu_scale_candidate(), work / "slow", runner, slow, check_only());
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0);
+  INFO(to_string(ev.outcome) << "/" << ev.sub_kind << ": " << ev.message);
+  REQUIRE(ev.failure.has_value());
+  CHECK(*ev.failure == FailureKind::reference);
+  CHECK(ev.message.find("did not finish within 2 s") != std::string::npos);
+  CHECK(s.count() < 60);  // interrupted, not run to its end
+  // The worker the gold was interrupted in is not used again; the real gold is judged as before.
+  auto good = backends::evaluate(triton(), relu_scale_candidate(), work / "good", runner,
+                                 agent::task_ref(*t, ""), check_only());
+  INFO(to_string(good.outcome) << "/" << good.sub_kind << ": " << good.message);
+  CHECK(good.outcome == Outcome::pass);
+  CHECK(runner.workers_started() == 2);
+}
+
 TEST_CASE("triton: a torch_fallback's results are still compared: correct counts it, pass never does",
           "[runner]") {
   // Issue 22 §3: TritonBench's own figures count correct code of any kind; kforge's pass counts
