@@ -15,6 +15,7 @@
 #include "kforge/benchmarks/operators.hpp"
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
+#include "kforge/sandbox/compile_cache.hpp"
 
 namespace kforge::agent {
 
@@ -51,6 +52,21 @@ AttemptRecord new_record(const Task& task, const std::string& backend, int sampl
   rec.started_at = iso8601_utc_now();
   rec.attempt_dir = attempt_rel_path(task.id, sample, turn).string();
   return rec;
+}
+
+void set_judging(AttemptSetup& a, const backends::Backend* backend, const std::string& backend_name,
+                 ProfileStep* profile, const JudgingFlags& flags) {
+  a.backend = backend;
+  a.backend_name = backend_name;
+  a.profile = profile;
+  a.allow_precision = flags.allow_precision;
+  a.reference_times = std::make_shared<ReferenceTimes>();
+  a.opt.trials = flags.trials;
+  a.opt.bench = flags.bench;
+  a.opt.bench_options.reps = flags.reps;
+  a.opt.bench_options.perf_inputs = flags.perf_inputs;
+  a.opt.bench_options.compile_baseline = flags.baseline == "compile";
+  a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
 }
 
 std::string module_suffix_for(const AttemptSetup& setup, const Task& task) {

@@ -305,11 +305,8 @@ int make_profile(RunSetup& rs) {
 void make_attempt_setup(RunSetup& rs) {
   const RunCommand& cmd = rs.cmd;
   AttemptSetup& a = rs.attempt;
-  a.backend = rs.backend;
-  a.backend_name = cmd.backend;
-  a.profile = rs.profile.get();
-  a.allow_precision = cmd.allow_precision;
-  a.reference_times = std::make_shared<ReferenceTimes>();
+  set_judging(a, rs.backend, cmd.backend, rs.profile.get(),
+              {cmd.trials, cmd.bench, cmd.reps, cmd.perf_inputs, cmd.baseline, cmd.allow_precision});
   if (rs.profile->profiler != "none") a.peaks = device_peaks(*rs.runners[0], rs.hardware.name);
   json m = rs.run->manifest();
   m["profile_policy"] = profile_policy(*rs.profile, cmd.profile_every_pass);
@@ -318,13 +315,7 @@ void make_attempt_setup(RunSetup& rs) {
     rs.hardware.measured_dram_gbps = a.peaks->dram_bytes_per_s / 1e9;
     rs.hardware.measured_fp32_tflops = a.peaks->flops_per_s / 1e12;
   }
-  a.opt.trials = cmd.trials;
-  a.opt.bench = cmd.bench;
-  a.opt.bench_options.reps = cmd.reps;
-  a.opt.bench_options.perf_inputs = cmd.perf_inputs;
-  a.opt.bench_options.compile_baseline = cmd.baseline == "compile";
   a.opt.bench_options.min_reps = std::min(cmd.reps, 10);
-  a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
   for (const auto& t : rs.suite.tasks) {
     try {
       rs.refs_by_id[t.id] = task_ref(t, cmd.profile).source;

@@ -31,7 +31,6 @@
 #include "kforge/common/util.hpp"
 #include "kforge/runs/run_dir.hpp"
 #include "kforge/runs/run_status.hpp"
-#include "kforge/sandbox/compile_cache.hpp"
 
 namespace kforge::agent {
 
@@ -247,22 +246,13 @@ int make_eval_profile(const EvalCommand& cmd, EvalSetup& es) {
 /// The judging setup: options, the profile step's use and the device's peaks.
 int make_eval_setup(const EvalCommand& cmd, EvalSetup& es) {
   AttemptSetup& a = es.attempt;
-  a.backend = es.backend;
-  a.backend_name = cmd.backend;
-  a.profile = es.profile.get();
-  a.allow_precision = cmd.allow_precision;
-  a.reference_times = std::make_shared<ReferenceTimes>();
+  set_judging(a, es.backend, cmd.backend, es.profile.get(),
+              {cmd.trials, cmd.bench, cmd.reps, cmd.perf_inputs, cmd.baseline, cmd.allow_precision});
   const std::string device = es.runners[0]->config().device;
   if (es.profile->profiler != "none")
     a.peaks = device_peaks(*es.runners[0],
                            device_facts(nlohmann::json::parse(es.hello, nullptr, false), device).name);
-  a.opt.trials = cmd.trials;
-  a.opt.bench = cmd.bench;
-  a.opt.bench_options.reps = cmd.reps;
-  a.opt.bench_options.perf_inputs = cmd.perf_inputs;
-  a.opt.bench_options.compile_baseline = cmd.baseline == "compile";
   a.opt.compile.arch = cmd.arch;
-  a.opt.compile.cache_dir = sandbox::CompileCache::default_dir();
   return 0;
 }
 

@@ -3,6 +3,7 @@
 // of each task's gold.
 #include "testblock_gold.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -149,7 +150,7 @@ class ReferenceWatchdog {
 
   unsigned long tid_;
   Clock::time_point end_;
-  bool armed_ = true;  ///< read and written under the GIL
+  std::atomic<bool> armed_{true};  ///< written and read under the GIL (atomic for the sanitizers)
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

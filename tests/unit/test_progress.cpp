@@ -214,12 +214,13 @@ TEST_CASE("kforge run: the first Ctrl-C says how many attempts are in flight; th
 TEST_CASE("kforge run on a terminal: one bar redrawn in place, with an ETA, and no attempt lines",
           "[progress][cli]") {
   const fs::path dir = scratch("progress_tty");
-  // gelu_tanh's reply takes 4 s: the bar is redrawn (every 0.5 s) while huber_mean has finished
-  // (1.5 s was too short on a loaded 2-core machine: huber_mean's compile and check ended with it).
+  // gelu_tanh's reply takes 10 s: the bar is redrawn (every 0.5 s) while huber_mean has finished
+  // (1.5 s, then 4 s, were too short on a loaded 2-core machine: huber_mean's compile and check,
+  // beside the other tests of `ctest -j2`, ended with it).
   json script{{"default", {{"content", "no code here"}}},
               {"replies",
                json::array({{{"task", "loss/huber_mean"}, {"content", huber_reply("tty")}},
-                            {{"task", "activation/gelu_tanh"}, {"delay_ms", 4000}, {"content", "none"}}})}};
+                            {{"task", "activation/gelu_tanh"}, {"delay_ms", 10000}, {"content", "none"}}})}};
   std::ofstream(dir / "script.json") << script.dump();
   kforge::test::ScriptedServer srv(dir / "script.json");
   int master = -1;

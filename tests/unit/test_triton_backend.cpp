@@ -364,12 +364,13 @@ TEST_CASE("triton: a test block whose gold runs past the reference's deadline li
   auto slow = agent::task_ref(*t, "");
   // The gold spins in Python (a busy loop, as an autotuner's compiles keep the interpreter busy)
   // and catches every Exception on the way, as TritonBench's blocks do.
-  slow.source += "\nimport time as _kf_time\n_kf_gold = relu_scale\n\n"
-                 "def relu_scale(*a, **k):\n"
-                 "    end = _kf_time.monotonic() + 120\n"
-                 "    while _kf_time.monotonic() < end:\n"
-                 "        try:\n            sum(range(1000))\n        except Exception:\n            pass\n"
-                 "    return _kf_gold(*a, **k)\n";
+  slow.source +=
+      "\nimport time as _kf_time\n_kf_gold = relu_scale\n\n"
+      "def relu_scale(*a, **k):\n"
+      "    end = _kf_time.monotonic() + 120\n"
+      "    while _kf_time.monotonic() < end:\n"
+      "        try:\n            sum(range(1000))\n        except Exception:\n            pass\n"
+      "    return _kf_gold(*a, **k)\n";
   backends::RunnerConfig rc = runner_config("cpu");
   rc.testblock_reference_timeout = std::chrono::milliseconds(4'000);  // the runner's deadline: 2 s
   backends::RunnerClient runner(rc);

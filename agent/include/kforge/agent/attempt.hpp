@@ -58,6 +58,23 @@ struct TaskJudging {
   std::string module_suffix;
 };
 
+/// The judging flags `kforge run` and `kforge eval` share (each command's options of the same
+/// names: run_options.cpp).
+struct JudgingFlags {
+  int trials = 5;
+  bool bench = true;
+  int reps = 100;
+  int perf_inputs = 0;
+  std::string baseline = "eager";
+  std::vector<std::string> allow_precision;
+};
+
+/// Fills what every attempt of a run or an eval shares: the backend, the profile step, a fresh
+/// ReferenceTimes and the evaluation options from `flags` (the compile cache: the default one).
+/// The device's peaks are the caller's (each finds its device's name its own way).
+void set_judging(AttemptSetup& a, const backends::Backend* backend, const std::string& backend_name,
+                 ProfileStep* profile, const JudgingFlags& flags);
+
 /// What to append to a candidate's module for `task` under `setup`'s backend: for an
 /// aten_operator task on a backend whose artifact is a Python module, operator_adapter (the
 /// candidate defines `<op>_kernel_impl`; kforge's kf_forward calls it on every case); else "".
