@@ -493,7 +493,8 @@ CheckResult RunnerClient::check_once(const TaskRef& task, const std::filesystem:
     q.trials = trials;
     q.seed = seed;
     q.deadline_ms = judge_deadline_ms(cfg_.testblock_check_timeout);
-    q.reference_deadline_ms = judge_deadline_ms(cfg_.testblock_reference_timeout);
+    // The reference's whole allowance: the candidate's own deadline keeps the client's margin.
+    q.reference_deadline_ms = cfg_.testblock_reference_timeout.count();
     q.tolerances = task.tolerances;
     q.source = task.source;
     q.test_source = task.test_source;

@@ -85,7 +85,8 @@ struct RunnerConfig {
   /// A test block (TritonBench): the reference's runs (the gold twice per seed, its Triton
   /// kernels compiled and autotuned cold), which never count against the candidate, and the
   /// candidate's check (its kernels, too, compile and autotune cold in a fresh host: G gold files
-  /// autotune over up to ~30 configurations). The client waits for the sum.
+  /// autotune over up to ~30 configurations). The client waits for the sum; the runner stops a
+  /// reference's part at its timeout (reference_failed "did not finish within": the task unusable).
   std::chrono::milliseconds testblock_reference_timeout{240'000};
   std::chrono::milliseconds testblock_check_timeout{150'000};
   std::chrono::milliseconds bench_timeout{180'000};

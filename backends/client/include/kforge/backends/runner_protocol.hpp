@@ -174,7 +174,7 @@ struct TestblockRequest {
   int64_t deadline_ms = 50'000;  ///< the candidate's part, counted from the end of the reference's
   /// The reference's part (the gold's runs under every seed): past it the runner interrupts the
   /// gold and answers reference_failed, "did not finish within" (the task's, never the model's).
-  int64_t reference_deadline_ms = 200'000;
+  int64_t reference_deadline_ms = 240'000;
   Tolerances tolerances;
   std::string source, test_source;  ///< the implementation and its test block (required)
   std::string test_function;
