@@ -3,7 +3,6 @@
 // of each task's gold.
 #include "testblock_gold.hpp"
 
-#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -120,12 +119,12 @@ class ReferenceWatchdog {
   explicit ReferenceWatchdog(int64_t ms)
       : tid_(PyThread_get_thread_ident()), end_(Clock::now() + Ms(ms)), thread_([this] { watch(); }) {}
   ~ReferenceWatchdog() {
-    armed_ = false;  // under the GIL: watch() reads it under the GIL too
-    PyThreadState_SetAsyncExc(tid_, nullptr);
     {
+      // Under the GIL: watch() tests stop_ holding it too, so nothing is raised after this.
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
     }
+    PyThreadState_SetAsyncExc(tid_, nullptr);
     cv_.notify_all();
     py::gil_scoped_release release;  // watch() may be waiting for the GIL
     thread_.join();
@@ -138,22 +137,21 @@ class ReferenceWatchdog {
     std::unique_lock<std::mutex> l(mu_);
     if (cv_.wait_until(l, end_, [&] { return stop_; })) return;
     while (!stop_) {
-      l.unlock();
+      l.unlock();  // never wait for the GIL holding mu_: the destructor takes mu_ holding the GIL
       {
         py::gil_scoped_acquire gil;
-        if (armed_) PyThreadState_SetAsyncExc(tid_, reference_deadline_type());
+        l.lock();
+        if (!stop_) PyThreadState_SetAsyncExc(tid_, reference_deadline_type());
       }
-      l.lock();
       cv_.wait_for(l, Ms(100), [&] { return stop_; });
     }
   }
 
   unsigned long tid_;
   Clock::time_point end_;
-  std::atomic<bool> armed_{true};  ///< written and read under the GIL (atomic for the sanitizers)
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ = false;   ///< under mu_; set by the destructor, which holds the GIL
   std::thread thread_;  ///< last: started once the members above are
 };
 
@@ -178,9 +176,9 @@ std::optional<json> gold_results(const JudgeContext& ctx, py::object& tb,
       return protocol::encode(protocol::ErrorReply{
           JudgeError::reference_failed,
           "the gold's test block did not finish within " + std::to_string(req.reference_deadline_ms / 1000) +
-              " s (its runs under " + std::to_string(trials) +
-              " seed(s), each twice for gold agreement on a first check, Triton's compiles and "
-              "autotuning cold): the task is unusable at this limit"});
+              " s (its runs under " + std::to_string(trials) + " seed(s), " +
+              (twice ? "each twice for gold agreement" : "each once") +
+              ", Triton's compiles and autotuning cold): the task is unusable at this limit"});
     // The task's own failure, not the candidate's: the client starts a fresh worker (the
     // reference may have left this interpreter or device unusable) and lists the task unusable.
     return protocol::encode(protocol::ErrorReply{JudgeError::reference_failed, reference_traceback(e)});
